@@ -1,0 +1,1 @@
+"""ragstrata.assemble stage."""

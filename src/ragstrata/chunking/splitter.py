@@ -1,0 +1,493 @@
+"""Structure-aware recursive chunker.
+
+Splits on the most meaningful boundary first: section (heading path) → block → line → sentence
+→ word → hard token cut, in the spirit of LangChain's recursive splitter and semchunk, but over a
+parsed block tree so that headings, fenced code and tables stay whole. Invariants (tested as
+properties in ``tests/unit/chunking``):
+
+* ``document.text[c.start:c.end] == c.text`` and ``c.text`` is non-empty, with no leading or
+  trailing whitespace;
+* every rendered chunk, with its heading-path prefix and the model's special tokens, fits
+  ``max_tokens`` of the embedding model's tokenizer;
+* every non-whitespace character of every block lies in some chunk;
+* fenced code and tables are split only when one alone exceeds the budget, tables by rows with
+  the header rows repeated in ``Chunk.header``, code by lines with the fence re-opened/closed in
+  ``Chunk.header``/``Chunk.footer`` (so no rendered chunk has an unbalanced fence);
+* the same document gives the same chunks and ids (ids are content hashes).
+
+Consecutive chunks of one section overlap by about ``overlap_ratio * max_tokens`` tokens, taken at
+a line or sentence boundary and never inside a code block or table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ragstrata.chunking.tokens import TokenCounter
+from ragstrata.errors import ChunkingError
+from ragstrata.types import Block, Chunk, Document
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
+_METADATA_KEYS = ("modified", "language", "version", "date", "lang")
+
+
+class Chunker(Protocol):
+    """Turns one parsed document into ordered chunks."""
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        """Chunks of ``document`` in reading order; ``[]`` for a document without text."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    start: int
+    end: int
+    tokens: int
+    atomic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A fenced code region: opening line ``[open_start, open_end)``, closing line
+    ``[close_start, close_end)``; ``opener``/``closer`` re-open and close it in a split chunk."""
+
+    open_start: int
+    open_end: int  # end of the opening fence line (exclusive, before "\n")
+    close_start: int  # start of the closing fence line, or len(text) if never closed
+    close_end: int
+    opener: str
+    closer: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    path: tuple[str, ...]
+    blocks: tuple[Block, ...]
+
+
+def heading_prefix(title: str, section_path: Sequence[str]) -> str:
+    """The context line embedded before a chunk: ``"title > h1 > h2"`` (title not repeated)."""
+    parts = [p for p in section_path if p]
+    if title and (not parts or parts[0] != title):
+        parts.insert(0, title)
+    return " > ".join(parts)
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _sha(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+
+
+class StructureChunker:
+    """Recursive structure-first chunker (see module docstring for the invariants).
+
+    ``counter`` must count with the embedding model's tokenizer. ``max_tokens`` bounds
+    prefix + rendered chunk + ``special_tokens`` (the model's [CLS]/[SEP] or equivalent).
+    ``overlap_ratio`` in [0, 0.5). Raises :class:`ChunkingError` when the budget left for text is
+    below 8 tokens.
+    """
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        max_tokens: int,
+        special_tokens: int = 2,
+        overlap_ratio: float = 0.12,
+        max_prefix_tokens: int = 32,
+    ) -> None:
+        if not 0.0 <= overlap_ratio < 0.5:
+            raise ChunkingError(f"overlap_ratio={overlap_ratio} must be in [0, 0.5)")
+        if max_tokens - special_tokens - 8 < 8:
+            raise ChunkingError(
+                f"max_tokens={max_tokens} leaves no room for text after {special_tokens} special "
+                "tokens; raise chunking.max_tokens"
+            )
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.special_tokens = special_tokens
+        self.overlap_ratio = overlap_ratio
+        self.max_prefix_tokens = max(0, min(max_prefix_tokens, (max_tokens - special_tokens) // 4))
+
+    # ------------------------------------------------------------------ public API
+    def chunk(self, document: Document) -> list[Chunk]:
+        text = document.text
+        fences = find_fences(text)
+        spans: list[tuple[_Section, int, int, str, str, int]] = []
+        for section in _sections(document.blocks):
+            prefix = self.prefix_for(document.title, section.path)
+            budget = self.body_budget(prefix)
+            for start, end, header, footer, tokens in self._chunk_section(
+                text, section, budget, fences
+            ):
+                spans.append((section, start, end, header, footer, tokens))
+        total = len(spans)
+        metadata = _chunk_metadata(document)
+        chunks: list[Chunk] = []
+        for index, (section, start, end, header, footer, tokens) in enumerate(spans):
+            body = text[start:end]
+            content_hash = _sha(header, body, footer)
+            section_start = section.blocks[0].start
+            chunks.append(
+                Chunk(
+                    chunk_id=_sha(document.doc_id, start, end, content_hash)[:32],
+                    doc_id=document.doc_id,
+                    source=document.source,
+                    title=document.title,
+                    section_path=section.path,
+                    text=body,
+                    start=start,
+                    end=end,
+                    index=index,
+                    total=total,
+                    token_count=tokens,
+                    parent_id=_sha(document.doc_id, section_start, *section.path)[:16],
+                    content_hash=content_hash,
+                    header=header,
+                    footer=footer,
+                    metadata=metadata,
+                )
+            )
+        return chunks
+
+    def prefix_for(self, title: str, section_path: Sequence[str]) -> str:
+        """Heading-path prefix for a section, cut to ``max_prefix_tokens`` tokens."""
+        prefix = heading_prefix(title, section_path)
+        if not prefix or self.max_prefix_tokens == 0:
+            return ""
+        cut = self.counter.cut(prefix, self.max_prefix_tokens)
+        return prefix[:cut].rstrip()
+
+    def body_budget(self, prefix: str) -> int:
+        """Tokens left for ``chunk.rendered`` after the prefix line and special tokens."""
+        prefix_tokens = self.counter.count(prefix) + 1 if prefix else 0
+        return self.max_tokens - self.special_tokens - prefix_tokens
+
+    def embedding_text(self, chunk: Chunk) -> str:
+        """The exact text to embed for ``chunk``: prefix line + rendered chunk."""
+        prefix = self.prefix_for(chunk.title, chunk.section_path)
+        return f"{prefix}\n{chunk.rendered}" if prefix else chunk.rendered
+
+    # ------------------------------------------------------------------ sections
+    def _chunk_section(
+        self, text: str, section: _Section, budget: int, fences: Sequence[Fence]
+    ) -> Iterator[tuple[int, int, str, str, int]]:
+        units: list[_Unit] = []
+        tables: list[tuple[int, int, int, str]] = []  # (block start, header end, block end, header)
+        for block in section.blocks:
+            units.extend(self._block_units(text, block, budget, fences, tables))
+        yield from self._pack(text, units, budget, fences, tables)
+
+    def _block_units(
+        self,
+        text: str,
+        block: Block,
+        budget: int,
+        fences: Sequence[Fence],
+        tables: list[tuple[int, int, int, str]],
+    ) -> list[_Unit]:
+        tokens = self.counter.count(text[block.start : block.end])
+        atomic = block.kind in ("code", "table")
+        if tokens <= budget:
+            return [_Unit(block.start, block.end, tokens, atomic)]
+        reserve = 0
+        if block.kind == "table":
+            header_end = _table_header_end(text, block.start, block.end)
+            if header_end is not None:
+                header = text[block.start : header_end] + "\n"
+                tables.append((block.start, header_end, block.end, header))
+                reserve = self.counter.count(header) + 1
+        inner = [f for f in fences if f.open_start < block.end and f.close_end > block.start]
+        if inner:
+            reserve = max(
+                reserve,
+                max(self.counter.count(f.opener) + self.counter.count(f.closer) + 2 for f in inner),
+            )
+        inner_budget = budget - reserve
+        if inner_budget < 4:
+            raise ChunkingError(f"a table header or fence leaves {inner_budget} tokens for rows")
+        if block.kind == "table" and tables and tables[-1][0] == block.start:
+            # header rows travel with the first data rows, later rows get them as Chunk.header
+            header_end = tables[-1][1]
+            rows = self._split(text, header_end, block.end, inner_budget, 0)
+            if rows:
+                first = rows[0]
+                merged = text[block.start : first.end]
+                return [_Unit(block.start, first.end, self.counter.count(merged), False), *rows[1:]]
+        return self._split(text, block.start, block.end, inner_budget, 0)
+
+    def _split(self, text: str, start: int, end: int, budget: int, level: int) -> list[_Unit]:
+        """Units of ``text[start:end]`` each within ``budget``: lines, sentences, words, cut."""
+        splitters: tuple[Callable[[str, int, int], list[tuple[int, int]]], ...] = (
+            _lines,
+            _sentences,
+            _words,
+        )
+        if level >= len(splitters):
+            return self._hard_cut(text, start, end, budget)
+        parts = splitters[level](text, start, end)
+        if len(parts) <= 1:
+            return self._split(text, start, end, budget, level + 1)
+        counts = self.counter.count_many([text[a:b] for a, b in parts])
+        units: list[_Unit] = []
+        for (a, b), n in zip(parts, counts, strict=True):
+            if n <= budget:
+                units.append(_Unit(a, b, n, False))
+            else:
+                units.extend(self._split(text, a, b, budget, level + 1))
+        return units
+
+    def _hard_cut(self, text: str, start: int, end: int, budget: int) -> list[_Unit]:
+        units: list[_Unit] = []
+        pos = start
+        while pos < end:
+            cut = pos + self.counter.cut(text[pos:end], budget)
+            a, b = _strip_span(text, pos, cut)
+            if a < b:
+                units.append(_Unit(a, b, self.counter.count(text[a:b]), False))
+            pos = cut
+            while pos < end and text[pos].isspace():
+                pos += 1
+        return units
+
+    # ------------------------------------------------------------------ packing
+    def _pack(
+        self,
+        text: str,
+        units: Sequence[_Unit],
+        budget: int,
+        fences: Sequence[Fence],
+        tables: Sequence[tuple[int, int, int, str]],
+    ) -> Iterator[tuple[int, int, str, str, int]]:
+        """Greedy packing of ``units`` into chunks of at most ``budget`` exact tokens."""
+        overlap_budget = int(self.overlap_ratio * self.max_tokens)
+        queue = list(units)
+        i = 0
+        carry: list[_Unit] = []
+        while i < len(queue):
+            used = sum(u.tokens for u in carry)
+            j = i
+            while j < len(queue) and (j == i or used + queue[j].tokens <= budget):
+                used += queue[j].tokens
+                j += 1
+            while True:  # exact count of the decorated chunk; shrink until it fits
+                start = (carry or queue[i:])[0].start
+                end = queue[j - 1].end
+                header, footer = _decorations(text, start, end, fences, tables)
+                tokens = self.counter.count(header + text[start:end] + footer)
+                if tokens <= budget:
+                    break
+                if j - i > 1:
+                    j -= 1
+                elif carry:
+                    carry = []
+                else:
+                    unit = queue[i]
+                    smaller = max(1, unit.tokens - (tokens - budget) - 2)
+                    pieces = self._hard_cut(text, unit.start, unit.end, smaller)
+                    if len(pieces) <= 1:
+                        raise ChunkingError(
+                            f"cannot fit the text at offset {unit.start} into {budget} tokens"
+                        )
+                    queue[i : i + 1] = pieces
+                    j = i + 1
+            yield start, end, header, footer, tokens
+            previous = [*carry, *queue[i:j]]
+            i = j
+            carry = []
+            if i < len(queue):
+                carry = self._overlap(
+                    text, previous, overlap_budget, budget - queue[i].tokens, tables
+                )
+
+    def _overlap(
+        self,
+        text: str,
+        previous: Sequence[_Unit],
+        overlap_budget: int,
+        room: int,
+        tables: Sequence[tuple[int, int, int, str]],
+    ) -> list[_Unit]:
+        """Trailing span of ``previous`` (at most ``min(overlap_budget, room)`` tokens, starting at
+        a line or sentence boundary, outside code blocks, tables' header rows and the chunk's
+        first character) that opens the next chunk; ``[]`` when none fits."""
+        room = min(overlap_budget, room)
+        if room <= 0 or not previous:
+            return []
+        prev_start, prev_end = previous[0].start, previous[-1].end
+        floor = prev_start + 1
+        for unit in previous:
+            if unit.atomic:
+                floor = max(floor, unit.end)
+        candidates = sorted(
+            {
+                a
+                for unit in previous
+                if not unit.atomic and unit.end > floor
+                for a, _ in (*sentence_spans(text, unit.start, unit.end), *_lines(text, unit.start, unit.end))
+                if a >= floor
+                and not any(t_start <= a <= h_end for t_start, h_end, _, _ in tables)
+            }
+        )
+        low, high = 0, len(candidates)  # first candidate whose tail fits
+        while low < high:
+            mid = (low + high) // 2
+            if self.counter.count(text[candidates[mid] : prev_end]) <= room:
+                high = mid
+            else:
+                low = mid + 1
+        if low == len(candidates):
+            return []
+        start = candidates[low]
+        return [_Unit(start, prev_end, self.counter.count(text[start:prev_end]), False)]
+
+
+# ---------------------------------------------------------------------- helpers
+def _sections(blocks: Sequence[Block]) -> list[_Section]:
+    """Group blocks by heading path; a heading with no body merges into its first subsection."""
+    sections: list[_Section] = []
+    stack: list[tuple[int, str]] = []
+    current: list[Block] = []
+    path: tuple[str, ...] = ()
+    for block in blocks:
+        if block.kind == "heading":
+            if current:
+                sections.append(_Section(path, tuple(current)))
+            while stack and stack[-1][0] >= block.level:
+                stack.pop()
+            stack.append((block.level, block.title))
+            path = tuple(title for _, title in stack)
+            current = [block]
+        else:
+            current.append(block)
+    if current:
+        sections.append(_Section(path, tuple(current)))
+    merged: list[_Section] = []
+    pending: list[Block] = []
+    for index, section in enumerate(sections):
+        blocks_here = (*pending, *section.blocks)
+        pending = []
+        nxt = sections[index + 1] if index + 1 < len(sections) else None
+        heading_only = all(b.kind == "heading" for b in section.blocks)
+        if (
+            heading_only
+            and nxt is not None
+            and nxt.path[: len(section.path)] == section.path
+            and len(nxt.path) > len(section.path)
+        ):
+            pending = list(blocks_here)
+            continue
+        merged.append(_Section(section.path, blocks_here))
+    return merged
+
+
+def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    out = []
+    for m in re.finditer(r"[^\n]+", text[start:end]):
+        a, b = _strip_span(text, start + m.start(), start + m.end())
+        if a < b:
+            out.append((a, b))
+    return out
+
+
+def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans of ``text[start:end]`` (absolute offsets, trimmed, non-empty), split after
+    ``. ! ? …`` and CJK full stops followed by whitespace."""
+    out = []
+    pos = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        a, b = _strip_span(text, pos, m.end())
+        if a < b:
+            out.append((a, b))
+        pos = m.end()
+    a, b = _strip_span(text, pos, end)
+    if a < b:
+        out.append((a, b))
+    return out
+
+
+def _words(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    return [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:end])]
+
+
+def find_fences(text: str) -> list[Fence]:
+    """CommonMark fenced code regions (opening line, closing line) over the whole text."""
+    fences: list[Fence] = []
+    pos = 0
+    open_fence: tuple[int, int, str, str] | None = None  # start, end, marker, line
+    for line in text.split("\n"):
+        line_end = pos + len(line)
+        m = _FENCE.match(line)
+        if m:
+            marker = m.group(1)
+            if open_fence is None:
+                if not (marker[0] == "`" and "`" in m.group(2)):
+                    open_fence = (pos, line_end, marker, line.strip())
+            elif marker[0] == open_fence[2][0] and len(marker) >= len(open_fence[2]) and not m.group(2).strip():
+                fences.append(
+                    Fence(open_fence[0], open_fence[1], pos, line_end, open_fence[3] + "\n", "\n" + open_fence[2])
+                )
+                open_fence = None
+        pos = line_end + 1
+    if open_fence is not None:
+        fences.append(
+            Fence(open_fence[0], open_fence[1], len(text), len(text), open_fence[3] + "\n", "\n" + open_fence[2])
+        )
+    return fences
+
+
+def _table_header_end(text: str, start: int, end: int) -> int | None:
+    """End offset of a pipe table's header row + separator row, or None if it has none."""
+    first = text.find("\n", start, end)
+    if first == -1:
+        return None
+    second = text.find("\n", first + 1, end)
+    second = end if second == -1 else second
+    return second if _TABLE_SEP.match(text[first + 1 : second]) else None
+
+
+def _decorations(
+    text: str,
+    start: int,
+    end: int,
+    fences: Sequence[Fence],
+    tables: Sequence[tuple[int, int, int, str]],
+) -> tuple[str, str]:
+    """Header/footer that make ``text[start:end]`` self-contained: a table's header rows when
+    the chunk starts below them, a fence opener when it starts inside a fence, a fence closer
+    when it ends inside one."""
+    header, footer = "", ""
+    for table_start, header_end, table_end, table_header in tables:
+        if header_end < start < table_end:
+            header = table_header
+    for fence in fences:
+        if fence.open_end < start <= fence.close_start:
+            header = fence.opener + header
+        if fence.open_start < end <= fence.close_start and start < fence.close_start:
+            footer = footer + fence.closer
+    return header, footer
+
+
+def _chunk_metadata(document: Document) -> Mapping[str, Any]:
+    meta: dict[str, Any] = {"format": document.format}
+    for key in _METADATA_KEYS:
+        value = document.metadata.get(key)
+        if isinstance(value, str | int | float | bool):
+            meta[key] = value if not hasattr(value, "isoformat") else str(value)
+        elif value is not None:
+            meta[key] = str(value)
+    return meta

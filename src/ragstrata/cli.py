@@ -1,0 +1,262 @@
+"""Command-line interface (typer + rich): a thin layer over :class:`ragstrata.pipeline.Ragstrata`.
+
+Exit codes: 0 ok; 1 error (message on stderr with its ``RSxxx`` code); 2 usage error;
+3 ingest finished with some files rejected ("partial").
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from ragstrata.config import RagConfig
+from ragstrata.errors import ConfigError, RagError
+from ragstrata.pipeline import Ragstrata, display_path
+from ragstrata.types import Answer, Hit
+
+app = typer.Typer(
+    name="ragstrata",
+    help="Retrieval-augmented answers with citations over your documents (offline).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+EXIT_PARTIAL = 3
+
+IndexOpt = Annotated[
+    Path | None,
+    typer.Option("--index", help="Index directory (default: $RAGSTRATA_HOME/index)."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="TOML config file (default: $RAGSTRATA_HOME/config.toml).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _engine(index: Path | None, config: Path | None) -> Ragstrata:
+    return Ragstrata(RagConfig.load(config_file=config).with_index(index))
+
+
+def _fail(exc: RagError) -> typer.Exit:
+    err.print(f"[bold red]error[/] {exc}", highlight=False, markup=True)
+    return typer.Exit(2 if isinstance(exc, ConfigError) else 1)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest (recursively).")],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+    ] = None,
+) -> None:
+    """Parse, chunk, embed and index documents (Markdown/MDX, HTML, text)."""
+    try:
+        engine = _engine(index, config)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=json_out,
+        ) as bar:
+            task = bar.add_task("parsing", total=None)
+            embedded = 0
+
+            def on_progress(event: str, done: int, total: int) -> None:
+                nonlocal embedded
+                if event == "embed":
+                    embedded += done
+                    bar.update(task, description=f"parsing + embedding ({embedded} chunks)")
+                else:
+                    bar.update(task, completed=done, total=total)
+
+            result = engine.ingest(paths, progress=on_progress)
+        stats = engine.stats()
+        engine.close()
+    except RagError as exc:
+        raise _fail(exc) from exc
+    data = result.to_json() | {"index": stats}
+    if report is not None:
+        report.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    if json_out:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        out.print(
+            f"[bold]{result.status}[/]: {result.added} added, {result.updated} updated, "
+            f"{result.unchanged} unchanged, {result.chunks} chunks in {result.seconds:.1f}s; "
+            f"index has {stats['documents']} documents, {stats['chunks']} chunks "
+            f"({stats['size_bytes'] / 1e6:.1f} MB) at {stats['index']}"
+        )
+        for failure in result.failures:
+            err.print(f"[yellow]skipped[/] {failure.path}: [{failure.code}] {failure.reason}", highlight=False)
+    if result.status != "ok":
+        raise typer.Exit(EXIT_PARTIAL if result.status == "partial" else 1)
+
+
+def _hit_json(hit: Hit) -> dict[str, Any]:
+    c = hit.chunk
+    return {
+        "rank": hit.rank,
+        "score": hit.score,
+        "chunk_id": c.chunk_id,
+        "doc_id": c.doc_id,
+        "source": c.source,
+        "title": c.title,
+        "heading_path": list(c.section_path),
+        "start": c.start,
+        "end": c.end,
+        "chunk_index": c.index,
+        "chunk_total": c.total,
+        "text": c.rendered,
+        "explain": {e.retriever: {"rank": e.rank, "score": e.score} for e in hit.explain},
+    }
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Search query.")],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Hits to return.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid, dense or bm25.")] = "hybrid",
+    explain: Annotated[bool, typer.Option("--explain", help="Show each retriever's rank and score.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hybrid search (dense + BM25 fused by RRF); prints ranked chunks."""
+    try:
+        engine = _engine(index, config)
+        if mode not in ("hybrid", "dense", "bm25"):
+            raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
+        result = engine.search(query, top_k=top_k, mode=mode)  # type: ignore[arg-type]
+        engine.close()
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        data = {"query": query, "hits": [_hit_json(h) for h in result.hits], "timings_ms": result.timings_ms}
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    table = Table(show_lines=False, title=f"{len(result.hits)} hits for {query!r}")
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    if explain:
+        table.add_column("dense rank/score")
+        table.add_column("bm25 rank/score")
+    table.add_column("source > heading")
+    table.add_column("text")
+    for hit in result.hits:
+        row = [str(hit.rank), f"{hit.score:.4f}"]
+        if explain:
+            for name in ("dense", "bm25"):
+                e = next((x for x in hit.explain if x.retriever == name), None)
+                row.append(f"{e.rank} / {e.score:.3f}" if e else "-")
+        where = display_path(hit.chunk.source)
+        row.append(f"{where} > {hit.chunk.heading}" if hit.chunk.heading else where)
+        snippet = " ".join(hit.chunk.text.split())
+        row.append(snippet[:160] + ("…" if len(snippet) > 160 else ""))
+        table.add_row(*row)
+    out.print(table)
+    out.print(f"[dim]{result.timings_ms['total']:.1f} ms[/]")
+
+
+def _answer_json(answer: Answer) -> dict[str, Any]:
+    return {
+        "question": answer.question,
+        "answer": answer.text,
+        "refusal": answer.refusal,
+        "citations": [
+            {
+                "label": c.label,
+                "source": c.source,
+                "heading_path": list(c.heading_path),
+                "chunk_id": c.chunk_id,
+                "doc_id": c.doc_id,
+                "start": c.start,
+                "end": c.end,
+                "score": c.score,
+                "quote": c.quote,
+            }
+            for c in answer.citations
+        ],
+        "legend": list(answer.legend),
+        "timings_ms": dict(answer.timings_ms),
+    }
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="Question in any language of your documents.")],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer a question with numbered citations [n], or refuse when the documents don't say."""
+    try:
+        engine = _engine(index, config)
+        answer = engine.ask(question)
+        engine.close()
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps(_answer_json(answer), ensure_ascii=False, indent=2))
+        return
+    style = "yellow" if answer.refusal else "bold"
+    out.print(f"[{style}]{answer.text}[/]", highlight=False)
+    if answer.citations:
+        out.print()
+        for c in answer.citations:
+            heading = " > ".join(c.heading_path)
+            where = display_path(c.source)
+            out.print(
+                f"[{c.label}] {where}{' > ' + heading if heading else ''} "
+                f"[dim](chars {c.start}-{c.end}, chunk {c.chunk_id[:12]})[/]",
+                highlight=False,
+            )
+
+
+@app.command()
+def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Show what the index holds."""
+    try:
+        engine = _engine(index, config)
+        data = engine.stats()
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps(data, indent=2))
+        return
+    for key, value in data.items():
+        out.print(f"{key}: {value}", highlight=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

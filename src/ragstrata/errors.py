@@ -1,0 +1,128 @@
+"""Error tree of ragstrata.
+
+Every error derives from :class:`RagError` and carries a stable ``code`` (``RS`` plus three
+digits) that the troubleshooting page (``docs/troubleshooting.md``) documents. Messages name
+the field or path, the value, and the fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RagError(Exception):
+    """Base class of every ragstrata error; ``code`` is stable and documented."""
+
+    code = "RS000"
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {super().__str__()}"
+
+
+class ConfigError(RagError, ValueError):
+    """An invalid configuration value (names the field, the value and the allowed range)."""
+
+    code = "RS101"
+
+
+class MissingDependencyError(RagError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    code = "RS102"
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"the optional dependency {package!r} is not installed; "
+            f"install it with: pip install 'ragstrata[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class IngestError(RagError):
+    """A source file could not be ingested; ``path`` names it and ``reason`` says why."""
+
+    code = "RS200"
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class UnsupportedFormatError(IngestError):
+    """The file's extension or content is not a format ragstrata can parse."""
+
+    code = "RS201"
+
+
+class DecodeError(IngestError):
+    """The file's bytes are not text in any detectable encoding (binary file)."""
+
+    code = "RS202"
+
+
+class EmptyDocumentError(IngestError):
+    """The file is empty or holds only whitespace/markup with no text."""
+
+    code = "RS203"
+
+
+class FileTooLargeError(IngestError):
+    """The file exceeds ``ingest.max_file_bytes``."""
+
+    code = "RS204"
+
+
+class SourceNotFoundError(IngestError):
+    """A path given to ``ingest`` does not exist or cannot be read."""
+
+    code = "RS205"
+
+
+class ChunkingError(RagError):
+    """The chunker could not honour its invariants (for example a budget below one token)."""
+
+    code = "RS300"
+
+
+class EmbeddingError(RagError):
+    """The embedding model failed to load or to encode."""
+
+    code = "RS400"
+
+
+class DimensionMismatchError(EmbeddingError):
+    """A vector's dimension differs from the index's embedding dim."""
+
+    code = "RS401"
+
+
+class StoreError(RagError):
+    """The embedded index could not be opened, read or written."""
+
+    code = "RS500"
+
+
+class IndexNotFoundError(StoreError):
+    """No index exists at the given location (run ``ragstrata ingest`` first)."""
+
+    code = "RS501"
+
+
+class EmbedderMismatchError(StoreError):
+    """The index was built with another embedder than the one configured."""
+
+    code = "RS502"
+
+
+class IndexLockedError(StoreError):
+    """Another process holds the index's write lock."""
+
+    code = "RS503"
+
+
+class RetrievalError(RagError):
+    """A query could not be run (for example an empty query string)."""
+
+    code = "RS600"

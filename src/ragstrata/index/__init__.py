@@ -1,0 +1,1 @@
+"""ragstrata.index stage."""

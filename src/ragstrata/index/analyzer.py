@@ -1,0 +1,155 @@
+"""BM25 text analysis: identifiers kept whole and by part, Spanish + English stemming, CJK bigrams.
+
+For each raw token (``\\w`` runs joined by ``- _ / . : @``):
+
+* the whole token, lowercased and accent-folded, when it looks like an identifier (contains a
+  joiner, a digit, an underscore or inner capitals): ``ERR_CONN_RESET`` → ``err_conn_reset``,
+  ``/v1/users`` → ``/v1/users``, ``SEC-A002`` → ``sec-a002``;
+* its parts split at joiners, camelCase and letter/digit boundaries (``err``, ``conn``,
+  ``reset``; ``v1`` → ``v``, ``1``; ``sec``, ``a002``, ``a``, ``002``), each analysed as a word;
+* words are lowercased, stop words dropped, stemmed with the Snowball stemmers of the configured
+  languages (one term per distinct stem), then accent-folded (``canción`` → ``cancion``);
+* runs of CJK characters become overlapping character bigrams (Lucene's CJKAnalyzer scheme), so
+  CJK text never vanishes from the index.
+
+Term ids for sparse vectors are the first 4 bytes of BLAKE2b of the term (stable across runs and
+machines).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from ragstrata.errors import ConfigError, MissingDependencyError
+
+_TOKEN = re.compile(r"[/#@]?\w+(?:[-_/.:@]+\w+)*/?")
+_PART = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"[A-ZÀ-Þ]?[a-zß-ÿ]+|[A-ZÀ-Þ]+(?![a-zß-ÿ])|\d+|[^\W\d_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+# Lucene's English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET) and the most frequent
+# Spanish function words (subset of the Snowball Spanish stop list).
+STOPWORDS: dict[str, frozenset[str]] = {
+    "english": frozenset(
+        "a an and are as at be but by for if in into is it no not of on or such that the their "
+        "then there these they this to was will with".split()
+    ),
+    "spanish": frozenset(
+        "de la que el en y a los del se las por un para con no una su al lo como más pero sus le "
+        "ya o este sí porque esta entre cuando muy sin sobre también me hasta hay donde quien "
+        "desde todo nos durante todos uno les ni contra otros ese eso ante ellos e esto mí antes "
+        "algunos qué unos yo otro otras otra él tanto esa estos mucho quienes nada muchos cual "
+        "poco ella estar estas algunas algo nosotros es son fue ha han".split()
+    ),
+}
+LANGUAGES = ("english", "spanish")
+
+
+def fold_accents(text: str) -> str:
+    """Remove combining marks after NFD (``canción`` → ``cancion``, ``ñ`` → ``n``)."""
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def term_id(term: str) -> int:
+    """Stable unsigned 32-bit id of ``term`` (BLAKE2b, first 4 bytes, big-endian)."""
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
+
+
+class Analyzer:
+    """Text → BM25 terms. ``languages`` ⊆ ("english", "spanish"); raises ConfigError otherwise,
+    MissingDependencyError without PyStemmer."""
+
+    def __init__(self, languages: Sequence[str] = LANGUAGES, *, stopwords: bool = True) -> None:
+        unknown = [lang for lang in languages if lang not in LANGUAGES]
+        if unknown or not languages:
+            raise ConfigError(f"bm25 languages {list(languages)!r}: choose from {LANGUAGES}")
+        try:
+            import Stemmer
+        except ImportError as exc:
+            raise MissingDependencyError("PyStemmer", "local") from exc
+        self.languages = tuple(languages)
+        self._stemmers: list[Any] = [Stemmer.Stemmer(lang) for lang in self.languages]
+        self._stop = (
+            frozenset().union(*(STOPWORDS[lang] for lang in self.languages)) if stopwords else frozenset()
+        )
+        self._word = lru_cache(maxsize=200_000)(self._word_terms)
+
+    @property
+    def signature(self) -> str:
+        """Identifies the analysis; an index built with another signature must be rebuilt."""
+        return f"v1:{'+'.join(self.languages)}:stop={int(bool(self._stop))}"
+
+    def _word_terms(self, word: str) -> tuple[str, ...]:
+        lower = word.lower()
+        if lower in self._stop:
+            return ()
+        stems = dict.fromkeys(fold_accents(s.stemWord(lower)) for s in self._stemmers)
+        return tuple(stems)
+
+    def terms(self, text: str) -> list[str]:
+        """Analysed terms of ``text`` in order (with repeats)."""
+        out: list[str] = []
+        for match in _TOKEN.finditer(text):
+            raw = match.group(0)
+            if _CJK.search(raw):
+                out.extend(_cjk_terms(raw))
+                continue
+            parts = _PART.findall(raw)
+            identifier = (
+                len(parts) > 1
+                or any(ch.isdigit() for ch in raw)
+                or any(ch.isupper() for ch in raw[1:])
+            )
+            if identifier:
+                whole = fold_accents(raw.lower())
+                out.append(whole)
+                for part in parts:
+                    pieces = _CAMEL.findall(part)
+                    for piece in pieces if len(pieces) > 1 else [part]:
+                        out.extend(self._word(piece))
+                    folded = fold_accents(part.lower())
+                    if len(pieces) > 1 and folded != whole:
+                        out.append(folded)
+            else:
+                out.extend(self._word(raw))
+        return out
+
+    def term_frequencies(self, text: str) -> Counter[str]:
+        """Term → count in ``text``."""
+        return Counter(self.terms(text))
+
+
+def _cjk_terms(raw: str) -> list[str]:
+    out: list[str] = []
+    run: list[str] = []
+    for ch in raw + " ":
+        if _CJK.match(ch):
+            run.append(ch)
+            continue
+        if run:
+            out.extend(run if len(run) == 1 else ["".join(run[i : i + 2]) for i in range(len(run) - 1)])
+            run = []
+    rest = _CJK.sub(" ", raw)
+    out.extend(fold_accents(w.lower()) for w in _PART.findall(rest))
+    return out
+
+
+def bm25_document_weights(
+    tf: Counter[str], *, doc_len: int, avgdl: float, k1: float, b: float
+) -> dict[int, float]:
+    """BM25 term-frequency component per term id (Lucene form, Robertson & Zaragoza 2009):
+    ``tf / (tf + k1 * (1 - b + b * doc_len / avgdl))``. The IDF factor
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))`` is applied by the index at query time."""
+    norm = k1 * (1.0 - b + b * doc_len / avgdl) if avgdl > 0 else k1
+    weights: dict[int, float] = {}
+    for term, count in tf.items():
+        key = term_id(term)
+        weights[key] = weights.get(key, 0.0) + count / (count + norm)
+    return weights

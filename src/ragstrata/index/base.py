@@ -1,0 +1,72 @@
+"""The ``VectorStore`` stage protocol: one store for chunk payload, dense vector and BM25 vector."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from ragstrata.embed.base import FloatArray
+from ragstrata.types import Chunk
+
+FilterValue = str | int | bool | Sequence[str] | Sequence[int]
+Filters = Mapping[str, FilterValue]
+"""Payload path → required value (a sequence means "any of"); all entries must match.
+Paths: ``doc_id``, ``source``, ``title``, and ``meta.<key>`` for chunk metadata."""
+
+SparseVector = Mapping[int, float]
+"""Term id → weight (BM25 term-frequency component; the store applies IDF)."""
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Chunk store with dense (cosine) and sparse (BM25 with IDF) search.
+
+    Upserts are idempotent by ``chunk_id``. Search results are ``(chunk, score)`` sorted by
+    descending score, at most ``limit`` long. Raises :class:`ragstrata.errors.StoreError` on
+    I/O failure and :class:`ragstrata.errors.DimensionMismatchError` for a wrong vector dim.
+    """
+
+    @property
+    def dim(self) -> int: ...
+
+    def upsert(
+        self, chunks: Sequence[Chunk], dense: FloatArray, sparse: Sequence[SparseVector]
+    ) -> None:
+        """Insert or replace ``chunks``; ``dense`` is float32 (n, dim), one sparse vector each."""
+        ...
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        """Remove every chunk of the given documents (no error for unknown ids)."""
+        ...
+
+    def dense_search(
+        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """Nearest chunks by cosine similarity to ``vector`` (dim,)."""
+        ...
+
+    def sparse_search(
+        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """Best chunks by BM25: sum over query terms of weight × IDF × document weight."""
+        ...
+
+    def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id, in input order; unknown ids are skipped."""
+        ...
+
+    def chunk_ids(self, filters: Filters | None = None) -> list[str]:
+        """Ids of every stored chunk matching ``filters``."""
+        ...
+
+    def count(self, filters: Filters | None = None) -> int:
+        """Number of stored chunks matching ``filters``."""
+        ...
+
+    def flush(self) -> None:
+        """Make every accepted write durable."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release files; the store must not be used afterwards."""
+        ...

@@ -1,0 +1,188 @@
+"""Index directory: manifest, write journal and lock around a :class:`VectorStore`.
+
+Layout of an index directory::
+
+    manifest.json   embedder, analyzer, BM25 statistics, one entry per document
+    journal.json    present only while a commit is in flight (doc ids being rewritten)
+    shard/          the Qdrant Edge shard
+    .lock           advisory lock held by the single writer
+
+A commit is: write ``journal.json`` (fsync) → delete the documents' old chunks and upsert the new
+ones → flush the store → replace ``manifest.json`` atomically (write temp, fsync, ``os.replace``)
+→ remove the journal. Opening an index whose journal survived a crash rolls the listed documents
+back to "absent" (their chunks are deleted and their manifest entries dropped), so the manifest
+always equals the stored chunks and a re-run re-ingests exactly those documents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFoundError, StoreError
+
+MANIFEST = "manifest.json"
+JOURNAL = "journal.json"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DocEntry:
+    """What the index holds for one document."""
+
+    source: str
+    content_hash: str
+    chunk_ids: tuple[str, ...]
+    bm25_length: int
+    title: str
+
+
+@dataclass(slots=True)
+class Manifest:
+    """Mutable in-memory manifest; persisted by :func:`write_manifest`.
+
+    ``bm25_docs``/``bm25_total_length`` give the average chunk length (in analysed terms) used
+    for BM25 length normalization.
+    """
+
+    embedder: str
+    dim: int
+    analyzer: str
+    chunker: str
+    k1: float
+    b: float
+    documents: dict[str, DocEntry] = field(default_factory=dict)
+    bm25_docs: int = 0
+    bm25_total_length: int = 0
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def avgdl(self) -> float:
+        return self.bm25_total_length / self.bm25_docs if self.bm25_docs else 0.0
+
+    @property
+    def n_chunks(self) -> int:
+        return sum(len(e.chunk_ids) for e in self.documents.values())
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["documents"] = {k: asdict(v) for k, v in self.documents.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Manifest:
+        docs = {
+            k: DocEntry(
+                source=v["source"],
+                content_hash=v["content_hash"],
+                chunk_ids=tuple(v["chunk_ids"]),
+                bm25_length=int(v["bm25_length"]),
+                title=v.get("title", ""),
+            )
+            for k, v in data.get("documents", {}).items()
+        }
+        return cls(
+            embedder=data["embedder"],
+            dim=int(data["dim"]),
+            analyzer=data["analyzer"],
+            chunker=data["chunker"],
+            k1=float(data["k1"]),
+            b=float(data["b"]),
+            documents=docs,
+            bm25_docs=int(data.get("bm25_docs", 0)),
+            bm25_total_length=int(data.get("bm25_total_length", 0)),
+            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+        )
+
+
+def _atomic_write(path: Path, payload: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(payload)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):  # make the rename durable where directories can be fsynced
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def read_manifest(index_dir: Path) -> Manifest:
+    """Load ``manifest.json``; raises IndexNotFoundError when there is no index at ``index_dir``."""
+    path = index_dir / MANIFEST
+    if not path.is_file():
+        raise IndexNotFoundError(
+            f"no index at {index_dir} (missing {MANIFEST}); run `ragstrata ingest PATH` first"
+        )
+    try:
+        return Manifest.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError) as exc:
+        raise StoreError(f"{path} is corrupt: {exc}") from exc
+
+
+def write_manifest(index_dir: Path, manifest: Manifest) -> None:
+    """Atomically replace ``manifest.json``."""
+    _atomic_write(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=False))
+
+
+def write_journal(index_dir: Path, doc_ids: Sequence[str]) -> None:
+    """Record the documents a commit is about to rewrite (durably, before touching the store)."""
+    _atomic_write(index_dir / JOURNAL, json.dumps({"doc_ids": list(doc_ids)}))
+
+
+def read_journal(index_dir: Path) -> list[str] | None:
+    """Doc ids of an interrupted commit, or ``None`` when the last commit completed."""
+    path = index_dir / JOURNAL
+    if not path.is_file():
+        return None
+    try:
+        return [str(d) for d in json.loads(path.read_text(encoding="utf-8"))["doc_ids"]]
+    except (ValueError, KeyError, OSError):
+        return []
+
+
+def clear_journal(index_dir: Path) -> None:
+    """Mark the current commit complete."""
+    with contextlib.suppress(FileNotFoundError):
+        (index_dir / JOURNAL).unlink()
+
+
+def check_compatible(manifest: Manifest, *, embedder: str, dim: int, analyzer: str, index_dir: Path) -> None:
+    """Raise EmbedderMismatchError when the index was built with another embedder or analyzer."""
+    if manifest.embedder != embedder or manifest.dim != dim:
+        raise EmbedderMismatchError(
+            f"the index at {index_dir} was built with embedder {manifest.embedder!r} "
+            f"(dim {manifest.dim}) but {embedder!r} (dim {dim}) is configured; set "
+            f"embedder.name back, or re-ingest into a new index (--index NEW_DIR)"
+        )
+    if manifest.analyzer != analyzer:
+        raise EmbedderMismatchError(
+            f"the index at {index_dir} was built with BM25 analyzer {manifest.analyzer!r} but "
+            f"{analyzer!r} is configured; re-ingest into a new index (--index NEW_DIR)"
+        )
+
+
+@contextlib.contextmanager
+def writer_lock(index_dir: Path) -> Iterator[None]:
+    """Hold the index's exclusive write lock; raises IndexLockedError if another process has it."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise IndexLockedError(
+                f"another process is writing the index at {index_dir}; wait for it to finish"
+            ) from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

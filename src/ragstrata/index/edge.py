@@ -1,0 +1,241 @@
+"""Embedded store on Qdrant Edge (``qdrant-edge-py``): the Qdrant engine in-process.
+
+Schema (the same a Qdrant server collection uses, so a server backend can share it): named dense
+vector ``dense`` (cosine, HNSW), named sparse vector ``bm25`` with the IDF modifier (Qdrant's
+``ln(1 + (N - n + 0.5) / (n + 0.5))``), payload = the chunk's fields, keyword indexes on
+``doc_id`` and ``source``. Point ids are the chunk ids (32 hex digits read as a UUID).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragstrata.embed.base import FloatArray
+from ragstrata.errors import DimensionMismatchError, MissingDependencyError, StoreError
+from ragstrata.index.base import Filters, SparseVector
+from ragstrata.types import Chunk
+
+DENSE = "dense"
+SPARSE = "bm25"
+_BATCH = 512
+_INDEXED_FIELDS = ("doc_id", "source")
+
+
+def _point_id(chunk_id: str) -> str:
+    return str(uuid.UUID(hex=chunk_id[:32]))
+
+
+def chunk_to_payload(chunk: Chunk) -> dict[str, Any]:
+    """JSON payload of a chunk (tuples as lists, metadata under ``meta``)."""
+    return {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "source": chunk.source,
+        "title": chunk.title,
+        "section_path": list(chunk.section_path),
+        "text": chunk.text,
+        "start": chunk.start,
+        "end": chunk.end,
+        "index": chunk.index,
+        "total": chunk.total,
+        "token_count": chunk.token_count,
+        "parent_id": chunk.parent_id,
+        "content_hash": chunk.content_hash,
+        "header": chunk.header,
+        "footer": chunk.footer,
+        "meta": dict(chunk.metadata),
+    }
+
+
+def payload_to_chunk(payload: Mapping[str, Any]) -> Chunk:
+    """Inverse of :func:`chunk_to_payload`."""
+    return Chunk(
+        chunk_id=str(payload["chunk_id"]),
+        doc_id=str(payload["doc_id"]),
+        source=str(payload["source"]),
+        title=str(payload["title"]),
+        section_path=tuple(payload["section_path"]),
+        text=str(payload["text"]),
+        start=int(payload["start"]),
+        end=int(payload["end"]),
+        index=int(payload["index"]),
+        total=int(payload["total"]),
+        token_count=int(payload["token_count"]),
+        parent_id=str(payload["parent_id"]),
+        content_hash=str(payload["content_hash"]),
+        header=str(payload.get("header", "")),
+        footer=str(payload.get("footer", "")),
+        metadata=dict(payload.get("meta") or {}),
+    )
+
+
+class EdgeStore:
+    """:class:`~ragstrata.index.base.VectorStore` on a Qdrant Edge shard at ``path``.
+
+    Creates the shard when ``path`` holds none. Raises MissingDependencyError without
+    ``qdrant-edge-py``; StoreError when the shard cannot be opened.
+    """
+
+    def __init__(self, path: Path, *, dim: int, hnsw_m: int = 16, ef_construct: int = 100) -> None:
+        try:
+            import qdrant_edge as qe
+        except ImportError as exc:
+            raise MissingDependencyError("qdrant-edge-py", "local") from exc
+        self._qe = qe
+        self._dim = dim
+        self.path = path
+        config = qe.EdgeConfig(
+            vectors={
+                DENSE: qe.EdgeVectorParams(
+                    size=dim,
+                    distance=qe.Distance.Cosine,
+                    hnsw_config=qe.HnswIndexConfig(
+                        m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000
+                    ),
+                )
+            },
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        try:
+            if path.is_dir() and any(path.iterdir()):
+                self._shard = qe.EdgeShard.load(str(path))
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                self._shard = qe.EdgeShard.create(str(path), config)
+                for name in _INDEXED_FIELDS:
+                    self._shard.update(
+                        qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
+                    )
+        except Exception as exc:  # noqa: BLE001 - the Rust binding raises plain exceptions
+            raise StoreError(f"cannot open the Qdrant Edge shard at {path}: {exc}") from exc
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    # ------------------------------------------------------------------ writes
+    def upsert(
+        self, chunks: Sequence[Chunk], dense: FloatArray, sparse: Sequence[SparseVector]
+    ) -> None:
+        qe = self._qe
+        if dense.shape != (len(chunks), self._dim):
+            raise DimensionMismatchError(
+                f"dense vectors have shape {dense.shape}, expected ({len(chunks)}, {self._dim})"
+            )
+        if len(sparse) != len(chunks):
+            raise StoreError(f"{len(sparse)} sparse vectors for {len(chunks)} chunks")
+        for lo in range(0, len(chunks), _BATCH):
+            points = []
+            for i in range(lo, min(lo + _BATCH, len(chunks))):
+                terms = sorted(sparse[i].items())
+                vector: dict[str, Any] = {DENSE: dense[i].astype(np.float32).tolist()}
+                if terms:
+                    vector[SPARSE] = qe.SparseVector(
+                        indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
+                    )
+                points.append(
+                    qe.Point(_point_id(chunks[i].chunk_id), vector, chunk_to_payload(chunks[i]))
+                )
+            self._apply(qe.UpdateOperation.upsert_points(points))
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        if doc_ids:
+            self._apply(self._qe.UpdateOperation.delete_points_by_filter(self._filter({"doc_id": list(doc_ids)})))
+
+    def _apply(self, operation: Any) -> None:
+        try:
+            self._shard.update(operation)
+        except Exception as exc:  # noqa: BLE001
+            raise StoreError(f"write to {self.path} failed: {exc}") from exc
+
+    # ------------------------------------------------------------------ reads
+    def dense_search(
+        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        if vector.shape != (self._dim,):
+            raise DimensionMismatchError(f"query vector has shape {vector.shape}, expected ({self._dim},)")
+        query = self._qe.Query.Nearest(vector.astype(np.float32).tolist(), using=DENSE)
+        return self._query(query, limit, filters)
+
+    def sparse_search(
+        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        if not vector:
+            return []
+        terms = sorted(vector.items())
+        sv = self._qe.SparseVector(indices=[t for t, _ in terms], values=[float(w) for _, w in terms])
+        return self._query(self._qe.Query.Nearest(sv, using=SPARSE), limit, filters)
+
+    def _query(self, query: Any, limit: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
+        request = self._qe.QueryRequest(
+            limit=limit, query=query, filter=self._filter(filters), with_payload=True
+        )
+        try:
+            points = self._shard.query(request)
+        except Exception as exc:  # noqa: BLE001
+            raise StoreError(f"query on {self.path} failed: {exc}") from exc
+        return [(payload_to_chunk(p.payload or {}), float(p.score)) for p in points]
+
+    def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        records = self._shard.retrieve(
+            [_point_id(c) for c in chunk_ids], with_payload=True, with_vector=False
+        )
+        by_id = {}
+        for record in records:
+            chunk = payload_to_chunk(record.payload or {})
+            by_id[chunk.chunk_id] = chunk
+        return [by_id[c] for c in chunk_ids if c in by_id]
+
+    def chunk_ids(self, filters: Filters | None = None) -> list[str]:
+        qe = self._qe
+        out: list[str] = []
+        offset: Any = None
+        while True:
+            records, offset = self._shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset,
+                    limit=1024,
+                    filter=self._filter(filters),
+                    with_payload=["chunk_id"],
+                )
+            )
+            out.extend(str((r.payload or {})["chunk_id"]) for r in records)
+            if offset is None:
+                return out
+
+    def count(self, filters: Filters | None = None) -> int:
+        return int(self._shard.count(self._qe.CountRequest(exact=True, filter=self._filter(filters))))
+
+    def flush(self) -> None:
+        try:
+            self._shard.flush()
+        except Exception as exc:  # noqa: BLE001
+            raise StoreError(f"flush of {self.path} failed: {exc}") from exc
+
+    def optimize(self) -> None:
+        """Build HNSW/segment indexes now instead of at the next threshold (after bulk loads)."""
+        self._shard.optimize()
+
+    def close(self) -> None:
+        self.flush()
+        self._shard.close()
+
+    def _filter(self, filters: Filters | None) -> Any:
+        if not filters:
+            return None
+        qe = self._qe
+        conditions = []
+        for key, value in filters.items():
+            if isinstance(value, str | int | bool):
+                match: Any = qe.MatchValue(value)
+            else:
+                match = qe.MatchAny(list(value))
+            conditions.append(qe.FieldCondition(key=key, match=match))
+        return qe.Filter(must=conditions)

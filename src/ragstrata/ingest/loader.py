@@ -1,0 +1,202 @@
+"""Load files into :class:`~ragstrata.types.Document` and discover the files to load.
+
+``load_document`` is deterministic: the same file at the same path gives the same
+``doc_id`` (hash of the resolved path) and ``content_hash`` (hash of the normalized text),
+so re-ingesting is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ragstrata.errors import (
+    EmptyDocumentError,
+    FileTooLargeError,
+    IngestError,
+    SourceNotFoundError,
+    UnsupportedFormatError,
+)
+from ragstrata.ingest.text import ParsedText, decode_bytes, parse_text
+from ragstrata.types import Document
+
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "FORMATS", "discover", "doc_id_for", "load_document"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_FILE_BYTES = 20_000_000
+
+FORMATS: Mapping[str, str] = MappingProxyType(
+    {
+        ".md": "markdown",
+        ".mdx": "markdown",
+        ".markdown": "markdown",
+        ".html": "html",
+        ".htm": "html",
+        ".xhtml": "html",
+        ".txt": "text",
+        ".text": "text",
+        ".rst": "text",
+        ".log": "text",
+    }
+)
+"""Lower-case file extension -> format name (``markdown``, ``html`` or ``text``)."""
+
+
+def _format_of(path: Path) -> str | None:
+    return FORMATS.get(path.suffix.lower())
+
+
+def doc_id_for(path: Path) -> str:
+    """Document id: the first 16 hex digits of SHA-256 of the resolved absolute POSIX path."""
+    return _doc_id(path.resolve().as_posix())
+
+
+def _doc_id(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+def _parse(text: str, *, fmt: str, stem: str) -> ParsedText:
+    if fmt == "markdown":
+        from ragstrata.ingest.markdown import parse_markdown
+
+        return parse_markdown(text, fallback_title=stem)
+    if fmt == "html":
+        from ragstrata.ingest.html import parse_html
+
+        return parse_html(text, fallback_title=stem)
+    return parse_text(text, fallback_title=stem)
+
+
+def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Document:
+    """Read, decode and parse one file.
+
+    Args:
+        path: the file; its extension picks the format (see :data:`FORMATS`).
+        max_file_bytes: size limit in bytes; larger files are refused before being read.
+
+    Returns:
+        A ``Document`` whose ``source`` is the resolved absolute POSIX path, ``doc_id`` the
+        first 16 hex digits of its SHA-256, ``content_hash`` the SHA-256 of ``text`` (for HTML,
+        ``text`` is the rendered markdown-like text), ``format`` one of ``markdown``/``html``/
+        ``text``; ``metadata`` holds the front-matter keys plus ``modified`` (mtime, ISO-8601
+        UTC) and ``size_bytes``.
+
+    Raises:
+        UnsupportedFormatError: the extension is not in :data:`FORMATS`.
+        SourceNotFoundError: the file does not exist or cannot be read.
+        FileTooLargeError: the file is larger than ``max_file_bytes``.
+        DecodeError: the file is binary or in no detectable encoding.
+        EmptyDocumentError: the file holds no text, or parsing yields no blocks.
+    """
+    resolved = path.resolve()
+    source = resolved.as_posix()
+    fmt = _format_of(path)
+    if fmt is None:
+        known = ", ".join(sorted(FORMATS))
+        raise UnsupportedFormatError(
+            source, f"unsupported extension {path.suffix!r}; supported extensions: {known}"
+        )
+    try:
+        stat = resolved.stat()
+    except OSError as exc:
+        raise SourceNotFoundError(source, f"cannot stat the file: {exc.strerror}") from exc
+    if not resolved.is_file():
+        raise SourceNotFoundError(source, "not a regular file")
+    if stat.st_size > max_file_bytes:
+        raise FileTooLargeError(
+            source,
+            f"{stat.st_size} bytes exceeds max_file_bytes={max_file_bytes}; "
+            "raise ingest.max_file_bytes or split the file",
+        )
+    try:
+        data = resolved.read_bytes()
+    except OSError as exc:
+        raise SourceNotFoundError(source, f"cannot read the file: {exc.strerror}") from exc
+
+    text = decode_bytes(data, path=source)
+    parsed = _parse(text, fmt=fmt, stem=path.stem)
+    if not parsed.blocks:
+        raise EmptyDocumentError(source, f"the {fmt} file holds no text blocks")
+
+    metadata: dict[str, Any] = dict(parsed.metadata)
+    metadata["modified"] = datetime.fromtimestamp(stat.st_mtime, tz=UTC).isoformat()
+    metadata["size_bytes"] = stat.st_size
+    return Document(
+        doc_id=_doc_id(source),
+        source=source,
+        title=parsed.title or path.stem,
+        text=parsed.text,
+        blocks=parsed.blocks,
+        content_hash=hashlib.sha256(parsed.text.encode("utf-8")).hexdigest(),
+        format=fmt,
+        metadata=metadata,
+    )
+
+
+def _walk(root: Path, errors: list[IngestError]) -> list[Path]:
+    """Supported files under ``root``, sorted; hidden entries and symlinked dirs skipped."""
+    found: list[Path] = []
+
+    def on_error(exc: OSError) -> None:
+        errors.append(SourceNotFoundError(exc.filename or root, f"cannot list: {exc.strerror}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            candidate = Path(dirpath, name)
+            if _format_of(candidate) is not None and candidate.is_file():
+                found.append(candidate)
+    return sorted(found)
+
+
+def discover(paths: Sequence[Path]) -> tuple[list[Path], list[IngestError]]:
+    """Expand files and directories into the list of files to load.
+
+    Directories are walked recursively (symlinked directories are not followed, so loops
+    cannot hang; hidden files and directories are skipped; files with unsupported extensions
+    are skipped silently). A file given explicitly must have a supported extension.
+
+    Returns:
+        ``(files, errors)``: unique files in a deterministic order (arguments in the given
+        order, each directory's files sorted), and one error per bad argument
+        (``SourceNotFoundError`` for a missing path, ``UnsupportedFormatError`` for an explicit
+        file of unknown type). Nothing is raised.
+    """
+    files: list[Path] = []
+    errors: list[IngestError] = []
+    seen: set[str] = set()
+
+    def add(candidate: Path) -> None:
+        key = candidate.resolve().as_posix()
+        if key not in seen:
+            seen.add(key)
+            files.append(candidate)
+
+    for path in paths:
+        if path.is_dir():
+            for candidate in _walk(path, errors):
+                add(candidate)
+        elif path.is_file():
+            if _format_of(path) is None:
+                known = ", ".join(sorted(FORMATS))
+                errors.append(
+                    UnsupportedFormatError(
+                        path, f"unsupported extension {path.suffix!r}; supported: {known}"
+                    )
+                )
+            else:
+                add(path)
+        elif path.exists() or path.is_symlink():
+            errors.append(SourceNotFoundError(path, "not a regular file or directory"))
+        else:
+            errors.append(SourceNotFoundError(path, "no such file or directory"))
+    return files, errors

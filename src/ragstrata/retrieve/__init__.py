@@ -1,0 +1,1 @@
+"""ragstrata.retrieve stage."""

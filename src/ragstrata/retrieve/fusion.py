@@ -1,0 +1,55 @@
+"""Weighted Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009). Pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ragstrata.errors import ConfigError
+from ragstrata.types import RetrieverHit
+
+
+@dataclass(frozen=True, slots=True)
+class FusedHit:
+    """A fused result: ``score = Σ_r weight_r / (k + rank_r)`` over the retrievers that returned
+    ``item_id``; ``explain`` keeps each retriever's 1-based rank and raw score."""
+
+    item_id: str
+    score: float
+    explain: tuple[RetrieverHit, ...]
+
+
+def rrf(
+    rankings: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """Fuse ranked lists by weighted RRF.
+
+    ``rankings`` maps a retriever name to its results ``(item_id, raw_score)``, best first.
+    Ranks are 1-based; an item absent from a list gets nothing from it; an id repeated within
+    one list counts once, at its best (first) rank. ``weights`` default to 1.0 per retriever.
+    Ties in fused score are broken by ``item_id`` (ascending), so the output is deterministic.
+    Raises :class:`ConfigError` for ``k < 1`` or a negative weight.
+    """
+    if k < 1:
+        raise ConfigError(f"rrf k={k} must be >= 1")
+    weights = weights or {}
+    scores: dict[str, float] = {}
+    explain: dict[str, list[RetrieverHit]] = {}
+    for name, ranking in rankings.items():
+        weight = weights.get(name, 1.0)
+        if weight < 0:
+            raise ConfigError(f"rrf weight for {name!r} is {weight}; weights must be >= 0")
+        seen: set[str] = set()
+        rank = 0
+        for item_id, raw in ranking:
+            if item_id in seen:
+                continue
+            seen.add(item_id)
+            rank += 1
+            scores[item_id] = scores.get(item_id, 0.0) + weight / (k + rank)
+            explain.setdefault(item_id, []).append(RetrieverHit(name, rank, float(raw)))
+    ordered = sorted(scores, key=lambda item: (-scores[item], item))
+    return [FusedHit(item, scores[item], tuple(explain[item])) for item in ordered]

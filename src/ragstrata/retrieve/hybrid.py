@@ -1,0 +1,141 @@
+"""Hybrid retrieval: dense (cosine) and BM25 run side by side, fused by weighted RRF."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from ragstrata.config import RetrievalConfig
+from ragstrata.embed.base import Embedder
+from ragstrata.errors import RetrievalError
+from ragstrata.index.analyzer import Analyzer, term_id
+from ragstrata.index.base import Filters, VectorStore
+from ragstrata.retrieve.fusion import rrf
+from ragstrata.types import Chunk, Hit, RetrieverHit
+
+Mode = Literal["hybrid", "dense", "bm25"]
+MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Ranked hits (best first) and per-stage wall-clock milliseconds."""
+
+    query: str
+    hits: tuple[Hit, ...]
+    timings_ms: Mapping[str, float]
+
+
+class Retriever(Protocol):
+    """Query → ranked hits."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        mode: Mode = "hybrid",
+        filters: Filters | None = None,
+    ) -> SearchResult: ...
+
+
+def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
+    """Query-side BM25 vector: term id → query term frequency (Lucene sums repeated terms)."""
+    vector: dict[int, float] = {}
+    for term, count in Counter(analyzer.terms(query)).items():
+        key = term_id(term)
+        vector[key] = vector.get(key, 0.0) + float(count)
+    return vector
+
+
+class HybridRetriever:
+    """Dense + BM25 over one :class:`VectorStore`, fused with weighted RRF.
+
+    Each retriever returns ``config.candidates`` hits; fusion keeps ``top_k``. Scores in
+    ``Hit.explain``: cosine similarity for ``dense``, BM25 for ``bm25``. Raises RetrievalError
+    for an empty query or unknown mode.
+    """
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        analyzer: Analyzer,
+        config: RetrievalConfig,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.analyzer = analyzer
+        self.config = config
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        mode: Mode = "hybrid",
+        filters: Filters | None = None,
+    ) -> SearchResult:
+        if not query.strip():
+            raise RetrievalError("the query is empty; pass a question or keywords")
+        if mode not in MODES:
+            raise RetrievalError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
+        k = top_k or self.config.top_k
+        limit = max(self.config.candidates, k)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+
+        def run_bm25() -> list[tuple[Chunk, float]]:
+            t = time.perf_counter()
+            result = self.store.sparse_search(
+                query_sparse_vector(self.analyzer, query), limit=limit, filters=filters
+            )
+            timings["bm25"] = (time.perf_counter() - t) * 1000
+            return result
+
+        bm25_future = self._pool.submit(run_bm25) if mode in ("hybrid", "bm25") else None
+        dense: list[tuple[Chunk, float]] = []
+        if mode in ("hybrid", "dense"):
+            t = time.perf_counter()
+            vector = self.embedder.embed_query(query)
+            timings["embed_query"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            dense = self.store.dense_search(vector, limit=limit, filters=filters)
+            timings["dense"] = (time.perf_counter() - t) * 1000
+        bm25 = bm25_future.result() if bm25_future is not None else []
+
+        t = time.perf_counter()
+        chunks = {c.chunk_id: c for c, _ in (*dense, *bm25)}
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        if mode in ("hybrid", "dense"):
+            rankings["dense"] = [(c.chunk_id, s) for c, s in dense]
+        if mode in ("hybrid", "bm25"):
+            rankings["bm25"] = [(c.chunk_id, s) for c, s in bm25]
+        if mode == "hybrid":
+            fused = rrf(
+                rankings,
+                k=self.config.rrf_k,
+                weights={"dense": self.config.dense_weight, "bm25": self.config.bm25_weight},
+            )
+            hits = tuple(
+                Hit(chunks[f.item_id], rank, f.score, f.explain)
+                for rank, f in enumerate(fused[:k], start=1)
+            )
+        else:
+            (name, ranking), = rankings.items()
+            hits = tuple(
+                Hit(chunks[cid], rank, score, (RetrieverHit(name, rank, score),))
+                for rank, (cid, score) in enumerate(ranking[:k], start=1)
+            )
+        timings["fusion"] = (time.perf_counter() - t) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        return SearchResult(query, hits, timings)
+
+    def close(self) -> None:
+        """Stop the worker thread."""
+        self._pool.shutdown(wait=True)

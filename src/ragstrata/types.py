@@ -1,0 +1,153 @@
+"""Core data types that flow between pipeline stages (frozen, slotted dataclasses).
+
+Offsets are Python ``str`` indices (code points, not bytes) into ``Document.text``, the
+normalized text of the document (BOM stripped, CRLF/CR turned into LF). For every block and
+chunk, ``document.text[start:end]`` is exactly its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BlockKind = Literal["heading", "paragraph", "code", "table", "list", "quote", "html", "rule"]
+"""Structural kinds a loader emits. ``code`` and ``table`` are atomic for the chunker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One structural unit of a document: ``text[start:end]`` in the normalized text.
+
+    ``level`` is the heading level (1-6) for ``heading`` blocks and 0 otherwise; ``title`` is
+    the heading's display text (markup and ``{/*anchor*/}`` ids removed) for headings only.
+    """
+
+    kind: BlockKind
+    start: int
+    end: int
+    level: int = 0
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A parsed source file.
+
+    ``doc_id`` is a deterministic hash of the resolved source path; ``content_hash`` is the
+    SHA-256 of ``text``; ``blocks`` are sorted by ``start`` and do not overlap.
+    """
+
+    doc_id: str
+    source: str
+    title: str
+    text: str
+    blocks: tuple[Block, ...]
+    content_hash: str
+    format: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A retrievable passage: ``document.text[start:end] == text``.
+
+    ``chunk_id`` is deterministic (a hash of doc id, offsets and content), so re-ingesting the
+    same file yields the same ids. ``section_path`` is the heading path (outermost first);
+    ``parent_id`` identifies the section the chunk belongs to; ``token_count`` is the number of
+    tokens of :attr:`rendered`, measured with the embedding model's own tokenizer (special
+    tokens and the heading-path prefix excluded).
+    """
+
+    chunk_id: str
+    doc_id: str
+    source: str
+    title: str
+    section_path: tuple[str, ...]
+    text: str
+    start: int
+    end: int
+    index: int
+    total: int
+    token_count: int
+    parent_id: str
+    content_hash: str
+    header: str = ""
+    footer: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rendered(self) -> str:
+        """``header + text + footer``: what is embedded and shown.
+
+        ``header``/``footer`` are only set when a table or fenced code block had to be split:
+        the header repeats the table's header rows or the opening fence, the footer closes the
+        fence, so every rendered chunk is self-contained (balanced fences).
+        """
+        return self.header + self.text + self.footer
+
+    @property
+    def heading(self) -> str:
+        """The heading path joined with ``" > "`` (empty string for text before any heading)."""
+        return " > ".join(self.section_path)
+
+
+Retriever = Literal["dense", "bm25"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverHit:
+    """One retriever's view of a hit: 1-based ``rank`` and raw ``score`` (cosine or BM25)."""
+
+    retriever: str
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A ranked search result. ``score`` is the fused (RRF) score, or the single retriever's
+    score when only one retriever ran; ``explain`` keeps each retriever's rank and score."""
+
+    chunk: Chunk
+    rank: int
+    score: float
+    explain: tuple[RetrieverHit, ...]
+
+    def retriever_score(self, retriever: str) -> float | None:
+        """Raw score this hit got from ``retriever``, or ``None`` if that retriever missed it."""
+        for item in self.explain:
+            if item.retriever == retriever:
+                return item.score
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A numbered source ``[label]`` of an answer, traced to document, section and chunk."""
+
+    label: int
+    chunk_id: str
+    doc_id: str
+    source: str
+    heading_path: tuple[str, ...]
+    start: int
+    end: int
+    score: float
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer with its numbered citations, or a refusal (``refusal=True``, no citations).
+
+    ``timings_ms`` maps stage name (``embed_query``, ``dense``, ``bm25``, ``fusion``,
+    ``assemble``, ``generate``, ``total``) to wall-clock milliseconds.
+    """
+
+    question: str
+    text: str
+    refusal: bool
+    citations: tuple[Citation, ...]
+    legend: tuple[str, ...]
+    timings_ms: Mapping[str, float]

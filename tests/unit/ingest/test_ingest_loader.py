@@ -1,0 +1,153 @@
+"""Unit tests of ragstrata.ingest.loader: load_document and discover."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from ragstrata.errors import (
+    DecodeError,
+    EmptyDocumentError,
+    FileTooLargeError,
+    SourceNotFoundError,
+    UnsupportedFormatError,
+)
+from ragstrata.ingest import FORMATS, discover, doc_id_for, load_document
+
+
+def test_formats_mapping() -> None:
+    assert FORMATS[".mdx"] == "markdown"
+    assert FORMATS[".xhtml"] == "html"
+    assert FORMATS[".log"] == "text"
+
+
+def test_load_markdown(
+    tmp_path: Path, fixtures_dir: Path, check_blocks: Callable[..., None]
+) -> None:
+    path = tmp_path / "useState.mdx"
+    shutil.copy(fixtures_dir / "mdx_sample.md", path)
+    doc = load_document(path)
+    source = path.resolve().as_posix()
+    assert doc.source == source
+    assert doc.doc_id == hashlib.sha256(source.encode()).hexdigest()[:16] == doc_id_for(path)
+    assert doc.content_hash == hashlib.sha256(doc.text.encode()).hexdigest()
+    assert doc.format == "markdown"
+    assert doc.title == "useState"
+    assert doc.metadata["description"] == "Un Hook de React"
+    assert doc.metadata["size_bytes"] == path.stat().st_size
+    assert datetime.fromisoformat(doc.metadata["modified"]).utcoffset() is not None
+    check_blocks(doc.text, doc.blocks)
+    assert load_document(path) == doc  # deterministic
+
+
+def test_load_html(tmp_path: Path, fixtures_dir: Path) -> None:
+    path = tmp_path / "page.HTM"
+    shutil.copy(fixtures_dir / "page.html", path)
+    doc = load_document(path)
+    assert doc.format == "html"
+    assert doc.title == "Capítulo 2. Paquetes"
+    assert "table" in {b.kind for b in doc.blocks}
+    assert doc.content_hash == hashlib.sha256(doc.text.encode()).hexdigest()
+
+
+def test_load_text_latin1_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "notas.txt"
+    path.write_bytes("Añadir estado\r\nsegunda línea\r\n\r\nOtro párrafo\r\n".encode("latin-1"))
+    doc = load_document(path)
+    assert doc.text == "Añadir estado\nsegunda línea\n\nOtro párrafo\n"
+    assert doc.title == "notas"
+    assert [doc.text[b.start : b.end] for b in doc.blocks] == [
+        "Añadir estado\nsegunda línea",
+        "Otro párrafo",
+    ]
+
+
+def test_crlf_and_lf_files_give_same_document_content(tmp_path: Path, fixtures_dir: Path) -> None:
+    lf = (fixtures_dir / "mdx_sample.md").read_bytes()
+    (tmp_path / "lf.md").write_bytes(lf)
+    (tmp_path / "crlf.md").write_bytes(b"\xef\xbb\xbf" + lf.replace(b"\n", b"\r\n"))
+    a, b = load_document(tmp_path / "lf.md"), load_document(tmp_path / "crlf.md")
+    assert (a.text, a.blocks, a.content_hash) == (b.text, b.blocks, b.content_hash)
+
+
+def test_binary_with_md_extension(tmp_path: Path) -> None:
+    path = tmp_path / "image.md"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
+    with pytest.raises(DecodeError) as info:
+        load_document(path)
+    assert info.value.path == path.resolve().as_posix()
+
+
+def test_zero_byte_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.md"
+    path.write_bytes(b"")
+    with pytest.raises(EmptyDocumentError):
+        load_document(path)
+
+
+def test_front_matter_only_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "fm.md"
+    path.write_text("---\ntitle: solo\n---\n", encoding="utf-8")
+    with pytest.raises(EmptyDocumentError):
+        load_document(path)
+
+
+def test_html_without_text_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "nav.html"
+    path.write_text("<html><body><nav>menu</nav></body></html>", encoding="utf-8")
+    with pytest.raises(EmptyDocumentError):
+        load_document(path)
+
+
+def test_too_large(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("x" * 100, encoding="utf-8")
+    with pytest.raises(FileTooLargeError, match="max_file_bytes=10"):
+        load_document(path, max_file_bytes=10)
+
+
+def test_unsupported_and_missing(tmp_path: Path) -> None:
+    (tmp_path / "a.pdf").write_bytes(b"%PDF")
+    with pytest.raises(UnsupportedFormatError):
+        load_document(tmp_path / "a.pdf")
+    with pytest.raises(SourceNotFoundError):
+        load_document(tmp_path / "missing.md")
+
+
+def _tree(root: Path) -> None:
+    for rel in ["b.md", "a/z.html", "a/y.txt", "a/skip.pdf", ".hidden/x.md", "a/.h.md"]:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("hola\n", encoding="utf-8")
+
+
+def test_discover_directory(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    files, errors = discover([tmp_path])
+    assert errors == []
+    assert [p.relative_to(tmp_path).as_posix() for p in files] == ["a/y.txt", "a/z.html", "b.md"]
+
+
+def test_discover_explicit_and_missing(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    files, errors = discover(
+        [tmp_path / "b.md", tmp_path / "a/skip.pdf", tmp_path / "nope", tmp_path / "b.md"]
+    )
+    assert files == [tmp_path / "b.md"]
+    assert [type(e) for e in errors] == [UnsupportedFormatError, SourceNotFoundError]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks unsupported")
+def test_discover_symlink_loop_terminates(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (tmp_path / "a" / "loop").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "self").symlink_to(tmp_path / "self")  # dangling self-loop
+    files, errors = discover([tmp_path, tmp_path / "a"])
+    assert [p.name for p in files] == ["y.txt", "z.html", "b.md"]
+    assert errors == []
