@@ -244,6 +244,8 @@ EDGE_VARIANTS = {
     "deferred_seg1": dict(batch=5000, m=16, ef=100, threads=0, segments=1, wal=False, deferred=True),
     "deferred_ef64": dict(batch=2000, m=16, ef=64, threads=0, segments=2, wal=False, deferred=True),
     "inline_seg2": dict(batch=2000, m=16, ef=100, threads=0, segments=2, wal=False, deferred=False),
+    "default_t1": dict(batch=1000, m=16, ef=100, threads=1, segments=None, wal=True, deferred=False),
+    "default_b5k": dict(batch=5000, m=16, ef=100, threads=0, segments=None, wal=True, deferred=False),
     # reproduces the earlier slow attempt: BM25-scored full-text payload index present during inserts
     "default_fts": dict(batch=1000, m=16, ef=100, threads=0, segments=None, wal=True, deferred=False, fts=True),
 }

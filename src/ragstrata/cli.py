@@ -44,7 +44,8 @@ IndexOpt = Annotated[
     typer.Option("--index", help="Index directory (default: $RAGSTRATA_HOME/index)."),
 ]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML config file (default: $RAGSTRATA_HOME/config.toml).")
+    Path | None,
+    typer.Option("--config", help="TOML config file (default: $RAGSTRATA_HOME/config.toml)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -109,8 +110,13 @@ def ingest(
             f"index has {stats['documents']} documents, {stats['chunks']} chunks "
             f"({stats['size_bytes'] / 1e6:.1f} MB) at {stats['index']}"
         )
+        if not (result.added or result.updated or result.unchanged or result.failures):
+            err.print("[yellow]warning[/] no supported files (.md, .mdx, .html, .txt, ...) found")
         for failure in result.failures:
-            err.print(f"[yellow]skipped[/] {failure.path}: [{failure.code}] {failure.reason}", highlight=False)
+            err.print(
+                f"[yellow]skipped[/] {failure.path}: [{failure.code}] {failure.reason}",
+                highlight=False,
+            )
     if result.status != "ok":
         raise typer.Exit(EXIT_PARTIAL if result.status == "partial" else 1)
 
@@ -141,7 +147,9 @@ def search(
     config: ConfigOpt = None,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Hits to return.")] = None,
     mode: Annotated[str, typer.Option("--mode", help="hybrid, dense or bm25.")] = "hybrid",
-    explain: Annotated[bool, typer.Option("--explain", help="Show each retriever's rank and score.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show each retriever's rank and score.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Hybrid search (dense + BM25 fused by RRF); prints ranked chunks."""
@@ -154,7 +162,11 @@ def search(
     except RagError as exc:
         raise _fail(exc) from exc
     if json_out:
-        data = {"query": query, "hits": [_hit_json(h) for h in result.hits], "timings_ms": result.timings_ms}
+        data = {
+            "query": query,
+            "hits": [_hit_json(h) for h in result.hits],
+            "timings_ms": result.timings_ms,
+        }
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
     table = Table(show_lines=False, title=f"{len(result.hits)} hits for {query!r}")

@@ -21,7 +21,9 @@ EMBEDDERS = ("minilm", "e5")
 """Packaged embedders: ``minilm`` (all-MiniLM-L6-v2, English) and ``e5`` (multilingual-e5-small)."""
 
 
-def _check_range(name: str, value: float, low: float, high: float, *, high_open: bool = False) -> None:
+def _check_range(
+    name: str, value: float, low: float, high: float, *, high_open: bool = False
+) -> None:
     ok = low <= value < high if high_open else low <= value <= high
     if not ok:
         bracket = ")" if high_open else "]"
@@ -187,7 +189,9 @@ class RagConfig:
         (``{"retrieval.top_k": 8}``). Raises :class:`ConfigError` on unknown keys or bad values.
         """
         environ = dict(os.environ if env is None else env)
-        home = Path(environ["RAGSTRATA_HOME"]) if "RAGSTRATA_HOME" in environ else Path(".ragstrata")
+        home = (
+            Path(environ["RAGSTRATA_HOME"]) if "RAGSTRATA_HOME" in environ else Path(".ragstrata")
+        )
         tree: dict[str, dict[str, Any]] = {}
         path = config_file if config_file is not None else home / "config.toml"
         if config_file is not None and not path.is_file():

@@ -89,14 +89,16 @@ def display_path(source: str) -> str:
 class Ragstrata:
     """The engine over one index directory. Cheap to construct; models load on first use.
 
+    ``embedder`` overrides ``config.embedder`` (share one loaded model between engines).
+
     Raises :class:`~ragstrata.errors.EmbedderMismatchError` when the index was built with another
     embedder, :class:`~ragstrata.errors.IndexNotFoundError` when searching a missing index.
     """
 
-    def __init__(self, config: RagConfig | None = None) -> None:
+    def __init__(self, config: RagConfig | None = None, *, embedder: Embedder | None = None) -> None:
         self.config = config or RagConfig.load()
         self.index_dir = self.config.index_path
-        self._embedder: Embedder | None = None
+        self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
         self._store: EdgeStore | None = None
         self._retriever: HybridRetriever | None = None
@@ -135,7 +137,10 @@ class Ragstrata:
 
     def _chunker_signature(self) -> str:
         c = self.chunker
-        return f"structure-v1:max={c.max_tokens}:overlap={c.overlap_ratio}:prefix={c.max_prefix_tokens}"
+        return (
+            f"structure-v1:max={c.max_tokens}:overlap={c.overlap_ratio}"
+            f":prefix={c.max_prefix_tokens}"
+        )
 
     def _new_manifest(self) -> Manifest:
         return Manifest(
@@ -186,6 +191,8 @@ class Ragstrata:
                     raise
                 manifest = self._new_manifest()
             store = self._open_store(manifest)
+            if not (self.index_dir / catalog.MANIFEST).exists():
+                catalog.write_manifest(self.index_dir, manifest)
             self._recover(store, manifest)
             files, errors = discover(list(paths))
             for err in errors:
@@ -213,7 +220,9 @@ class Ragstrata:
                 except IngestError as err:
                     report.failures.append(IngestFailure(err.path, err.code, err.reason))
                 except (OSError, ValueError, UnicodeError) as err:  # unexpected parser failures
-                    report.failures.append(IngestFailure(str(path), "RS200", f"{type(err).__name__}: {err}"))
+                    report.failures.append(
+                        IngestFailure(str(path), "RS200", f"{type(err).__name__}: {err}")
+                    )
                 if progress:
                     progress("parse", done, len(files))
                 if pending_chunks >= COMMIT_CHUNKS:
@@ -296,7 +305,9 @@ class Ragstrata:
     def retriever(self) -> HybridRetriever:
         if self._retriever is None:
             store = self._open_store(self.manifest())
-            self._retriever = HybridRetriever(store, self.embedder, self.analyzer, self.config.retrieval)
+            self._retriever = HybridRetriever(
+                store, self.embedder, self.analyzer, self.config.retrieval
+            )
         return self._retriever
 
     def search(
@@ -380,7 +391,9 @@ class Ragstrata:
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, embedder, analyzer and on-disk size of the index."""
         manifest = self.manifest()
-        size = sum(p.stat().st_blocks * 512 for p in _walk_files(self.index_dir))  # allocated, not sparse
+        size = sum(
+            p.stat().st_blocks * 512 for p in _walk_files(self.index_dir)
+        )  # allocated, not sparse
         return {
             "index": str(self.index_dir),
             "documents": len(manifest.documents),
@@ -409,11 +422,32 @@ def _walk_files(root: Path) -> Iterator[Path]:
             yield Path(dirpath) / name
 
 
-_SPANISH_HINTS = frozenset("qué cómo cuál cuáles dónde cuándo por para el la los las es un una del".split())
+_SPANISH_HINTS = frozenset(
+    [
+        "qué",
+        "cómo",
+        "cuál",
+        "cuáles",
+        "dónde",
+        "cuándo",
+        "por",
+        "para",
+        "el",
+        "la",
+        "los",
+        "las",
+        "es",
+        "un",
+        "una",
+        "del",
+    ]
+)
 
 
 def _refusal(question: str) -> str:
     words = set(question.lower().replace("¿", " ").replace("?", " ").split())
     if "¿" in question or len(words & _SPANISH_HINTS) >= 2:
-        return "No encontré información suficiente en los documentos para responder a esta pregunta."
+        return (
+            "No encontré información suficiente en los documentos para responder a esta pregunta."
+        )
     return "I could not find enough information in the documents to answer this question."

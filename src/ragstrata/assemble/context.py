@@ -71,6 +71,8 @@ def assemble(
         label = len(kept) + 1
         kept.append(Source(label, hit, text))
         where = display_source(chunk.source)
-        legend.append(f"[{label}] = {where} > {chunk.heading}" if chunk.heading else f"[{label}] = {where}")
+        legend.append(
+            f"[{label}] = {where} > {chunk.heading}" if chunk.heading else f"[{label}] = {where}"
+        )
         used += tokens
     return Context(tuple(kept), tuple(legend), used)

@@ -234,7 +234,7 @@ class StructureChunker:
         """Units of ``text[start:end]`` each within ``budget``: lines, sentences, words, cut."""
         splitters: tuple[Callable[[str, int, int], list[tuple[int, int]]], ...] = (
             _lines,
-            _sentences,
+            sentence_spans,
             _words,
         )
         if level >= len(splitters):
@@ -338,9 +338,11 @@ class StructureChunker:
                 a
                 for unit in previous
                 if not unit.atomic and unit.end > floor
-                for a, _ in (*sentence_spans(text, unit.start, unit.end), *_lines(text, unit.start, unit.end))
-                if a >= floor
-                and not any(t_start <= a <= h_end for t_start, h_end, _, _ in tables)
+                for a, _ in (
+                    *sentence_spans(text, unit.start, unit.end),
+                    *_lines(text, unit.start, unit.end),
+                )
+                if a >= floor and not any(t_start <= a <= h_end for t_start, h_end, _, _ in tables)
             }
         )
         low, high = 0, len(candidates)  # first candidate whose tail fits
@@ -437,15 +439,33 @@ def find_fences(text: str) -> list[Fence]:
             if open_fence is None:
                 if not (marker[0] == "`" and "`" in m.group(2)):
                     open_fence = (pos, line_end, marker, line.strip())
-            elif marker[0] == open_fence[2][0] and len(marker) >= len(open_fence[2]) and not m.group(2).strip():
+            elif (
+                marker[0] == open_fence[2][0]
+                and len(marker) >= len(open_fence[2])
+                and not m.group(2).strip()
+            ):
                 fences.append(
-                    Fence(open_fence[0], open_fence[1], pos, line_end, open_fence[3] + "\n", "\n" + open_fence[2])
+                    Fence(
+                        open_fence[0],
+                        open_fence[1],
+                        pos,
+                        line_end,
+                        open_fence[3] + "\n",
+                        "\n" + open_fence[2],
+                    )
                 )
                 open_fence = None
         pos = line_end + 1
     if open_fence is not None:
         fences.append(
-            Fence(open_fence[0], open_fence[1], len(text), len(text), open_fence[3] + "\n", "\n" + open_fence[2])
+            Fence(
+                open_fence[0],
+                open_fence[1],
+                len(text),
+                len(text),
+                open_fence[3] + "\n",
+                "\n" + open_fence[2],
+            )
         )
     return fences
 
@@ -471,7 +491,7 @@ def _decorations(
     the chunk starts below them, a fence opener when it starts inside a fence, a fence closer
     when it ends inside one."""
     header, footer = "", ""
-    for table_start, header_end, table_end, table_header in tables:
+    for _, header_end, table_end, table_header in tables:
         if header_end < start < table_end:
             header = table_header
     for fence in fences:

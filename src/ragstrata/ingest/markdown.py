@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 from markdown_it import MarkdownIt
 from markdown_it.rules_block.html_block import HTML_SEQUENCES, html_block
 from mdit_py_plugins.front_matter import front_matter_plugin

@@ -127,7 +127,7 @@ class HybridRetriever:
                 for rank, f in enumerate(fused[:k], start=1)
             )
         else:
-            (name, ranking), = rankings.items()
+            ((name, ranking),) = rankings.items()
             hits = tuple(
                 Hit(chunks[cid], rank, score, (RetrieverHit(name, rank, score),))
                 for rank, (cid, score) in enumerate(ranking[:k], start=1)

@@ -133,7 +133,7 @@ def test_load_beir_bad_corpus_lines_name_the_line(tmp_path: Path) -> None:
 def test_load_beir_query_without_text_is_an_error(tmp_path: Path) -> None:
     folder = make_beir(tmp_path)
     (folder / "queries.jsonl").write_text(_jsonl(QUERIES[:1]), encoding="utf-8")
-    with pytest.raises(ConfigError, match="1 query ids have no text.*first: q2"):
+    with pytest.raises(ConfigError, match=r"1 query ids have no text.*first: q2"):
         load_beir(folder)
 
 
@@ -330,5 +330,5 @@ def test_load_golden_duplicate_ids(tmp_path: Path) -> None:
 def test_load_golden_rejects_other_extensions(tmp_path: Path) -> None:
     path = tmp_path / "golden.json"
     path.write_text("[]", encoding="utf-8")
-    with pytest.raises(ConfigError, match="unsupported golden-query file extension '.json'"):
+    with pytest.raises(ConfigError, match=r"unsupported golden-query file extension '\.json'"):
         load_golden(path)

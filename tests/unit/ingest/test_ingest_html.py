@@ -71,7 +71,9 @@ def test_title_falls_back_to_h1_then_argument() -> None:
 
 
 def test_empty_page_has_no_blocks() -> None:
-    parsed = parse_html("<html><head><title>t</title></head><body> </body></html>", fallback_title="f")
+    parsed = parse_html(
+        "<html><head><title>t</title></head><body> </body></html>", fallback_title="f"
+    )
     assert parsed.blocks == ()
     assert parsed.text == ""
 

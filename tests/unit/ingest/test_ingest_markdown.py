@@ -30,7 +30,7 @@ def test_mdx_sample(fixtures_dir: Path, check_blocks: Callable[..., None]) -> No
     assert [(h.level, h.title) for h in headings] == [(2, "Añadir estado"), (2, "Título setext")]
     assert ("heading", "Título setext\n-------------") in pieces
     code = [p for k, p in pieces if k == "code"]
-    assert code == ['```js\n# not a heading\n\nexport default function App() {}\n```']
+    assert code == ["```js\n# not a heading\n\nexport default function App() {}\n```"]
     assert ("html", "<Sandpack>") in pieces and ("html", "</Sandpack>") in pieces
     assert ("table", "| Nombre | Valor |\n| ------ | ----- |\n| a      | 1     |") in pieces
     assert ("list", "- uno\n- dos\n  - anidado") in pieces

