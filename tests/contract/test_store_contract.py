@@ -109,7 +109,7 @@ class StoreContract:
         assert sorted(store.chunk_ids()) == sorted(c.chunk_id for c in chunks)
 
     def test_upsert_replaces_payload_and_vectors(self, filled) -> None:
-        store, chunks, dense = filled
+        store, chunks, _ = filled
         old = chunks[0]
         new = make_chunk(old.doc_id, old.index, old.text, lang="fr", tier=9)
         assert new.chunk_id == old.chunk_id
@@ -209,8 +209,8 @@ class StoreContract:
         unknown = make_chunk("ghost", 0, "nothing").chunk_id
         order = [chunks[4].chunk_id, unknown, chunks[0].chunk_id, chunks[2].chunk_id]
         got = store.get(order)
-        assert [c.chunk_id for c in got] == [chunks[4].chunk_id, chunks[0].chunk_id,
-                                               chunks[2].chunk_id]
+        expected = [chunks[4].chunk_id, chunks[0].chunk_id, chunks[2].chunk_id]
+        assert [c.chunk_id for c in got] == expected
         assert store.get([]) == []
 
     def test_chunk_ids_lists_everything(self, filled) -> None:
@@ -265,5 +265,3 @@ class TestEdgeStore(StoreContract):
     @pytest.fixture
     def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
         return lambda: EdgeStore(tmp_path / "shard", dim=DIM)
-
-

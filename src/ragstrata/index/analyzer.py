@@ -219,7 +219,10 @@ class Analyzer:
         for match in _TOKEN.finditer(text):
             raw = match.group(0)
             if _CJK.search(raw):
-                out.extend(_cjk_terms(raw))
+                out.extend(_cjk_bigrams(raw))
+                rest = _CJK.sub(" ", raw).strip()
+                if rest:  # Latin text glued to CJK ("useStateフック") is analysed as usual
+                    out.extend(self.terms(rest))
                 continue
             parts = _PART.findall(raw)
             identifier = (
@@ -233,7 +236,7 @@ class Analyzer:
                 for part in parts:
                     pieces = _CAMEL.findall(part)
                     for piece in pieces if len(pieces) > 1 else [part]:
-                        out.extend(self._word(piece))
+                        out.extend(t for t in self._word(piece) if t != whole)
                     folded = fold_accents(part.lower())
                     if len(pieces) > 1 and folded != whole:
                         out.append(folded)
@@ -246,20 +249,19 @@ class Analyzer:
         return Counter(self.terms(text))
 
 
-def _cjk_terms(raw: str) -> list[str]:
+def _cjk_bigrams(raw: str) -> list[str]:
+    """Overlapping character bigrams of each CJK run (a lone character stays a unigram)."""
     out: list[str] = []
     run: list[str] = []
     for ch in raw + " ":
         if _CJK.match(ch):
             run.append(ch)
             continue
-        if run:
-            out.extend(
-                run if len(run) == 1 else ["".join(run[i : i + 2]) for i in range(len(run) - 1)]
-            )
-            run = []
-    rest = _CJK.sub(" ", raw)
-    out.extend(fold_accents(w.lower()) for w in _PART.findall(rest))
+        if len(run) == 1:
+            out.extend(run)
+        elif run:
+            out.extend("".join(run[i : i + 2]) for i in range(len(run) - 1))
+        run = []
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +38,7 @@ def rrf(
     if k < 1:
         raise ConfigError(f"rrf k={k} must be >= 1")
     weights = weights or {}
-    scores: dict[str, float] = {}
+    parts: dict[str, list[float]] = {}
     explain: dict[str, list[RetrieverHit]] = {}
     for name, ranking in rankings.items():
         weight = weights.get(name, 1.0)
@@ -49,7 +51,9 @@ def rrf(
                 continue
             seen.add(item_id)
             rank += 1
-            scores[item_id] = scores.get(item_id, 0.0) + weight / (k + rank)
+            parts.setdefault(item_id, []).append(weight / (k + rank))
             explain.setdefault(item_id, []).append(RetrieverHit(name, rank, float(raw)))
+    # fsum is correctly rounded, so equal fused scores tie whatever the retrievers' order
+    scores = {item: math.fsum(shares) for item, shares in parts.items()}
     ordered = sorted(scores, key=lambda item: (-scores[item], item))
     return [FusedHit(item, scores[item], tuple(explain[item])) for item in ordered]

@@ -62,12 +62,6 @@ def test_ties_broken_by_id_ascending() -> None:
     assert [h.item_id for h in single] == ["m", "z"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fusion.py sums contributions with += in mapping order; with 3+ retrievers "
-    "mathematically equal scores differ in the last ulp, so ties are not broken by id and the "
-    "order depends on the mapping order (fix: math.fsum of the contributions)",
-)
 def test_ties_broken_by_id_with_three_retrievers() -> None:
     # a has ranks (29, 19, 23), b has ranks (23, 29, 19): the same multiset of ranks, so the
     # same exact score with equal weights. Fillers occupy the other ranks.

@@ -1,0 +1,198 @@
+"""Configuration (``ragstrata.config``): defaults, validation, file < env < overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragstrata.config import (
+    AnswerConfig,
+    BM25Config,
+    ChunkerConfig,
+    EmbedderConfig,
+    IngestConfig,
+    RagConfig,
+    RetrievalConfig,
+)
+from ragstrata.errors import ConfigError
+
+
+def test_defaults_are_valid(tmp_path: Path) -> None:
+    config = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    assert config == RagConfig(home=tmp_path)
+    assert config.chunking == ChunkerConfig()
+    assert config.bm25 == BM25Config(k1=1.2, b=0.75)
+    assert config.retrieval.rrf_k == 60
+    assert (config.retrieval.dense_weight, config.retrieval.bm25_weight) == (0.6, 0.4)
+    assert config.embedder.name == "minilm"
+    for kind in (
+        ChunkerConfig,
+        EmbedderConfig,
+        BM25Config,
+        RetrievalConfig,
+        AnswerConfig,
+        IngestConfig,
+    ):
+        kind()
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: ChunkerConfig(overlap_ratio=0.5), "chunking.overlap_ratio"),
+        (lambda: ChunkerConfig(overlap_ratio=-0.01), "chunking.overlap_ratio"),
+        (lambda: ChunkerConfig(max_tokens=8), "chunking.max_tokens"),
+        (lambda: BM25Config(k1=-1), "bm25.k1"),
+        (lambda: BM25Config(b=1.5), "bm25.b"),
+        (lambda: RetrievalConfig(top_k=0), "retrieval.top_k"),
+        (lambda: RetrievalConfig(rrf_k=0), "retrieval.rrf_k"),
+        (lambda: RetrievalConfig(dense_weight=-0.1), "retrieval.dense_weight"),
+        (lambda: EmbedderConfig(name="bert-xxl"), "embedder.name"),
+        (lambda: RetrievalConfig(dense_weight=0, bm25_weight=0), "retrieval.dense_weight"),
+        (lambda: AnswerConfig(context_tokens=10), "answer.context_tokens"),
+        (lambda: IngestConfig(max_file_bytes=0), "ingest.max_file_bytes"),
+    ],
+)
+def test_invalid_value_is_config_error_naming_field(build, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        build()
+    assert field in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_boundary_values_are_accepted() -> None:
+    ChunkerConfig(overlap_ratio=0.0, max_tokens=16)
+    ChunkerConfig(overlap_ratio=0.49)
+    BM25Config(k1=0.0, b=0.0)
+    BM25Config(k1=3.0, b=1.0)
+    RetrievalConfig(top_k=1, dense_weight=0.0, bm25_weight=1.0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"chunking.overlap_ratio": 0.5}, "chunking.overlap_ratio"),
+        ({"chunking.max_tokens": 8}, "chunking.max_tokens"),
+        ({"bm25.k1": -1}, "bm25.k1"),
+        ({"bm25.b": 1.5}, "bm25.b"),
+        ({"retrieval.top_k": 0}, "retrieval.top_k"),
+        ({"embedder.name": "nope"}, "embedder.name"),
+        ({"retrieval.dense_weight": 0, "retrieval.bm25_weight": 0}, "bm25_weight"),
+    ],
+)
+def test_invalid_value_through_load(tmp_path: Path, overrides, field: str) -> None:
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)}, overrides=overrides)
+
+
+def write_toml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_file_then_env_then_overrides(tmp_path: Path) -> None:
+    config_file = write_toml(
+        tmp_path / "custom.toml",
+        "[retrieval]\ntop_k = 7\ncandidates = 30\nrrf_k = 20\n"
+        '[bm25]\nk1 = 0.9\n[embedder]\nname = "e5"\n',
+    )
+    env = {
+        "RAGSTRATA_HOME": str(tmp_path),
+        "RAGSTRATA_RETRIEVAL_TOP_K": "9",
+        "RAGSTRATA_RETRIEVAL_CANDIDATES": "40",
+        "RAGSTRATA_BM25_B": "0.5",
+        "RAGSTRATA_CHUNKING_MAX_TOKENS": "256",
+    }
+    config = RagConfig.load(
+        config_file=config_file, env=env, overrides={"retrieval.candidates": 99}
+    )
+    assert config.retrieval.rrf_k == 20  # file only
+    assert config.bm25.k1 == 0.9  # file only
+    assert config.embedder.name == "e5"  # file only
+    assert config.retrieval.top_k == 9  # env beats file
+    assert config.bm25.b == 0.5  # env only, parsed as float
+    assert config.chunking.max_tokens == 256  # env only, parsed as int
+    assert config.retrieval.candidates == 99  # override beats env and file
+    assert config.answer == AnswerConfig()  # untouched section keeps defaults
+
+
+def test_config_toml_in_home_is_read(tmp_path: Path) -> None:
+    write_toml(tmp_path / "config.toml", "[answer]\nmax_sentences = 5\n")
+    config = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    assert config.answer.max_sentences == 5
+
+
+def test_env_value_of_wrong_type_is_config_error(tmp_path: Path) -> None:
+    env = {"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_RETRIEVAL_TOP_K": "five"}
+    with pytest.raises(ConfigError, match=r"retrieval\.top_k"):
+        RagConfig.load(env=env)
+
+
+def test_unrelated_env_vars_are_ignored(tmp_path: Path) -> None:
+    env = {"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_REQUIRE_SHARED": "1", "HOME": "/x"}
+    assert RagConfig.load(env=env) == RagConfig(home=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[retreival]\ntop_k = 3\n", "'retreival'"),
+        ("[retrieval]\ntopk = 3\n", "retrieval.topk"),
+        ("top_k = 3\n", "[top_k]"),
+    ],
+)
+def test_unknown_section_or_key_in_file(tmp_path: Path, text: str, named: str) -> None:
+    config_file = write_toml(tmp_path / "bad.toml", text)
+    with pytest.raises(ConfigError) as info:
+        RagConfig.load(config_file=config_file, env={"RAGSTRATA_HOME": str(tmp_path)})
+    assert named in str(info.value)
+
+
+def test_unknown_key_in_env_or_overrides(tmp_path: Path) -> None:
+    home = {"RAGSTRATA_HOME": str(tmp_path)}
+    with pytest.raises(ConfigError, match=r"retrieval\.topk"):
+        RagConfig.load(env={**home, "RAGSTRATA_RETRIEVAL_TOPK": "3"})
+    with pytest.raises(ConfigError, match="nosuch"):
+        RagConfig.load(env=home, overrides={"nosuch.top_k": 3})
+    with pytest.raises(ConfigError, match=r"bm25\.k3"):
+        RagConfig.load(env=home, overrides={"bm25.k3": 1.0})
+
+
+def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
+    home = {"RAGSTRATA_HOME": str(tmp_path)}
+    bad = write_toml(tmp_path / "broken.toml", "[retrieval\n")
+    with pytest.raises(ConfigError, match=r"broken\.toml"):
+        RagConfig.load(config_file=bad, env=home)
+    with pytest.raises(ConfigError, match=r"missing\.toml"):
+        RagConfig.load(config_file=tmp_path / "missing.toml", env=home)
+
+
+def test_ragstrata_home_sets_home_and_index_path(tmp_path: Path) -> None:
+    home = tmp_path / "rshome"
+    config = RagConfig.load(env={"RAGSTRATA_HOME": str(home)})
+    assert config.home == home
+    assert config.index_path == home / "index"
+
+
+def test_ragstrata_index_overrides_index_path(tmp_path: Path) -> None:
+    env = {"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_INDEX": str(tmp_path / "elsewhere")}
+    config = RagConfig.load(env=env)
+    assert config.index_path == tmp_path / "elsewhere"
+    assert config.with_index(tmp_path / "third").index_path == tmp_path / "third"
+    assert config.with_index(None) is config
+
+
+def test_default_home_without_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAGSTRATA_HOME", raising=False)
+    assert RagConfig().home == Path(".ragstrata")
+    assert RagConfig.load(env={}).index_path == Path(".ragstrata") / "index"
+    monkeypatch.setenv("RAGSTRATA_HOME", "/srv/rag")
+    assert RagConfig().index_path == Path("/srv/rag/index")
+    assert RagConfig.load().home == Path("/srv/rag")
+
+
+def test_configs_are_frozen() -> None:
+    config = RetrievalConfig()
+    with pytest.raises(AttributeError):
+        config.top_k = 3  # type: ignore[misc]
