@@ -1,7 +1,7 @@
 """Command-line interface (typer + rich): a thin layer over :class:`ragstrata.pipeline.Ragstrata`.
 
 Exit codes: 0 ok; 1 error (message on stderr with its ``RSxxx`` code); 2 usage error;
-3 ingest finished with some files rejected ("partial").
+3 ingest finished with some files rejected ("partial"); 4 evaluation below its baseline.
 """
 
 from __future__ import annotations
@@ -260,6 +260,78 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
         return
     for key, value in data.items():
         out.print(f"{key}: {value}", highlight=False)
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Annotated[Path, typer.Argument(help="BEIR folder or SQuAD JSON file/folder.")],
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
+    modes: Annotated[str, typer.Option("--modes", help="Comma-separated: bm25,dense,hybrid.")] = (
+        "bm25,dense,hybrid"
+    ),
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the full report (with per-query) here.")
+    ] = None,
+    compare_file: Annotated[
+        Path | None, typer.Option("--compare", help="Earlier --json report to compare against.")
+    ] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="Fail (exit 4) below this baseline JSON.")
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Allowed absolute drop below the baseline.")
+    ] = 0.01,
+    max_queries: Annotated[
+        int | None, typer.Option("--max-queries", min=1, help="Score only the first N queries.")
+    ] = None,
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Ablation on labeled data: nDCG@10, MRR@10, hit@k, recall@k, MAP and latency per mode.
+
+    The corpus is indexed once into --index (default $RAGSTRATA_HOME/eval/<dataset>-<embedder>)
+    and reused by later runs.
+    """
+    from ragstrata.eval.runner import compare, gate, load_dataset, markdown_table, run_ablation
+
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    try:
+        unknown = [m for m in wanted if m not in ("bm25", "dense", "hybrid")]
+        if unknown or not wanted:
+            raise ConfigError(f"--modes {modes!r}: choose from bm25, dense, hybrid")
+        data = load_dataset(dataset, split=split)
+        cfg = RagConfig.load(config_file=config)
+        if index is None:
+            slug = data.name.replace("/", "-")
+            index = cfg.home / "eval" / f"{slug}-{cfg.embedder.name}"
+        engine = Ragstrata(cfg.with_index(index))
+        err.print(f"indexing {len(data.corpus)} documents into {index} (reused when unchanged)")
+        report = run_ablation(engine, data, modes=wanted, max_queries=max_queries)  # type: ignore[arg-type]
+        engine.close()
+    except RagError as exc:
+        raise _fail(exc) from exc
+    result = report.to_json()
+    out.print(
+        f"{report.dataset}: {report.n_queries} queries ({report.skipped_queries} without "
+        f"relevant docs skipped), {report.n_docs} docs, {report.n_chunks} chunks, "
+        f"embedder {report.embedder}",
+        highlight=False,
+    )
+    print(markdown_table(result))
+    if json_file is not None:
+        json_file.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    if compare_file is not None:
+        print()
+        print(compare(result, json.loads(compare_file.read_text(encoding="utf-8"))))
+    if baseline is not None:
+        failures = gate(
+            result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance
+        )
+        for failure in failures:
+            err.print(f"[red]regression[/] {failure}", highlight=False)
+        if failures:
+            raise typer.Exit(4)
+        err.print(f"[green]gate passed[/] (tolerance {tolerance})")
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,9 @@ class Ragstrata:
     embedder, :class:`~ragstrata.errors.IndexNotFoundError` when searching a missing index.
     """
 
-    def __init__(self, config: RagConfig | None = None, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: RagConfig | None = None, *, embedder: Embedder | None = None
+    ) -> None:
         self.config = config or RagConfig.load()
         self.index_dir = self.config.index_path
         self._embedder: Embedder | None = embedder
@@ -181,6 +183,33 @@ class Ragstrata:
         """
         from ragstrata.ingest.loader import discover, load_document
 
+        files, errors = discover(list(paths))
+        max_bytes = self.config.ingest.max_file_bytes
+
+        def load_all() -> Iterator[Document | IngestFailure]:
+            for err in errors:
+                yield IngestFailure(err.path, err.code, err.reason)
+            for path in files:
+                try:
+                    yield load_document(path, max_file_bytes=max_bytes)
+                except IngestError as err:
+                    yield IngestFailure(err.path, err.code, err.reason)
+                except (OSError, ValueError, UnicodeError) as err:  # unexpected parser failure
+                    yield IngestFailure(str(path), "RS200", f"{type(err).__name__}: {err}")
+
+        if progress:
+            progress("discover", len(files), len(files))
+        return self.add_documents(load_all(), total=len(files) + len(errors), progress=progress)
+
+    def add_documents(
+        self,
+        documents: Iterable[Document | IngestFailure],
+        *,
+        total: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IngestReport:
+        """Chunk, embed and index already parsed documents (failures are passed through to the
+        report). Same commit and skip rules as :meth:`ingest`."""
         started = time.perf_counter()
         report = IngestReport()
         with catalog.writer_lock(self.index_dir):
@@ -194,37 +223,30 @@ class Ragstrata:
             if not (self.index_dir / catalog.MANIFEST).exists():
                 catalog.write_manifest(self.index_dir, manifest)
             self._recover(store, manifest)
-            files, errors = discover(list(paths))
-            for err in errors:
-                report.failures.append(IngestFailure(err.path, err.code, err.reason))
-            if progress:
-                progress("discover", len(files), len(files))
             pending: list[tuple[Document, list[Chunk]]] = []
             pending_chunks = 0
-            for done, path in enumerate(files, start=1):
-                try:
-                    doc = load_document(path, max_file_bytes=self.config.ingest.max_file_bytes)
-                    entry = manifest.documents.get(doc.doc_id)
-                    if entry is not None and entry.content_hash == doc.content_hash:
+            for done, item in enumerate(documents, start=1):
+                if isinstance(item, IngestFailure):
+                    report.failures.append(item)
+                else:
+                    entry = manifest.documents.get(item.doc_id)
+                    if entry is not None and entry.content_hash == item.content_hash:
                         report.unchanged += 1
                     else:
-                        chunks = self.chunker.chunk(doc)
+                        chunks = self.chunker.chunk(item)
                         if not chunks:
-                            raise IngestError(path, "no text to index after parsing")
-                        pending.append((doc, chunks))
-                        pending_chunks += len(chunks)
-                        if entry is None:
-                            report.added += 1
+                            report.failures.append(
+                                IngestFailure(item.source, "RS203", "no text to index")
+                            )
                         else:
-                            report.updated += 1
-                except IngestError as err:
-                    report.failures.append(IngestFailure(err.path, err.code, err.reason))
-                except (OSError, ValueError, UnicodeError) as err:  # unexpected parser failures
-                    report.failures.append(
-                        IngestFailure(str(path), "RS200", f"{type(err).__name__}: {err}")
-                    )
+                            pending.append((item, chunks))
+                            pending_chunks += len(chunks)
+                            if entry is None:
+                                report.added += 1
+                            else:
+                                report.updated += 1
                 if progress:
-                    progress("parse", done, len(files))
+                    progress("parse", done, total or done)
                 if pending_chunks >= COMMIT_CHUNKS:
                     report.chunks += self._commit(store, manifest, pending, progress)
                     pending, pending_chunks = [], 0
@@ -317,9 +339,12 @@ class Ragstrata:
         top_k: int | None = None,
         mode: Mode = "hybrid",
         filters: Filters | None = None,
+        candidates: int | None = None,
     ) -> SearchResult:
         """Hybrid (or single-retriever) search; see :class:`HybridRetriever`."""
-        return self.retriever.search(query, top_k=top_k, mode=mode, filters=filters)
+        return self.retriever.search(
+            query, top_k=top_k, mode=mode, filters=filters, candidates=candidates
+        )
 
     def ask(self, question: str, *, filters: Filters | None = None) -> Answer:
         """Answer ``question`` from the index with numbered citations, or refuse.

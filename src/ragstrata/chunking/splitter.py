@@ -122,6 +122,7 @@ class StructureChunker:
         self.special_tokens = special_tokens
         self.overlap_ratio = overlap_ratio
         self.max_prefix_tokens = max(0, min(max_prefix_tokens, (max_tokens - special_tokens) // 4))
+        self._prefixes: dict[str, str] = {}
 
     # ------------------------------------------------------------------ public API
     def chunk(self, document: Document) -> list[Chunk]:
@@ -169,8 +170,14 @@ class StructureChunker:
         prefix = heading_prefix(title, section_path)
         if not prefix or self.max_prefix_tokens == 0:
             return ""
-        cut = self.counter.cut(prefix, self.max_prefix_tokens)
-        return prefix[:cut].rstrip()
+        cached = self._prefixes.get(prefix)
+        if cached is None:
+            cut = self.counter.cut(prefix, self.max_prefix_tokens)
+            cached = prefix[:cut].rstrip()
+            if len(self._prefixes) > 50_000:
+                self._prefixes.clear()
+            self._prefixes[prefix] = cached
+        return cached
 
     def body_budget(self, prefix: str) -> int:
         """Tokens left for ``chunk.rendered`` after the prefix line and special tokens."""
@@ -188,19 +195,20 @@ class StructureChunker:
     ) -> Iterator[tuple[int, int, str, str, int]]:
         units: list[_Unit] = []
         tables: list[tuple[int, int, int, str]] = []  # (block start, header end, block end, header)
-        for block in section.blocks:
-            units.extend(self._block_units(text, block, budget, fences, tables))
+        counts = self.counter.count_many([text[b.start : b.end] for b in section.blocks])
+        for block, tokens in zip(section.blocks, counts, strict=True):
+            units.extend(self._block_units(text, block, tokens, budget, fences, tables))
         yield from self._pack(text, units, budget, fences, tables)
 
     def _block_units(
         self,
         text: str,
         block: Block,
+        tokens: int,
         budget: int,
         fences: Sequence[Fence],
         tables: list[tuple[int, int, int, str]],
     ) -> list[_Unit]:
-        tokens = self.counter.count(text[block.start : block.end])
         atomic = block.kind in ("code", "table")
         if tokens <= budget:
             return [_Unit(block.start, block.end, tokens, atomic)]
@@ -333,6 +341,10 @@ class StructureChunker:
         for unit in previous:
             if unit.atomic:
                 floor = max(floor, unit.end)
+        # speed: tokens rarely span more than ~20 characters, so tails longer than room * 24
+        # chars almost never fit; skipping them can only shorten the overlap, never break the
+        # budget (the chosen tail is counted exactly below)
+        floor = max(floor, prev_end - room * 24)
         candidates = sorted(
             {
                 a

@@ -55,7 +55,8 @@ def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
 class HybridRetriever:
     """Dense + BM25 over one :class:`VectorStore`, fused with weighted RRF.
 
-    Each retriever returns ``config.candidates`` hits; fusion keeps ``top_k``. Scores in
+    Each retriever returns ``candidates`` (default ``config.candidates``) hits; fusion keeps
+    ``top_k``. Scores in
     ``Hit.explain``: cosine similarity for ``dense``, BM25 for ``bm25``. Raises RetrievalError
     for an empty query or unknown mode.
     """
@@ -80,13 +81,14 @@ class HybridRetriever:
         top_k: int | None = None,
         mode: Mode = "hybrid",
         filters: Filters | None = None,
+        candidates: int | None = None,
     ) -> SearchResult:
         if not query.strip():
             raise RetrievalError("the query is empty; pass a question or keywords")
         if mode not in MODES:
             raise RetrievalError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
         k = top_k or self.config.top_k
-        limit = max(self.config.candidates, k)
+        limit = max(candidates or self.config.candidates, k)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
 

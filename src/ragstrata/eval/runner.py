@@ -1,0 +1,252 @@
+"""Ablation runner: index an evaluation corpus with the real pipeline, run every retrieval mode
+on the same queries, score document rankings with :mod:`ragstrata.eval.metrics`.
+
+Retrieval is over chunks; a document's rank is that of its best chunk (max-passage
+aggregation, Dai & Callan 2019). Each retriever contributes ``depth`` candidates so that
+recall@100 is measurable; the production default (``retrieval.candidates``) is 50.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragstrata.eval.datasets import EvalDataset
+from ragstrata.eval.metrics import evaluate, paired_randomization_test
+from ragstrata.types import Block, Document
+
+if TYPE_CHECKING:
+    from ragstrata.pipeline import Ragstrata
+    from ragstrata.retrieve.hybrid import Mode
+
+DEFAULT_METRICS = (
+    "ndcg@10",
+    "mrr@10",
+    "hit@1",
+    "hit@5",
+    "precision@5",
+    "recall@10",
+    "recall@100",
+    "map@100",
+)
+LATENCY_STAGES = ("embed_query", "dense", "bm25", "fusion", "total")
+
+
+@dataclass(frozen=True, slots=True)
+class ModeResult:
+    """Metrics (means), per-query metrics, and per-stage latency percentiles (ms)."""
+
+    mode: str
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    latency_ms: dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class AblationReport:
+    """One dataset × several retrieval modes, scored on the same queries."""
+
+    dataset: str
+    embedder: str
+    n_docs: int
+    n_chunks: int
+    n_queries: int
+    skipped_queries: int
+    index_seconds: float
+    modes: dict[str, ModeResult] = field(default_factory=dict)
+
+    def to_json(self, *, per_query: bool = True) -> dict[str, Any]:
+        """JSON shape: ``{"dataset", ..., "modes": {mode: {"ndcg@10": ..., "latency_ms":
+        {stage: {"p50", "p95"}}, "per_query": {...}}}}``."""
+        modes: dict[str, Any] = {}
+        for name, result in self.modes.items():
+            entry: dict[str, Any] = dict(result.metrics)
+            entry["latency_ms"] = result.latency_ms
+            if per_query:
+                entry["per_query"] = result.per_query
+            modes[name] = entry
+        return {
+            "dataset": self.dataset,
+            "embedder": self.embedder,
+            "n_docs": self.n_docs,
+            "n_chunks": self.n_chunks,
+            "n_queries": self.n_queries,
+            "skipped_queries": self.skipped_queries,
+            "index_seconds": round(self.index_seconds, 2),
+            "modes": modes,
+        }
+
+
+def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
+    """Evaluation corpus as documents: ``# title`` heading (when present) + the text, split into
+    paragraphs on blank lines. ``doc_id`` is the dataset's own id, so qrels apply directly."""
+    from ragstrata.ingest.text import split_paragraphs
+
+    for doc in dataset.corpus.values():
+        title = doc.title.strip()
+        head = f"# {title}\n\n" if title else ""
+        text = head + doc.text.strip()
+        blocks: list[Block] = []
+        if title:
+            blocks.append(Block("heading", 0, len(head.rstrip()), 1, title))
+        blocks.extend(split_paragraphs(text, len(head)))
+        if not blocks:
+            continue
+        yield Document(
+            doc_id=doc.doc_id,
+            source=f"{dataset.name}/{doc.doc_id}",
+            title=title,
+            text=text,
+            blocks=tuple(blocks),
+            content_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            format="text",
+        )
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p95": 0.0}
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50": round(statistics.median(ordered), 3), "p95": round(p95, 3)}
+
+
+def run_ablation(
+    engine: Ragstrata,
+    dataset: EvalDataset,
+    *,
+    modes: Sequence[Mode] = ("bm25", "dense", "hybrid"),
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    depth: int = 100,
+    max_queries: int | None = None,
+) -> AblationReport:
+    """Index ``dataset`` into ``engine`` (unchanged documents are skipped, so a re-run reuses
+    the index) and score each mode. ``max_queries`` keeps the first N query ids (sorted)."""
+    started = time.perf_counter()
+    report = engine.add_documents(dataset_documents(dataset))
+    index_seconds = time.perf_counter() - started
+    if report.failures:
+        first = report.failures[0]
+        raise RuntimeError(
+            f"{len(report.failures)} documents failed, e.g. {first.path}: {first.reason}"
+        )
+    qids = sorted(q for q in dataset.queries if q in dataset.qrels)
+    if max_queries is not None:
+        qids = qids[:max_queries]
+    qrels = {q: dataset.qrels[q] for q in qids}
+    results: dict[str, ModeResult] = {}
+    scored = None
+    for mode in modes:
+        run: dict[str, list[str]] = {}
+        stage_ms: dict[str, list[float]] = {s: [] for s in LATENCY_STAGES}
+        for qid in qids:
+            result = engine.search(
+                dataset.queries[qid], top_k=depth * 2, mode=mode, candidates=depth * 2
+            )
+            run[qid] = list(dict.fromkeys(h.chunk.doc_id for h in result.hits))[:depth]
+            for stage in LATENCY_STAGES:
+                if stage in result.timings_ms:
+                    stage_ms[stage].append(result.timings_ms[stage])
+        scored = evaluate(run, qrels, metrics)
+        results[mode] = ModeResult(
+            mode=mode,
+            metrics={k: round(v, 4) for k, v in scored.means.items()},
+            per_query=scored.per_query,
+            latency_ms={s: _percentiles(v) for s, v in stage_ms.items() if v},
+        )
+    manifest = engine.manifest()
+    return AblationReport(
+        dataset=dataset.name,
+        embedder=manifest.embedder,
+        n_docs=len(manifest.documents),
+        n_chunks=manifest.n_chunks,
+        n_queries=scored.n_queries if scored else 0,
+        skipped_queries=len(scored.skipped_queries) if scored else 0,
+        index_seconds=index_seconds,
+        modes=results,
+    )
+
+
+def markdown_table(report: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS) -> str:
+    """The ablation as one Markdown table (metrics, then p50/p95 of the total latency)."""
+    head = ["mode", *metrics, "p50 ms", "p95 ms"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for mode, entry in report["modes"].items():
+        total = entry.get("latency_ms", {}).get("total", {})
+        cells = [mode, *(f"{entry.get(m, float('nan')):.4f}" for m in metrics)]
+        cells += [f"{total.get('p50', 0):.1f}", f"{total.get('p95', 0):.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def compare(
+    new: Mapping[str, Any], old: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS
+) -> str:
+    """Markdown table of ``new - old`` per mode and metric with a paired randomization test
+    p-value (Smucker, Allan & Carterette 2007) over the queries both runs scored."""
+    lines = ["| mode | metric | old | new | delta | p-value |", "|---|---|---|---|---|---|"]
+    for mode, entry in new["modes"].items():
+        before = old.get("modes", {}).get(mode)
+        if before is None:
+            continue
+        for metric in metrics:
+            if metric not in entry or metric not in before:
+                continue
+            pq_new, pq_old = entry.get("per_query", {}), before.get("per_query", {})
+            common = sorted(set(pq_new) & set(pq_old))
+            p = (
+                paired_randomization_test(
+                    [pq_new[q][metric] for q in common], [pq_old[q][metric] for q in common]
+                )
+                if common
+                else float("nan")
+            )
+            lines.append(
+                f"| {mode} | {metric} | {before[metric]:.4f} | {entry[metric]:.4f} | "
+                f"{entry[metric] - before[metric]:+.4f} | {p:.4f} |"
+            )
+    return "\n".join(lines)
+
+
+def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: float) -> list[str]:
+    """Regressions: every ``mode``/``metric`` of ``baseline['modes']`` whose value in ``report``
+    is more than ``tolerance`` (absolute) below the baseline, or missing. Empty list = pass."""
+    failures: list[str] = []
+    for mode, expected in baseline["modes"].items():
+        actual = report.get("modes", {}).get(mode, {})
+        for metric, value in expected.items():
+            if not isinstance(value, int | float):
+                continue
+            got = actual.get(metric)
+            if got is None:
+                failures.append(f"{mode} {metric}: missing (baseline {value:.4f})")
+            elif got < value - tolerance:
+                failures.append(
+                    f"{mode} {metric}: {got:.4f} < baseline {value:.4f} - tolerance {tolerance}"
+                )
+    return failures
+
+
+def load_dataset(path: Path, *, split: str = "test") -> EvalDataset:
+    """BEIR folder (has corpus.jsonl[.gz]) or a SQuAD JSON file (or a folder holding exactly one
+    ``dev-v1.1*.json[.gz]``). Raises ConfigError otherwise."""
+    from ragstrata.errors import ConfigError
+    from ragstrata.eval.datasets import load_beir, load_squad
+
+    if path.is_dir() and any((path / n).exists() for n in ("corpus.jsonl", "corpus.jsonl.gz")):
+        return load_beir(path, split=split)
+    if path.is_file() and ".json" in path.name:
+        return load_squad(path)
+    if path.is_dir():
+        squad = sorted(path.glob("*v1.1*.json*"))
+        if len(squad) == 1:
+            return load_squad(squad[0])
+    raise ConfigError(
+        f"{path} is neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) nor a SQuAD "
+        "JSON file"
+    )
