@@ -252,6 +252,9 @@ class Ragstrata:
                     pending, pending_chunks = [], 0
             if pending:
                 report.chunks += self._commit(store, manifest, pending, progress)
+            if report.chunks or report.updated:
+                # Edge has no background optimizer: build HNSW/segment indexes now
+                store.optimize()
             store.flush()
         report.seconds = time.perf_counter() - started
         return report

@@ -130,6 +130,7 @@ def _atomic_target(target: Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        tmp.chmod(0o644)  # mkstemp creates 0600; the cache is as readable as any download
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
