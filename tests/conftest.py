@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,3 +38,11 @@ def shared_corpus() -> Callable[[str], Path]:
     """``shared_corpus("react-docs-es-mdx")`` -> that corpus' directory, skipping (or
     failing) when it is absent."""
     return lambda name: _require(SHARED_DATA / name)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Any:
+    """The packaged all-MiniLM-L6-v2 embedder, loaded once per test session."""
+    from ragstrata.embed.local import MiniLMEmbedder
+
+    return MiniLMEmbedder()

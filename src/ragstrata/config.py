@@ -17,8 +17,10 @@ from typing import Any
 
 from ragstrata.errors import ConfigError
 
-EMBEDDERS = ("minilm", "e5")
-"""Packaged embedders: ``minilm`` (all-MiniLM-L6-v2, English) and ``e5`` (multilingual-e5-small)."""
+EMBEDDERS = ("minilm", "minilm-onnx", "minilm-onnx-fp32", "e5")
+"""Packaged embedders: ``minilm`` (all-MiniLM-L6-v2 on torch), ``minilm-onnx`` (the same model on
+ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as torch) and ``e5``
+(multilingual-e5-small, 4-bit)."""
 
 
 def _check_range(

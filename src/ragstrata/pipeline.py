@@ -6,6 +6,7 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,7 +18,13 @@ from ragstrata.assemble.context import assemble
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
-from ragstrata.errors import IngestError, StoreError
+from ragstrata.errors import (
+    ChunkingError,
+    IndexLockedError,
+    IngestError,
+    MissingDependencyError,
+    StoreError,
+)
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog
 from ragstrata.index.analyzer import Analyzer, bm25_document_weights
@@ -183,6 +190,11 @@ class Ragstrata:
         """
         from ragstrata.ingest.loader import discover, load_document
 
+        for module, package in (("markdown_it", "markdown-it-py"), ("selectolax", "selectolax")):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise MissingDependencyError(package, "ingest") from exc
         files, errors = discover(list(paths))
         max_bytes = self.config.ingest.max_file_bytes
 
@@ -233,7 +245,11 @@ class Ragstrata:
                     if entry is not None and entry.content_hash == item.content_hash:
                         report.unchanged += 1
                     else:
-                        chunks = self.chunker.chunk(item)
+                        try:
+                            chunks = self.chunker.chunk(item)
+                        except ChunkingError as exc:
+                            report.failures.append(IngestFailure(item.source, exc.code, str(exc)))
+                            continue
                         if not chunks:
                             report.failures.append(
                                 IngestFailure(item.source, "RS203", "no text to index")
@@ -258,6 +274,16 @@ class Ragstrata:
             store.flush()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _recover_if_idle(self) -> None:
+        """Roll back a crashed commit before reading, unless a writer is still running (then
+        its journal is live and the reader proceeds)."""
+        try:
+            with catalog.writer_lock(self.index_dir):
+                manifest = catalog.read_manifest(self.index_dir)
+                self._recover(self._open_store(manifest), manifest)
+        except IndexLockedError:
+            return
 
     def _recover(self, store: EdgeStore, manifest: Manifest) -> None:
         """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`)."""
@@ -329,6 +355,8 @@ class Ragstrata:
     @property
     def retriever(self) -> HybridRetriever:
         if self._retriever is None:
+            if catalog.read_journal(self.index_dir) is not None:
+                self._recover_if_idle()
             store = self._open_store(self.manifest())
             self._retriever = HybridRetriever(
                 store, self.embedder, self.analyzer, self.config.retrieval

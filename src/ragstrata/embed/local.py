@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragstrata.chunking.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
-from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.errors import EmbeddingError, MissingDependencyError
 
 _LOCK = threading.Lock()
@@ -145,12 +145,21 @@ class E5Embedder:
         return out
 
 
-def load_embedder(
-    name: str, *, batch_size: int = 32, threads: int = 0
-) -> MiniLMEmbedder | E5Embedder:
-    """Embedder by config name (``minilm`` or ``e5``); raises EmbeddingError for others."""
+def load_embedder(name: str, *, batch_size: int = 32, threads: int = 0) -> Embedder:
+    """Embedder by config name (see :data:`ragstrata.config.EMBEDDERS`); raises EmbeddingError
+    for an unknown name."""
     if name == "minilm":
         return MiniLMEmbedder(batch_size=batch_size, threads=threads)
+    if name in ("minilm-onnx", "minilm-onnx-fp32"):
+        from ragstrata.embed.onnx import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder(
+            variant="int8" if name == "minilm-onnx" else "fp32",
+            batch_size=batch_size,
+            threads=threads,
+        )
     if name == "e5":
         return E5Embedder(batch_size=batch_size, threads=threads)
-    raise EmbeddingError(f"unknown embedder {name!r}; choose 'minilm' or 'e5'")
+    raise EmbeddingError(
+        f"unknown embedder {name!r}; choose minilm, minilm-onnx, minilm-onnx-fp32 or e5"
+    )

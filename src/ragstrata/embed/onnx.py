@@ -21,12 +21,14 @@ The export runs once per model source and export recipe into
 ``key`` hashes the sha256 of the safetensors and config as recorded in the wheel's RECORD, plus
 the recipe). Files are written to a temporary name in the same directory and renamed, so a
 crash or a concurrent export never leaves a truncated model behind. The export needs torch and
-transformers (``pip install 'ragstrata[onnx-export]'``); later runs need only onnxruntime.
+transformers (``pip install 'ragstrata[onnx]'``); later runs need only onnxruntime.
 
 Vectors of the int8 variants differ measurably from fp32/torch ones (cosine ~0.99), so each
 variant has its own :attr:`OnnxMiniLMEmbedder.name` and an index built with one embedder cannot
 be searched with another (the store refuses it with ``EmbedderMismatchError``): re-ingest
-after switching.
+after switching. The int8 variant quantizes activations with one scale per batch, so a text's
+vector depends slightly on the other texts of its batch (cosine 0.98-0.996 between batched and
+alone); it is still deterministic for the same texts, batch size and order.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ def export_onnx(model_dir: Path, target: Path) -> Path:
         import torch
         from transformers import AutoModel
     except ImportError as exc:
-        raise MissingDependencyError("torch", "onnx-export") from exc
+        raise MissingDependencyError("torch", "onnx") from exc
 
     model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
 
@@ -192,7 +194,7 @@ def quantize_int8(source: Path, target: Path) -> Path:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped, unused-ignore]
     except ImportError as exc:
-        raise MissingDependencyError("onnx", "onnx-export") from exc
+        raise MissingDependencyError("onnx", "onnx") from exc
     graph = onnx.load(str(source), load_external_data=False).graph
     shapes = {init.name: tuple(init.dims) for init in graph.initializer}
     ffn_out = [

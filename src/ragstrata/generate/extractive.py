@@ -20,7 +20,7 @@ from ragstrata.chunking.splitter import find_fences, sentence_spans
 from ragstrata.embed.base import Embedder
 from ragstrata.index.analyzer import Analyzer
 
-_MDX = re.compile(r"\{/\*.*?\*/\}|</?[A-Z][\w.]*[^>]*>")
+_MDX = re.compile(r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 

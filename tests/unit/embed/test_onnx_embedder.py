@@ -32,6 +32,13 @@ SENTENCES = [
 ]
 
 
+def batch_floor(embedder: OnnxMiniLMEmbedder) -> float:
+    """Least cosine between a text's vector in a batch and alone. int8 quantizes activations
+    with one scale per batch, so its vectors depend slightly on the other texts of the batch
+    (measured 0.984-0.996 for the sentences below); fp32 vectors do not."""
+    return 0.98 if embedder.variant == "int8" else 0.99999
+
+
 @pytest.fixture(scope="session")
 def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("onnx-cache")
@@ -72,7 +79,7 @@ def test_shape_dtype_unit_norm(embedder: OnnxMiniLMEmbedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     query = embedder.embed_query(SENTENCES[0])
     assert query.shape == (384,) and query.dtype == np.float32
-    np.testing.assert_allclose(query, vecs[0], atol=1e-5)
+    assert float(query @ vecs[0]) >= batch_floor(embedder)
 
 
 def test_empty_input(embedder: OnnxMiniLMEmbedder) -> None:
@@ -87,7 +94,7 @@ def test_order_preserved_under_length_sorted_batching(embedder: OnnxMiniLMEmbedd
     together = embedder.embed_documents([texts[i] for i in shuffled])
     for row, i in enumerate(shuffled):
         alone = embedder.embed_query(texts[i])  # batch of one: no padding at all
-        assert float(together[row] @ alone) > 0.999
+        assert float(together[row] @ alone) >= batch_floor(embedder)
 
 
 def test_long_texts_are_truncated_not_fatal(embedder: OnnxMiniLMEmbedder) -> None:
@@ -95,7 +102,9 @@ def test_long_texts_are_truncated_not_fatal(embedder: OnnxMiniLMEmbedder) -> Non
     vecs = embedder.embed_documents([long_text, "short"])
     assert vecs.shape == (2, 384) and np.isfinite(vecs).all()
     # truncation at 256: appending text beyond the limit changes nothing
-    np.testing.assert_allclose(vecs[0], embedder.embed_query(long_text + " tail"), atol=1e-5)
+    np.testing.assert_allclose(
+        embedder.embed_query(long_text), embedder.embed_query(long_text + " tail"), atol=1e-6
+    )
 
 
 def test_close_to_torch(embedder: OnnxMiniLMEmbedder, torch_vectors: np.ndarray) -> None:
