@@ -16,9 +16,11 @@ Examples::
     python bench/store_build.py --n 100000 --engine lance
     python bench/store_build.py --engine edge --checks      # small-scale checks only
 """
+
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -120,7 +122,9 @@ def make_chunks(n: int, seed: int = 0) -> list[dict]:
     return chunks
 
 
-def clustered_vectors(n: int, n_centroids: int, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def clustered_vectors(
+    n: int, n_centroids: int, sigma: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     cent = rng.standard_normal((n_centroids, DIM)).astype(np.float32)
     cent /= np.linalg.norm(cent, axis=1, keepdims=True)
@@ -197,10 +201,8 @@ def dir_mb(path: Path) -> float:
     total = 0
     for root, _, files in os.walk(path):
         for f in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
     return total / 2**20
 
 
@@ -225,7 +227,7 @@ def brute_topk(vecs: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
 
 
 def recall_at_k(truth: np.ndarray, got: list[list[int]], k: int = 10) -> float:
-    hits = sum(len(set(t[:k]) & set(g[:k])) for t, g in zip(truth, got))
+    hits = sum(len(set(t[:k]) & set(g[:k])) for t, g in zip(truth, got, strict=False))
     return hits / (k * len(truth))
 
 
@@ -241,13 +243,21 @@ EDGE_VARIANTS = {
     # defer HNSW during load, then build it once with all cores
     "deferred": dict(batch=2000, m=16, ef=100, threads=0, segments=2, wal=False, deferred=True),
     "deferred_wal": dict(batch=2000, m=16, ef=100, threads=0, segments=2, wal=True, deferred=True),
-    "deferred_seg1": dict(batch=5000, m=16, ef=100, threads=0, segments=1, wal=False, deferred=True),
+    "deferred_seg1": dict(
+        batch=5000, m=16, ef=100, threads=0, segments=1, wal=False, deferred=True
+    ),
     "deferred_ef64": dict(batch=2000, m=16, ef=64, threads=0, segments=2, wal=False, deferred=True),
     "inline_seg2": dict(batch=2000, m=16, ef=100, threads=0, segments=2, wal=False, deferred=False),
-    "default_t1": dict(batch=1000, m=16, ef=100, threads=1, segments=None, wal=True, deferred=False),
-    "default_b5k": dict(batch=5000, m=16, ef=100, threads=0, segments=None, wal=True, deferred=False),
+    "default_t1": dict(
+        batch=1000, m=16, ef=100, threads=1, segments=None, wal=True, deferred=False
+    ),
+    "default_b5k": dict(
+        batch=5000, m=16, ef=100, threads=0, segments=None, wal=True, deferred=False
+    ),
     # reproduces the earlier slow attempt: BM25-scored full-text payload index present during inserts
-    "default_fts": dict(batch=1000, m=16, ef=100, threads=0, segments=None, wal=True, deferred=False, fts=True),
+    "default_fts": dict(
+        batch=1000, m=16, ef=100, threads=0, segments=None, wal=True, deferred=False, fts=True
+    ),
 }
 BIG_THRESHOLD_KB = 1_000_000_000  # never index during load
 NORMAL_THRESHOLD_KB = 10_000  # Qdrant default (10 MB)
@@ -256,15 +266,23 @@ NORMAL_THRESHOLD_KB = 10_000  # Qdrant default (10 MB)
 def edge_config(v: dict, load_phase: bool, fts_on_disk: bool = False):
     import qdrant_edge as qe
 
-    hnsw = qe.HnswIndexConfig(m=v["m"], ef_construct=v["ef"], full_scan_threshold=10_000,
-                              max_indexing_threads=v["threads"])
+    hnsw = qe.HnswIndexConfig(
+        m=v["m"],
+        ef_construct=v["ef"],
+        full_scan_threshold=10_000,
+        max_indexing_threads=v["threads"],
+    )
     opt = qe.EdgeOptimizersConfig(
         default_segment_number=v["segments"],
-        indexing_threshold=BIG_THRESHOLD_KB if (load_phase and v["deferred"]) else NORMAL_THRESHOLD_KB,
+        indexing_threshold=BIG_THRESHOLD_KB
+        if (load_phase and v["deferred"])
+        else NORMAL_THRESHOLD_KB,
     )
     return qe.EdgeConfig(
         vectors={"dense": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)},
-        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, on_disk=fts_on_disk or None)},
+        sparse_vectors={
+            "bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, on_disk=fts_on_disk or None)
+        },
         hnsw_config=hnsw,
         optimizers=opt,
         wal_enabled=v["wal"],
@@ -281,7 +299,10 @@ def edge_points(chunks, vecs, sparse, lo, hi):
         pts.append(
             qe.Point(
                 id=point_id(c["chunk_id"]),
-                vector={"dense": vecs[i].tolist(), "bm25": qe.SparseVector(indices=idx, values=val)},
+                vector={
+                    "dense": vecs[i].tolist(),
+                    "bm25": qe.SparseVector(indices=idx, values=val),
+                },
                 payload=c,
             )
         )
@@ -300,7 +321,11 @@ def edge_build(path: Path, v: dict, chunks, vecs, sparse, log) -> dict:
         params = qe.TextIndexParams(tokenizer=qe.TokenizerType.Word, lowercase=True, scoring=True)
         shard.update(qe.UpdateOperation.create_field_index("text", params))
     for lo in range(0, n, v["batch"]):
-        shard.update(qe.UpdateOperation.upsert_points(edge_points(chunks, vecs, sparse, lo, min(n, lo + v["batch"]))))
+        shard.update(
+            qe.UpdateOperation.upsert_points(
+                edge_points(chunks, vecs, sparse, lo, min(n, lo + v["batch"]))
+            )
+        )
     t_insert = time.perf_counter() - t0
     log(f"  inserted {n} in {t_insert:.1f}s; info={_info(shard)}")
     if v["deferred"]:
@@ -320,18 +345,27 @@ def edge_build(path: Path, v: dict, chunks, vecs, sparse, log) -> dict:
 
 def _info(shard) -> dict:
     i = shard.info()
-    return dict(segments=i.segments_count, points=i.points_count, indexed_vectors=i.indexed_vectors_count)
+    return dict(
+        segments=i.segments_count, points=i.points_count, indexed_vectors=i.indexed_vectors_count
+    )
 
 
 def edge_queries(shard, qvecs, qtexts):
     import qdrant_edge as qe
 
     def dense(q):
-        return shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(q.tolist(), using="dense")))
+        return shard.query(
+            qe.QueryRequest(limit=10, query=qe.Query.Nearest(q.tolist(), using="dense"))
+        )
 
     def sparse(t):
         idx, val = query_sparse(t)
-        return shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(qe.SparseVector(indices=idx, values=val), using="bm25")))
+        return shard.query(
+            qe.QueryRequest(
+                limit=10,
+                query=qe.Query.Nearest(qe.SparseVector(indices=idx, values=val), using="bm25"),
+            )
+        )
 
     def hybrid(args):
         q, t = args
@@ -341,7 +375,12 @@ def edge_queries(shard, qvecs, qtexts):
                 limit=10,
                 prefetches=[
                     qe.Prefetch(limit=50, query=qe.Query.Nearest(q.tolist(), using="dense")),
-                    qe.Prefetch(limit=50, query=qe.Query.Nearest(qe.SparseVector(indices=idx, values=val), using="bm25")),
+                    qe.Prefetch(
+                        limit=50,
+                        query=qe.Query.Nearest(
+                            qe.SparseVector(indices=idx, values=val), using="bm25"
+                        ),
+                    ),
                 ],
                 query=qe.Fusion.Rrf(k=60),
                 with_payload=["chunk_id"],
@@ -349,7 +388,11 @@ def edge_queries(shard, qvecs, qtexts):
         )
 
     out = {}
-    for name, fn, args in (("dense", dense, list(qvecs)), ("sparse", sparse, qtexts), ("hybrid", hybrid, list(zip(qvecs, qtexts)))):
+    for name, fn, args in (
+        ("dense", dense, list(qvecs)),
+        ("sparse", sparse, qtexts),
+        ("hybrid", hybrid, list(zip(qvecs, qtexts, strict=False))),
+    ):
         fn(args[0])  # warm-up
         lat, res = timed(fn, args)
         out[name] = dict(p50=pct(lat, 50), p95=pct(lat, 95), res=res)
@@ -371,8 +414,14 @@ def run_edge(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
     rec = recall_at_k(truth, got)
     shard.close()
     return dict(
-        engine="edge", variant=args.variant, config=v, **b, peak_rss_mb=rs.peak, disk_mb=disk,
-        recall_at_10=rec, **{f"{k}_p{p}_ms": q[k][f"p{p}"] for k in q for p in (50, 95)},
+        engine="edge",
+        variant=args.variant,
+        config=v,
+        **b,
+        peak_rss_mb=rs.peak,
+        disk_mb=disk,
+        recall_at_10=rec,
+        **{f"{k}_p{p}_ms": q[k][f"p{p}"] for k in q for p in (50, 95)},
     )
 
 
@@ -418,15 +467,26 @@ def run_checks(args, log) -> dict:
     # 1) IDF for a term present in all docs
     h = token_hash("ubiquitous")
     N = _count(shard)
-    r = shard.query(qe.QueryRequest(limit=3, query=qe.Query.Nearest(qe.SparseVector(indices=[h], values=[1.0]), using="bm25")))
+    r = shard.query(
+        qe.QueryRequest(
+            limit=3,
+            query=qe.Query.Nearest(qe.SparseVector(indices=[h], values=[1.0]), using="bm25"),
+        )
+    )
     tf_part = sparse[0][1][sparse[0][0].index(h)]
     top = r[0]
     top_i = next(i for i, c in enumerate(chunks) if point_id(c["chunk_id"]) == str(top.id))
     top_tf = sparse[top_i][1][sparse[top_i][0].index(h)]
     idf_expected = math.log(1 + (N - N + 0.5) / (N + 0.5))
-    res["idf_all_docs"] = dict(n_points=N, top_score=top.score, tf_part_of_top=top_tf,
-                               implied_idf=top.score / top_tf if top_tf else None,
-                               expected_idf=idf_expected, positive=top.score > 0, first_doc_tf=tf_part)
+    res["idf_all_docs"] = dict(
+        n_points=N,
+        top_score=top.score,
+        tf_part_of_top=top_tf,
+        implied_idf=top.score / top_tf if top_tf else None,
+        expected_idf=idf_expected,
+        positive=top.score > 0,
+        first_doc_tf=tf_part,
+    )
     log(f"  IDF check: {res['idf_all_docs']}")
     # 2) delete by payload filter
     target = chunks[0]["doc_id"]
@@ -434,14 +494,20 @@ def run_checks(args, log) -> dict:
     before = _count(shard, flt)
     shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
     after = _count(shard, flt)
-    res["delete_by_filter"] = dict(doc_id=target, before=before, after=after, total_after=_count(shard))
+    res["delete_by_filter"] = dict(
+        doc_id=target, before=before, after=after, total_after=_count(shard)
+    )
     log(f"  delete check: {res['delete_by_filter']}")
     # 3) reopen after close, and config change on load
     total = _count(shard)
     shard.flush()
     shard.close()
     shard = qe.EdgeShard.load(str(tmp / "a"))
-    res["reopen"] = dict(count_before=total, count_after=_count(shard), payload_schema=sorted(shard.info().payload_schema))
+    res["reopen"] = dict(
+        count_before=total,
+        count_after=_count(shard),
+        payload_schema=sorted(shard.info().payload_schema),
+    )
     shard.close()
     try:
         v2 = dict(EDGE_VARIANTS["default"], m=32, ef=200)
@@ -449,23 +515,37 @@ def run_checks(args, log) -> dict:
         shard.optimize()
         res["reload_with_new_hnsw"] = dict(ok=True, count=_count(shard), info=_info(shard))
         shard.close()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         res["reload_with_new_hnsw"] = dict(ok=False, error=f"{type(e).__name__}: {e}")
     try:
-        shard = qe.EdgeShard.load(str(tmp / "a"), edge_config(dict(EDGE_VARIANTS["default"], wal=False), load_phase=False))
+        shard = qe.EdgeShard.load(
+            str(tmp / "a"), edge_config(dict(EDGE_VARIANTS["default"], wal=False), load_phase=False)
+        )
         res["reload_with_wal_flip"] = dict(ok=True)
         shard.close()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         res["reload_with_wal_flip"] = dict(ok=False, error=f"{type(e).__name__}: {e}")
-    log(f"  reopen: {res['reopen']}; new hnsw: {res['reload_with_new_hnsw']}; wal flip: {res['reload_with_wal_flip']}")
+    log(
+        f"  reopen: {res['reopen']}; new hnsw: {res['reload_with_new_hnsw']}; wal flip: {res['reload_with_wal_flip']}"
+    )
     # 4) SIGKILL with/without flush, WAL on/off
     crash = {}
     for wal in (True, False):
         for flush in (False, True):
             p = tmp / f"crash_wal{int(wal)}_flush{int(flush)}"
             proc = subprocess.Popen(
-                [sys.executable, __file__, "--crash-child", str(p), "--crash-wal", str(int(wal)), "--crash-flush", str(int(flush))],
-                stdout=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    __file__,
+                    "--crash-child",
+                    str(p),
+                    "--crash-wal",
+                    str(int(wal)),
+                    "--crash-flush",
+                    str(int(flush)),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
             )
             line = proc.stdout.readline().strip()
             os.kill(proc.pid, signal.SIGKILL)
@@ -474,9 +554,13 @@ def run_checks(args, log) -> dict:
                 s = qe.EdgeShard.load(str(p))
                 cnt = _count(s)
                 s.close()
-                crash[f"wal={wal},flush={flush}"] = dict(ready=line == "READY", count_after_reopen=cnt)
-            except Exception as e:  # noqa: BLE001
-                crash[f"wal={wal},flush={flush}"] = dict(ready=line == "READY", error=f"{type(e).__name__}: {e}")
+                crash[f"wal={wal},flush={flush}"] = dict(
+                    ready=line == "READY", count_after_reopen=cnt
+                )
+            except Exception as e:
+                crash[f"wal={wal},flush={flush}"] = dict(
+                    ready=line == "READY", error=f"{type(e).__name__}: {e}"
+                )
     res["sigkill"] = crash
     log(f"  sigkill: {crash}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -506,7 +590,9 @@ def run_lance(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
             cols["section_path"] = [chunks[i]["section_path"] for i in range(lo, hi)]
             cols["start"] = [chunks[i]["start"] for i in range(lo, hi)]
             cols["end"] = [chunks[i]["end"] for i in range(lo, hi)]
-            cols["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vecs[lo:hi].reshape(-1)), DIM)
+            cols["vector"] = pa.FixedSizeListArray.from_arrays(
+                pa.array(vecs[lo:hi].reshape(-1)), DIM
+            )
             batch = pa.table(cols)
             if tbl is None:
                 tbl = db.create_table("chunks", batch)
@@ -517,7 +603,9 @@ def run_lance(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
         if args.lance_index == "hnsw":
             cfg = HnswSq(distance_type="cosine", num_partitions=1)
         else:
-            cfg = IvfPq(distance_type="cosine", num_partitions=max(1, int(math.sqrt(n))), num_sub_vectors=48)
+            cfg = IvfPq(
+                distance_type="cosine", num_partitions=max(1, int(math.sqrt(n))), num_sub_vectors=48
+            )
         tbl.create_index("vector", config=cfg)
         t_vec = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -526,15 +614,29 @@ def run_lance(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
         for f in ("doc_id", "source"):
             tbl.create_scalar_index(f, index_type="BTREE")
         t_total = time.perf_counter() - t0
-    log(f"  lance insert {t_insert:.1f}s vec-index {t_vec:.1f}s fts {t_fts:.1f}s total {t_total:.1f}s")
+    log(
+        f"  lance insert {t_insert:.1f}s vec-index {t_vec:.1f}s fts {t_fts:.1f}s total {t_total:.1f}s"
+    )
     disk = dir_mb(path)
 
     def dense(q):
-        return tbl.search(q, vector_column_name="vector").distance_type("cosine").nprobes(args.lance_nprobes) \
-            .refine_factor(args.lance_refine).limit(10).select(["chunk_id"]).to_list()
+        return (
+            tbl.search(q, vector_column_name="vector")
+            .distance_type("cosine")
+            .nprobes(args.lance_nprobes)
+            .refine_factor(args.lance_refine)
+            .limit(10)
+            .select(["chunk_id"])
+            .to_list()
+        )
 
     def fts(t):
-        return tbl.search(re.sub(r"[^\w\s]", " ", t), query_type="fts").limit(10).select(["chunk_id"]).to_list()
+        return (
+            tbl.search(re.sub(r"[^\w\s]", " ", t), query_type="fts")
+            .limit(10)
+            .select(["chunk_id"])
+            .to_list()
+        )
 
     def hybrid(a):
         q, t = a
@@ -547,7 +649,11 @@ def run_lance(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
         return sorted(score, key=score.get, reverse=True)[:10]
 
     out = {}
-    for name, fn, a in (("dense", dense, list(qvecs)), ("sparse", fts, qtexts), ("hybrid", hybrid, list(zip(qvecs, qtexts)))):
+    for name, fn, a in (
+        ("dense", dense, list(qvecs)),
+        ("sparse", fts, qtexts),
+        ("hybrid", hybrid, list(zip(qvecs, qtexts, strict=False))),
+    ):
         fn(a[0])
         lat, res = timed(fn, a)
         out[name] = dict(p50=pct(lat, 50), p95=pct(lat, 95), res=res)
@@ -555,10 +661,22 @@ def run_lance(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
     truth = brute_topk(vecs, qvecs[:100])
     got = [[cid_to_idx[r["chunk_id"]] for r in res] for res in out["dense"]["res"][:100]]
     return dict(
-        engine="lance", variant=args.lance_index, config=dict(index=args.lance_index, nprobes=args.lance_nprobes,
-                                                               refine=args.lance_refine, fts="native"),
-        insert_s=t_insert, optimize_s=t_vec + t_fts, vector_index_s=t_vec, fts_index_s=t_fts, build_s=t_total,
-        peak_rss_mb=rs.peak, disk_mb=disk, recall_at_10=recall_at_k(truth, got),
+        engine="lance",
+        variant=args.lance_index,
+        config=dict(
+            index=args.lance_index,
+            nprobes=args.lance_nprobes,
+            refine=args.lance_refine,
+            fts="native",
+        ),
+        insert_s=t_insert,
+        optimize_s=t_vec + t_fts,
+        vector_index_s=t_vec,
+        fts_index_s=t_fts,
+        build_s=t_total,
+        peak_rss_mb=rs.peak,
+        disk_mb=disk,
+        recall_at_10=recall_at_k(truth, got),
         **{f"{k}_p{p}_ms": out[k][f"p{p}"] for k in out for p in (50, 95)},
     )
 
@@ -567,24 +685,56 @@ def run_lance(args, chunks, vecs, sparse, qvecs, qtexts, log) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    cols = ["engine", "variant", "build_s", "insert_s", "optimize_s", "peak_rss_mb", "disk_mb", "dense_p50_ms",
-            "dense_p95_ms", "sparse_p50_ms", "sparse_p95_ms", "hybrid_p50_ms", "hybrid_p95_ms", "recall_at_10"]
+    cols = [
+        "engine",
+        "variant",
+        "build_s",
+        "insert_s",
+        "optimize_s",
+        "peak_rss_mb",
+        "disk_mb",
+        "dense_p50_ms",
+        "dense_p95_ms",
+        "sparse_p50_ms",
+        "sparse_p95_ms",
+        "hybrid_p50_ms",
+        "hybrid_p95_ms",
+        "recall_at_10",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append("| " + " | ".join(f"{r.get(c):.2f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                f"{r.get(c):.2f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--engine", choices=["edge", "lance"], default="edge")
-    ap.add_argument("--variant", default="deferred", help=f"edge variant: {', '.join(EDGE_VARIANTS)} (comma list ok)")
-    ap.add_argument("--checks", action="store_true", help="edge only: run the 1k-point correctness checks")
-    ap.add_argument("--skip-build", action="store_true", help="with --checks: skip the N-point build")
+    ap.add_argument(
+        "--variant",
+        default="deferred",
+        help=f"edge variant: {', '.join(EDGE_VARIANTS)} (comma list ok)",
+    )
+    ap.add_argument(
+        "--checks", action="store_true", help="edge only: run the 1k-point correctness checks"
+    )
+    ap.add_argument(
+        "--skip-build", action="store_true", help="with --checks: skip the N-point build"
+    )
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--centroids", type=int, default=2000)
-    ap.add_argument("--sigma", type=float, default=0.04, help="per-dim gaussian noise around centroids")
+    ap.add_argument(
+        "--sigma", type=float, default=0.04, help="per-dim gaussian noise around centroids"
+    )
     ap.add_argument("--lance-index", choices=["ivf_pq", "hnsw"], default="ivf_pq")
     ap.add_argument("--lance-nprobes", type=int, default=20)
     ap.add_argument("--lance-refine", type=int, default=10)
@@ -602,26 +752,35 @@ def main() -> None:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    out: dict = dict(n=args.n, cpus=os.cpu_count(),
-                     vectors=f"{args.centroids} random unit centroids + N(0,{args.sigma}^2)/dim noise, L2-normalised, dim {DIM}",
-                     runs=[])
+    out: dict = dict(
+        n=args.n,
+        cpus=os.cpu_count(),
+        vectors=f"{args.centroids} random unit centroids + N(0,{args.sigma}^2)/dim noise, L2-normalised, dim {DIM}",
+        runs=[],
+    )
     if not args.skip_build:
         t = time.perf_counter()
         chunks = make_chunks(args.n)
         vecs, cent = clustered_vectors(args.n, args.centroids, args.sigma, 0)
         sparse = bm25_tf_vectors([c["text"] for c in chunks])
         rng = np.random.default_rng(123)
-        qvecs = cent[rng.integers(0, args.centroids, args.queries)] + args.sigma * rng.standard_normal((args.queries, DIM)).astype(np.float32)
+        qvecs = cent[
+            rng.integers(0, args.centroids, args.queries)
+        ] + args.sigma * rng.standard_normal((args.queries, DIM)).astype(np.float32)
         qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
         qtexts = load_queries(args.queries)
         out["prep_s"] = time.perf_counter() - t
         out["base_rss_mb"] = RssSampler.rss_mb()
-        log(f"prepared {len(chunks)} chunks in {out['prep_s']:.1f}s (rss {out['base_rss_mb']:.0f} MB)")
+        log(
+            f"prepared {len(chunks)} chunks in {out['prep_s']:.1f}s (rss {out['base_rss_mb']:.0f} MB)"
+        )
         variants = args.variant.split(",") if args.engine == "edge" else [args.lance_index]
         for var in variants:
             args.variant = var
             log(f"== {args.engine} {var}")
-            r = (run_edge if args.engine == "edge" else run_lance)(args, chunks, vecs, sparse, qvecs, qtexts, log)
+            r = (run_edge if args.engine == "edge" else run_lance)(
+                args, chunks, vecs, sparse, qvecs, qtexts, log
+            )
             # 1/5/15-min load average: other processes on the box inflate build times
             r["loadavg_after"] = os.getloadavg()
             out["runs"].append(r)
