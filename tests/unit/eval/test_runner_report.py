@@ -1,0 +1,47 @@
+"""Pure report helpers of the evaluation runner: gate, compare, markdown table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragstrata.eval.runner import compare, gate, markdown_table
+
+
+def report(ndcg: float, per_query: dict[str, float]) -> dict[str, Any]:
+    return {
+        "modes": {
+            "hybrid": {
+                "ndcg@10": ndcg,
+                "latency_ms": {"total": {"p50": 12.0, "p95": 30.0}},
+                "per_query": {q: {"ndcg@10": v} for q, v in per_query.items()},
+            }
+        }
+    }
+
+
+def test_gate_tolerance_is_absolute_and_inclusive() -> None:
+    baseline = {"modes": {"hybrid": {"ndcg@10": 0.70}}}
+    assert gate(report(0.69, {}), baseline, tolerance=0.01) == []
+    failures = gate(report(0.6899, {}), baseline, tolerance=0.01)
+    assert len(failures) == 1 and "hybrid ndcg@10" in failures[0]
+
+
+def test_gate_flags_missing_modes_and_metrics() -> None:
+    baseline = {"modes": {"bm25": {"recall@100": 0.9}, "hybrid": {"mrr@10": 0.5}}}
+    failures = gate(report(0.9, {}), baseline, tolerance=0.5)
+    assert sorted(f.split(":")[0] for f in failures) == ["bm25 recall@100", "hybrid mrr@10"]
+
+
+def test_compare_p_value_detects_a_consistent_drop() -> None:
+    old = report(0.8, {f"q{i}": 0.8 for i in range(30)})
+    new = report(0.5, {f"q{i}": 0.5 for i in range(30)})
+    same = report(0.8, {f"q{i}": 0.8 for i in range(30)})
+    drop = compare(new, old, metrics=["ndcg@10"]).splitlines()[-1]
+    assert "-0.3000" in drop and float(drop.strip("|").split("|")[-1]) < 0.01
+    tie = compare(same, old, metrics=["ndcg@10"]).splitlines()[-1]
+    assert float(tie.strip("|").split("|")[-1]) == 1.0
+
+
+def test_markdown_table_has_one_row_per_mode() -> None:
+    table = markdown_table(report(0.71234, {}), metrics=["ndcg@10"])
+    assert table.splitlines()[2] == "| hybrid | 0.7123 | 12.0 | 30.0 |"
