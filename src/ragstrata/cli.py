@@ -68,6 +68,12 @@ def ingest(
     report: Annotated[
         Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
     ] = None,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Remove indexed documents whose file is gone.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
+    ] = False,
 ) -> None:
     """Parse, chunk, embed and index documents (Markdown/MDX, HTML, text)."""
     try:
@@ -93,7 +99,7 @@ def ingest(
                 else:
                     bar.update(task, completed=done, total=total)
 
-            result = engine.ingest(paths, progress=on_progress)
+            result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
         stats = engine.stats()
         engine.close()
     except RagError as exc:
@@ -105,8 +111,9 @@ def ingest(
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         out.print(
-            f"[bold]{result.status}[/]: {result.added} added, {result.updated} updated, "
-            f"{result.unchanged} unchanged, {result.chunks} chunks in {result.seconds:.1f}s; "
+            f"[bold]{result.status}[/]{' (dry run)' if dry_run else ''}: {result.added} added, "
+            f"{result.updated} updated, {result.unchanged} unchanged, {result.pruned} pruned, "
+            f"{result.chunks} chunks in {result.seconds:.1f}s; "
             f"index has {stats['documents']} documents, {stats['chunks']} chunks "
             f"({stats['size_bytes'] / 1e6:.1f} MB) at {stats['index']}"
         )

@@ -54,6 +54,7 @@ class IngestReport:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    pruned: int = 0
     chunks: int = 0
     failures: list[IngestFailure] = field(default_factory=list)
     seconds: float = 0.0
@@ -70,6 +71,7 @@ class IngestReport:
             "added": self.added,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "pruned": self.pruned,
             "chunks": self.chunks,
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
@@ -179,14 +181,21 @@ class Ragstrata:
 
     # ------------------------------------------------------------------ ingest
     def ingest(
-        self, paths: Sequence[Path], *, progress: ProgressCallback | None = None
+        self,
+        paths: Sequence[Path],
+        *,
+        progress: ProgressCallback | None = None,
+        prune: bool = False,
+        dry_run: bool = False,
     ) -> IngestReport:
         """Parse, chunk, embed and index ``paths`` (files or folders, recursively).
 
         Unchanged documents (same source, same content hash) are skipped; changed ones are
         replaced in the same commit that adds their new chunks. Bad files are reported in
-        ``IngestReport.failures`` and never stop the batch. Raises IndexLockedError when another
-        process is writing the index, EmbedderMismatchError for an index built otherwise.
+        ``IngestReport.failures`` and never stop the batch. ``prune`` removes indexed documents
+        whose file under ``paths`` no longer exists; ``dry_run`` only reports what would change.
+        Raises IndexLockedError when another process is writing the index,
+        EmbedderMismatchError for an index built otherwise.
         """
         from ragstrata.ingest.loader import discover, load_document
 
@@ -209,9 +218,21 @@ class Ragstrata:
                 except (OSError, ValueError, UnicodeError) as err:  # unexpected parser failure
                     yield IngestFailure(str(path), "RS200", f"{type(err).__name__}: {err}")
 
+        roots = [p.resolve() for p in paths]
+
+        def gone(source: str) -> bool:
+            path = Path(source)
+            return any(path == r or path.is_relative_to(r) for r in roots) and not path.exists()
+
         if progress:
             progress("discover", len(files), len(files))
-        return self.add_documents(load_all(), total=len(files) + len(errors), progress=progress)
+        return self.add_documents(
+            load_all(),
+            total=len(files) + len(errors),
+            progress=progress,
+            prune=gone if prune else None,
+            dry_run=dry_run,
+        )
 
     def add_documents(
         self,
@@ -219,9 +240,15 @@ class Ragstrata:
         *,
         total: int | None = None,
         progress: ProgressCallback | None = None,
+        prune: Callable[[str], bool] | None = None,
+        dry_run: bool = False,
     ) -> IngestReport:
         """Chunk, embed and index already parsed documents (failures are passed through to the
-        report). Same commit and skip rules as :meth:`ingest`."""
+        report). Same commit and skip rules as :meth:`ingest`.
+
+        ``prune(source)`` selects indexed documents to remove (their chunks go in one commit).
+        ``dry_run`` counts what would be added, updated and pruned without writing anything.
+        """
         started = time.perf_counter()
         report = IngestReport()
         with catalog.writer_lock(self.index_dir):
@@ -232,7 +259,7 @@ class Ragstrata:
                     raise
                 manifest = self._new_manifest()
             store = self._open_store(manifest)
-            if not (self.index_dir / catalog.MANIFEST).exists():
+            if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
                 catalog.write_manifest(self.index_dir, manifest)
             self._recover(store, manifest)
             pending: list[tuple[Document, list[Chunk]]] = []
@@ -244,23 +271,16 @@ class Ragstrata:
                     entry = manifest.documents.get(item.doc_id)
                     if entry is not None and entry.content_hash == item.content_hash:
                         report.unchanged += 1
+                    elif dry_run:
+                        report.added += entry is None
+                        report.updated += entry is not None
                     else:
-                        try:
-                            chunks = self.chunker.chunk(item)
-                        except ChunkingError as exc:
-                            report.failures.append(IngestFailure(item.source, exc.code, str(exc)))
-                            continue
-                        if not chunks:
-                            report.failures.append(
-                                IngestFailure(item.source, "RS203", "no text to index")
-                            )
-                        else:
+                        chunks = self._chunk_or_fail(item, report)
+                        if chunks:
                             pending.append((item, chunks))
                             pending_chunks += len(chunks)
-                            if entry is None:
-                                report.added += 1
-                            else:
-                                report.updated += 1
+                            report.added += entry is None
+                            report.updated += entry is not None
                 if progress:
                     progress("parse", done, total or done)
                 if pending_chunks >= COMMIT_CHUNKS:
@@ -268,12 +288,39 @@ class Ragstrata:
                     pending, pending_chunks = [], 0
             if pending:
                 report.chunks += self._commit(store, manifest, pending, progress)
-            if report.chunks or report.updated:
+            if prune is not None:
+                stale = [d for d, e in manifest.documents.items() if prune(e.source)]
+                report.pruned = len(stale)
+                if stale and not dry_run:
+                    self._delete(store, manifest, stale)
+            if not dry_run and (report.chunks or report.updated or report.pruned):
                 # Edge has no background optimizer: build HNSW/segment indexes now
                 store.optimize()
             store.flush()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _chunk_or_fail(self, document: Document, report: IngestReport) -> list[Chunk]:
+        try:
+            chunks = self.chunker.chunk(document)
+        except ChunkingError as exc:
+            report.failures.append(IngestFailure(document.source, exc.code, str(exc)))
+            return []
+        if not chunks:
+            report.failures.append(IngestFailure(document.source, "RS203", "no text to index"))
+        return chunks
+
+    def _delete(self, store: EdgeStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:
+        """Remove documents in one journaled commit."""
+        catalog.write_journal(self.index_dir, doc_ids)
+        store.delete_documents(doc_ids)
+        store.flush()
+        for doc_id in doc_ids:
+            entry = manifest.documents.pop(doc_id)
+            manifest.bm25_docs -= len(entry.chunk_ids)
+            manifest.bm25_total_length -= entry.bm25_length
+        catalog.write_manifest(self.index_dir, manifest)
+        catalog.clear_journal(self.index_dir)
 
     def _recover_if_idle(self) -> None:
         """Roll back a crashed commit before reading, unless a writer is still running (then

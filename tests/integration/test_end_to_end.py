@@ -182,3 +182,21 @@ def test_reader_rolls_back_a_crashed_commit(engine: Ragstrata, corpus: Path) -> 
     assert catalog.read_journal(engine.index_dir) is None
     assert guide not in reader.manifest().documents
     reader.close()
+
+
+def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
+    engine.ingest([corpus])
+    chunks_before = engine.stats()["chunks"]
+    (corpus / "guia.md").unlink()
+    (corpus / "new.md").write_text("# New\n\nA new page about quotas.\n", encoding="utf-8")
+    (corpus / "guide.md").write_text("# Operations guide\n\nRewritten.\n", encoding="utf-8")
+    dry = engine.ingest([corpus], prune=True, dry_run=True)
+    assert (dry.added, dry.updated, dry.unchanged, dry.pruned, dry.chunks) == (1, 1, 1, 1, 0)
+    assert engine.stats()["chunks"] == chunks_before  # nothing written
+    real = engine.ingest([corpus], prune=True)
+    assert (real.added, real.updated, real.pruned) == (1, 1, 1)
+    sources = {Path(e.source).name for e in engine.manifest().documents.values()}
+    assert sources == {"guide.md", "new.md", "page.html"}
+    manifest = engine.manifest()
+    assert manifest.n_chunks == engine._open_store(manifest).count()
+    assert not engine.search("instalación Python", mode="bm25").hits
