@@ -265,3 +265,21 @@ class TestEdgeStore(StoreContract):
     @pytest.fixture
     def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
         return lambda: EdgeStore(tmp_path / "shard", dim=DIM)
+
+
+class TestIdSearchMatchesFullSearch:
+    """``*_search_ids`` return the same ids and scores as the payload-reading searches."""
+
+    def test_ids_variants_agree(self, tmp_path: Path) -> None:
+        store = EdgeStore(tmp_path / "s", dim=DIM)
+        chunks = [make_chunk(f"doc-{i % 3}", i, f"text {i}") for i in range(20)]
+        vectors = unit_vectors(20, seed=3)
+        store.upsert(chunks, vectors, [sparse("alpha", f"term{i % 4}") for i in range(20)])
+        full = store.dense_search(vectors[0], limit=7)
+        ids = store.dense_search_ids(vectors[0], limit=7)
+        assert [(c.chunk_id, s) for c, s in full] == ids
+        full_sparse = store.sparse_search(sparse("term1"), limit=7)
+        assert [(c.chunk_id, s) for c, s in full_sparse] == store.sparse_search_ids(
+            sparse("term1"), limit=7
+        )
+        store.close()

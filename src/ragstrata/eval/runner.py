@@ -34,7 +34,7 @@ DEFAULT_METRICS = (
     "recall@100",
     "map@100",
 )
-LATENCY_STAGES = ("embed_query", "dense", "bm25", "fusion", "total")
+LATENCY_STAGES = ("embed_query", "dense", "bm25", "fusion", "fetch", "total")
 
 
 @dataclass(frozen=True, slots=True)

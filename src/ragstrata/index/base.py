@@ -51,6 +51,18 @@ class VectorStore(Protocol):
         """Best chunks by BM25: sum over query terms of weight × IDF × document weight."""
         ...
 
+    def dense_search_ids(
+        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Like :meth:`dense_search` but ``(chunk_id, score)`` only: no payload is read."""
+        ...
+
+    def sparse_search_ids(
+        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        """Like :meth:`sparse_search` but ``(chunk_id, score)`` only: no payload is read."""
+        ...
+
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in input order; unknown ids are skipped."""
         ...

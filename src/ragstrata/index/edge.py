@@ -161,6 +161,16 @@ class EdgeStore:
     def dense_search(
         self, vector: FloatArray, *, limit: int, filters: Filters | None = None
     ) -> list[tuple[Chunk, float]]:
+        return self._with_chunks(self.dense_search_ids(vector, limit=limit, filters=filters))
+
+    def sparse_search(
+        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        return self._with_chunks(self.sparse_search_ids(vector, limit=limit, filters=filters))
+
+    def dense_search_ids(
+        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
         if vector.shape != (self._dim,):
             raise DimensionMismatchError(
                 f"query vector has shape {vector.shape}, expected ({self._dim},)"
@@ -168,9 +178,9 @@ class EdgeStore:
         query = self._qe.Query.Nearest(vector.astype(np.float32).tolist(), using=DENSE)
         return self._query(query, limit, filters)
 
-    def sparse_search(
+    def sparse_search_ids(
         self, vector: SparseVector, *, limit: int, filters: Filters | None = None
-    ) -> list[tuple[Chunk, float]]:
+    ) -> list[tuple[str, float]]:
         if not vector:
             return []
         terms = sorted(vector.items())
@@ -179,15 +189,20 @@ class EdgeStore:
         )
         return self._query(self._qe.Query.Nearest(sv, using=SPARSE), limit, filters)
 
-    def _query(self, query: Any, limit: int, filters: Filters | None) -> list[tuple[Chunk, float]]:
+    def _query(self, query: Any, limit: int, filters: Filters | None) -> list[tuple[str, float]]:
         request = self._qe.QueryRequest(
-            limit=limit, query=query, filter=self._filter(filters), with_payload=True
+            limit=limit, query=query, filter=self._filter(filters), with_payload=False
         )
         try:
             points = self._shard.query(request)
         except Exception as exc:
             raise StoreError(f"query on {self.path} failed: {exc}") from exc
-        return [(payload_to_chunk(p.payload or {}), float(p.score)) for p in points]
+        # point ids are the chunk ids read as UUIDs: no payload needed to know them
+        return [(uuid.UUID(str(p.id)).hex, float(p.score)) for p in points]
+
+    def _with_chunks(self, hits: list[tuple[str, float]]) -> list[tuple[Chunk, float]]:
+        chunks = {c.chunk_id: c for c in self.get([cid for cid, _ in hits])}
+        return [(chunks[cid], score) for cid, score in hits if cid in chunks]
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         if not chunk_ids:

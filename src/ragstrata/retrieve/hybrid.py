@@ -15,7 +15,7 @@ from ragstrata.errors import RetrievalError
 from ragstrata.index.analyzer import Analyzer, term_id
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.retrieve.fusion import rrf
-from ragstrata.types import Chunk, Hit, RetrieverHit
+from ragstrata.types import Hit
 
 Mode = Literal["hybrid", "dense", "bm25"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
@@ -92,49 +92,45 @@ class HybridRetriever:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
 
-        def run_bm25() -> list[tuple[Chunk, float]]:
+        def run_bm25() -> list[tuple[str, float]]:
             t = time.perf_counter()
-            result = self.store.sparse_search(
+            result = self.store.sparse_search_ids(
                 query_sparse_vector(self.analyzer, query), limit=limit, filters=filters
             )
             timings["bm25"] = (time.perf_counter() - t) * 1000
             return result
 
         bm25_future = self._pool.submit(run_bm25) if mode in ("hybrid", "bm25") else None
-        dense: list[tuple[Chunk, float]] = []
+        rankings: dict[str, list[tuple[str, float]]] = {}
         if mode in ("hybrid", "dense"):
             t = time.perf_counter()
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            dense = self.store.dense_search(vector, limit=limit, filters=filters)
+            rankings["dense"] = self.store.dense_search_ids(vector, limit=limit, filters=filters)
             timings["dense"] = (time.perf_counter() - t) * 1000
-        bm25 = bm25_future.result() if bm25_future is not None else []
+        if bm25_future is not None:
+            rankings["bm25"] = bm25_future.result()
 
         t = time.perf_counter()
-        chunks = {c.chunk_id: c for c, _ in (*dense, *bm25)}
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        if mode in ("hybrid", "dense"):
-            rankings["dense"] = [(c.chunk_id, s) for c, s in dense]
-        if mode in ("hybrid", "bm25"):
-            rankings["bm25"] = [(c.chunk_id, s) for c, s in bm25]
-        if mode == "hybrid":
-            fused = rrf(
-                rankings,
-                k=self.config.rrf_k,
-                weights={"dense": self.config.dense_weight, "bm25": self.config.bm25_weight},
-            )
-            hits = tuple(
-                Hit(chunks[f.item_id], rank, f.score, f.explain)
-                for rank, f in enumerate(fused[:k], start=1)
-            )
-        else:
-            ((name, ranking),) = rankings.items()
-            hits = tuple(
-                Hit(chunks[cid], rank, score, (RetrieverHit(name, rank, score),))
-                for rank, (cid, score) in enumerate(ranking[:k], start=1)
-            )
+        weights = {"dense": self.config.dense_weight, "bm25": self.config.bm25_weight}
+        fused = rrf(rankings, k=self.config.rrf_k, weights=weights if mode == "hybrid" else None)
+        top = fused[:k]
         timings["fusion"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        chunks = {c.chunk_id: c for c in self.store.get([f.item_id for f in top])}
+        # a single retriever keeps its own score; fused hits carry the RRF score
+        hits = tuple(
+            Hit(
+                chunks[f.item_id],
+                rank,
+                f.score if mode == "hybrid" else f.explain[0].score,
+                f.explain,
+            )
+            for rank, f in enumerate(top, start=1)
+            if f.item_id in chunks
+        )
+        timings["fetch"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(query, hits, timings)
 
