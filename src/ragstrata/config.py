@@ -63,7 +63,7 @@ class EmbedderConfig:
     ``threads``: intra-op threads for the model (0 = library default).
     """
 
-    name: str = "minilm"
+    name: str = "minilm-onnx"
     batch_size: int = 32
     threads: int = 0
 
