@@ -299,24 +299,68 @@ def eval_cmd(
     The corpus is indexed once into --index (default $RAGSTRATA_HOME/eval/<dataset>-<embedder>)
     and reused by later runs.
     """
-    from ragstrata.eval.runner import compare, gate, load_dataset, markdown_table, run_ablation
-
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     try:
         unknown = [m for m in wanted if m not in ("bm25", "dense", "hybrid")]
         if unknown or not wanted:
             raise ConfigError(f"--modes {modes!r}: choose from bm25, dense, hybrid")
-        data = load_dataset(dataset, split=split)
-        cfg = RagConfig.load(config_file=config)
-        if index is None:
-            slug = data.name.replace("/", "-")
-            index = cfg.home / "eval" / f"{slug}-{cfg.embedder.name}"
-        engine = Ragstrata(cfg.with_index(index))
-        err.print(f"indexing {len(data.corpus)} documents into {index} (reused when unchanged)")
-        report = run_ablation(engine, data, modes=wanted, max_queries=max_queries)  # type: ignore[arg-type]
-        engine.close()
+        if dataset.suffix in (".yaml", ".yml", ".jsonl"):
+            report, unmatched = _golden(dataset, wanted, index, config)
+            for item in unmatched:
+                err.print(f"[yellow]warning[/] expected source not in the index: {item}")
+        else:
+            report = _ablation(dataset, split, wanted, max_queries, index, config)
     except RagError as exc:
         raise _fail(exc) from exc
+    _print_eval(report, json_file, compare_file, baseline, tolerance)
+
+
+def _golden(
+    path: Path, modes: list[str], index: Path | None, config: Path | None
+) -> tuple[Any, list[str]]:
+    from ragstrata.eval.datasets import load_golden
+    from ragstrata.eval.runner import run_golden
+
+    golden = load_golden(path)
+    engine = _engine(index, config)
+    try:
+        return run_golden(engine, golden, name=path.name, modes=modes)  # type: ignore[arg-type]
+    finally:
+        engine.close()
+
+
+def _ablation(
+    dataset: Path,
+    split: str,
+    modes: list[str],
+    max_queries: int | None,
+    index: Path | None,
+    config: Path | None,
+) -> Any:
+    from ragstrata.eval.runner import load_dataset, run_ablation
+
+    data = load_dataset(dataset, split=split)
+    cfg = RagConfig.load(config_file=config)
+    if index is None:
+        slug = data.name.replace("/", "-")
+        index = cfg.home / "eval" / f"{slug}-{cfg.embedder.name}"
+    engine = Ragstrata(cfg.with_index(index))
+    err.print(f"indexing {len(data.corpus)} documents into {index} (reused when unchanged)")
+    try:
+        return run_ablation(engine, data, modes=modes, max_queries=max_queries)  # type: ignore[arg-type]
+    finally:
+        engine.close()
+
+
+def _print_eval(
+    report: Any,
+    json_file: Path | None,
+    compare_file: Path | None,
+    baseline: Path | None,
+    tolerance: float,
+) -> None:
+    from ragstrata.eval.runner import compare, gate, markdown_table
+
     result = report.to_json()
     out.print(
         f"{report.dataset}: {report.n_queries} queries ({report.skipped_queries} without "

@@ -200,3 +200,28 @@ def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     manifest = engine.manifest()
     assert manifest.n_chunks == engine._open_store(manifest).count()
     assert not engine.search("instalación Python", mode="bm25").hits
+
+
+def test_golden_file_eval_against_an_existing_index(tmp_path: Path) -> None:
+    runner = CliRunner()
+    index = tmp_path / "index"
+    assert runner.invoke(app, ["ingest", str(REPO / "docs"), "--index", str(index)]).exit_code == 0
+    out = tmp_path / "golden.json"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(REPO / "eval" / "golden" / "docs.yaml"),
+            "--index",
+            str(index),
+            "--modes",
+            "bm25,hybrid",
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["n_queries"] == 10 and report["skipped_queries"] == 0
+    assert report["modes"]["hybrid"]["hit@5"] >= 0.8
+    assert "not in the index" not in result.output

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragstrata.eval.datasets import EvalDataset
+from ragstrata.eval.datasets import EvalDataset, GoldenQuery
 from ragstrata.eval.metrics import evaluate, paired_randomization_test
 from ragstrata.types import Block, Document
 
@@ -139,15 +139,93 @@ def run_ablation(
     if max_queries is not None:
         qids = qids[:max_queries]
     qrels = {q: dataset.qrels[q] for q in qids}
+    return _score(
+        engine,
+        name=dataset.name,
+        queries={q: dataset.queries[q] for q in qids},
+        qrels=qrels,
+        modes=modes,
+        metrics=metrics,
+        depth=depth,
+        index_seconds=index_seconds,
+    )
+
+
+def golden_qrels(
+    engine: Ragstrata, golden: Sequence[GoldenQuery]
+) -> tuple[dict[str, str], dict[str, dict[str, int]], list[str]]:
+    """Queries, qrels and unmatched expectations of a golden file against an existing index.
+
+    An expected item matches an indexed document whose doc id equals it, or whose source path
+    equals it or ends with ``/`` + it (so ``docs/install.md`` matches ``/repo/docs/install.md``).
+    """
+    documents = engine.manifest().documents
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    unmatched: list[str] = []
+    for item in golden:
+        queries[item.query_id] = item.query
+        relevant: dict[str, int] = {}
+        for expected in item.expected:
+            relative = expected.replace("\\", "/")
+            while relative.startswith("./"):
+                relative = relative[2:]
+            suffix = "/" + relative.lstrip("/")
+            found = [
+                doc_id
+                for doc_id, entry in documents.items()
+                if doc_id == expected or entry.source == expected or entry.source.endswith(suffix)
+            ]
+            if not found:
+                unmatched.append(f"{item.query_id}: {expected}")
+            relevant.update(dict.fromkeys(found, 1))
+        qrels[item.query_id] = relevant
+    return queries, qrels, unmatched
+
+
+def run_golden(
+    engine: Ragstrata,
+    golden: Sequence[GoldenQuery],
+    *,
+    name: str,
+    modes: Sequence[Mode] = ("bm25", "dense", "hybrid"),
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    depth: int = 100,
+) -> tuple[AblationReport, list[str]]:
+    """Score a user's golden queries against the index ``engine`` already holds (nothing is
+    ingested). Returns the report and the expected items that matched no indexed document."""
+    queries, qrels, unmatched = golden_qrels(engine, golden)
+    report = _score(
+        engine,
+        name=name,
+        queries=queries,
+        qrels=qrels,
+        modes=modes,
+        metrics=metrics,
+        depth=depth,
+        index_seconds=0.0,
+    )
+    return report, unmatched
+
+
+def _score(
+    engine: Ragstrata,
+    *,
+    name: str,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    modes: Sequence[Mode],
+    metrics: Sequence[str],
+    depth: int,
+    index_seconds: float,
+) -> AblationReport:
     results: dict[str, ModeResult] = {}
     scored = None
     for mode in modes:
         run: dict[str, list[str]] = {}
         stage_ms: dict[str, list[float]] = {s: [] for s in LATENCY_STAGES}
-        for qid in qids:
-            result = engine.search(
-                dataset.queries[qid], top_k=depth * 2, mode=mode, candidates=depth * 2
-            )
+        for qid, text in queries.items():
+            result = engine.search(text, top_k=depth * 2, mode=mode, candidates=depth * 2)
             run[qid] = list(dict.fromkeys(h.chunk.doc_id for h in result.hits))[:depth]
             for stage in LATENCY_STAGES:
                 if stage in result.timings_ms:
@@ -161,7 +239,7 @@ def run_ablation(
         )
     manifest = engine.manifest()
     return AblationReport(
-        dataset=dataset.name,
+        dataset=name,
         embedder=manifest.embedder,
         n_docs=len(manifest.documents),
         n_chunks=manifest.n_chunks,
