@@ -34,8 +34,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)  # no hard wraps in piped output (paths stay greppable)
+err = Console(stderr=True, soft_wrap=True)
 
 EXIT_PARTIAL = 3
 
@@ -77,17 +77,20 @@ def ingest(
 ) -> None:
     """Parse, chunk, embed and index documents (Markdown/MDX, HTML, text)."""
     try:
-        engine = _engine(index, config)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err,
-            transient=json_out,
-        ) as bar:
+        with (
+            _engine(index, config) as engine,
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=err,
+                transient=json_out,
+                disable=not err.is_terminal,
+            ) as bar,
+        ):
             task = bar.add_task("parsing", total=None)
             embedded = 0
 
@@ -100,8 +103,7 @@ def ingest(
                     bar.update(task, completed=done, total=total)
 
             result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
-        stats = engine.stats()
-        engine.close()
+            stats = engine.stats()
     except RagError as exc:
         raise _fail(exc) from exc
     data = result.to_json() | {"index": stats}
@@ -161,11 +163,10 @@ def search(
 ) -> None:
     """Hybrid search (dense + BM25 fused by RRF); prints ranked chunks."""
     try:
-        engine = _engine(index, config)
         if mode not in ("hybrid", "dense", "bm25"):
             raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
-        result = engine.search(query, top_k=top_k, mode=mode)  # type: ignore[arg-type]
-        engine.close()
+        with _engine(index, config) as engine:
+            result = engine.search(query, top_k=top_k, mode=mode)  # type: ignore[arg-type]
     except RagError as exc:
         raise _fail(exc) from exc
     if json_out:
@@ -232,9 +233,8 @@ def ask(
 ) -> None:
     """Answer a question with numbered citations [n], or refuse when the documents don't say."""
     try:
-        engine = _engine(index, config)
-        answer = engine.ask(question)
-        engine.close()
+        with _engine(index, config) as engine:
+            answer = engine.ask(question)
     except RagError as exc:
         raise _fail(exc) from exc
     if json_out:

@@ -20,7 +20,6 @@ from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
     ChunkingError,
-    IndexLockedError,
     IngestError,
     MissingDependencyError,
     StoreError,
@@ -33,6 +32,9 @@ from ragstrata.index.catalog import DocEntry, Manifest
 from ragstrata.index.edge import EdgeStore
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
 from ragstrata.types import Answer, Chunk, Citation, Document
+
+READ_WAIT_S = 30.0
+"""How long search/ask wait for an ingest holding the index before failing with RS503."""
 
 COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle)."""
@@ -114,6 +116,7 @@ class Ragstrata:
         self._store: EdgeStore | None = None
         self._retriever: HybridRetriever | None = None
         self._chunker: StructureChunker | None = None
+        self._lock: catalog.IndexLock | None = None
 
     # ------------------------------------------------------------------ stages
     @property
@@ -163,6 +166,11 @@ class Ragstrata:
             b=self.config.bm25.b,
         )
 
+    def _hold_lock(self, *, wait_s: float, purpose: str) -> None:
+        """Take the index lock for this engine's lifetime (until :meth:`close`)."""
+        if self._lock is None:
+            self._lock = catalog.IndexLock.acquire(self.index_dir, wait_s=wait_s, purpose=purpose)
+
     def _open_store(self, manifest: Manifest) -> EdgeStore:
         if self._store is None:
             catalog.check_compatible(
@@ -172,6 +180,7 @@ class Ragstrata:
                 analyzer=self.analyzer.signature,
                 index_dir=self.index_dir,
             )
+            self._hold_lock(wait_s=READ_WAIT_S, purpose="open")
             self._store = EdgeStore(self.index_dir / "shard", dim=manifest.dim)
         return self._store
 
@@ -251,52 +260,52 @@ class Ragstrata:
         """
         started = time.perf_counter()
         report = IngestReport()
-        with catalog.writer_lock(self.index_dir):
-            try:
-                manifest = catalog.read_manifest(self.index_dir)
-            except StoreError:
-                if (self.index_dir / catalog.MANIFEST).exists():
-                    raise
-                manifest = self._new_manifest()
-            store = self._open_store(manifest)
-            if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
-                catalog.write_manifest(self.index_dir, manifest)
-            self._recover(store, manifest)
-            pending: list[tuple[Document, list[Chunk]]] = []
-            pending_chunks = 0
-            for done, item in enumerate(documents, start=1):
-                if isinstance(item, IngestFailure):
-                    report.failures.append(item)
+        self._hold_lock(wait_s=0.0, purpose="write")
+        try:
+            manifest = catalog.read_manifest(self.index_dir)
+        except StoreError:
+            if (self.index_dir / catalog.MANIFEST).exists():
+                raise
+            manifest = self._new_manifest()
+        store = self._open_store(manifest)
+        if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
+            catalog.write_manifest(self.index_dir, manifest)
+        self._recover(store, manifest)
+        pending: list[tuple[Document, list[Chunk]]] = []
+        pending_chunks = 0
+        for done, item in enumerate(documents, start=1):
+            if isinstance(item, IngestFailure):
+                report.failures.append(item)
+            else:
+                entry = manifest.documents.get(item.doc_id)
+                if entry is not None and entry.content_hash == item.content_hash:
+                    report.unchanged += 1
+                elif dry_run:
+                    report.added += entry is None
+                    report.updated += entry is not None
                 else:
-                    entry = manifest.documents.get(item.doc_id)
-                    if entry is not None and entry.content_hash == item.content_hash:
-                        report.unchanged += 1
-                    elif dry_run:
+                    chunks = self._chunk_or_fail(item, report)
+                    if chunks:
+                        pending.append((item, chunks))
+                        pending_chunks += len(chunks)
                         report.added += entry is None
                         report.updated += entry is not None
-                    else:
-                        chunks = self._chunk_or_fail(item, report)
-                        if chunks:
-                            pending.append((item, chunks))
-                            pending_chunks += len(chunks)
-                            report.added += entry is None
-                            report.updated += entry is not None
-                if progress:
-                    progress("parse", done, total or done)
-                if pending_chunks >= COMMIT_CHUNKS:
-                    report.chunks += self._commit(store, manifest, pending, progress)
-                    pending, pending_chunks = [], 0
-            if pending:
+            if progress:
+                progress("parse", done, total or done)
+            if pending_chunks >= COMMIT_CHUNKS:
                 report.chunks += self._commit(store, manifest, pending, progress)
-            if prune is not None:
-                stale = [d for d, e in manifest.documents.items() if prune(e.source)]
-                report.pruned = len(stale)
-                if stale and not dry_run:
-                    self._delete(store, manifest, stale)
-            if not dry_run and (report.chunks or report.updated or report.pruned):
-                # Edge has no background optimizer: build HNSW/segment indexes now
-                store.optimize()
-            store.flush()
+                pending, pending_chunks = [], 0
+        if pending:
+            report.chunks += self._commit(store, manifest, pending, progress)
+        if prune is not None:
+            stale = [d for d, e in manifest.documents.items() if prune(e.source)]
+            report.pruned = len(stale)
+            if stale and not dry_run:
+                self._delete(store, manifest, stale)
+        if not dry_run and (report.chunks or report.updated or report.pruned):
+            # Edge has no background optimizer: build HNSW/segment indexes now
+            store.optimize()
+        store.flush()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -321,16 +330,6 @@ class Ragstrata:
             manifest.bm25_total_length -= entry.bm25_length
         catalog.write_manifest(self.index_dir, manifest)
         catalog.clear_journal(self.index_dir)
-
-    def _recover_if_idle(self) -> None:
-        """Roll back a crashed commit before reading, unless a writer is still running (then
-        its journal is live and the reader proceeds)."""
-        try:
-            with catalog.writer_lock(self.index_dir):
-                manifest = catalog.read_manifest(self.index_dir)
-                self._recover(self._open_store(manifest), manifest)
-        except IndexLockedError:
-            return
 
     def _recover(self, store: EdgeStore, manifest: Manifest) -> None:
         """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`)."""
@@ -402,9 +401,10 @@ class Ragstrata:
     @property
     def retriever(self) -> HybridRetriever:
         if self._retriever is None:
+            manifest = self.manifest()
+            store = self._open_store(manifest)  # takes the index lock: no writer is running
             if catalog.read_journal(self.index_dir) is not None:
-                self._recover_if_idle()
-            store = self._open_store(self.manifest())
+                self._recover(store, manifest)
             self._retriever = HybridRetriever(
                 store, self.embedder, self.analyzer, self.config.retrieval
             )
@@ -509,14 +509,23 @@ class Ragstrata:
             "size_bytes": size,
         }
 
+    def __enter__(self) -> Ragstrata:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Release the store and worker threads."""
+        """Release the store, the index lock and worker threads (idempotent)."""
         if self._retriever is not None:
             self._retriever.close()
             self._retriever = None
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _walk_files(root: Path) -> Iterator[Path]:

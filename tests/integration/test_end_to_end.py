@@ -225,3 +225,21 @@ def test_golden_file_eval_against_an_existing_index(tmp_path: Path) -> None:
     assert report["n_queries"] == 10 and report["skipped_queries"] == 0
     assert report["modes"]["hybrid"]["hit@5"] >= 0.8
     assert "not in the index" not in result.output
+
+
+def test_one_engine_at_a_time_holds_the_index(
+    engine: Ragstrata, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragstrata import pipeline
+    from ragstrata.errors import IndexLockedError
+
+    engine.ingest([corpus])  # the engine keeps the shard open, and the lock with it
+    monkeypatch.setattr(pipeline, "READ_WAIT_S", 0.5)
+    other = Ragstrata(engine.config, embedder=engine.embedder)
+    with pytest.raises(IndexLockedError, match="try again when it finishes"):
+        other.search("ERR_CONN_RESET")
+    with pytest.raises(IndexLockedError):
+        other.ingest([corpus])
+    engine.close()
+    assert other.search("ERR_CONN_RESET").hits  # free again once the first engine closed
+    other.close()

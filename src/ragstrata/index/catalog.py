@@ -5,7 +5,7 @@ Layout of an index directory::
     manifest.json   embedder, analyzer, BM25 statistics, one entry per document
     journal.json    present only while a commit is in flight (doc ids being rewritten)
     shard/          the Qdrant Edge shard
-    .lock           advisory lock held by the single writer
+    .lock           advisory lock held by the one process that has the shard open
 
 A commit is: write ``journal.json`` (fsync) → delete the documents' old chunks and upsert the new
 ones → flush the store → replace ``manifest.json`` atomically (write temp, fsync, ``os.replace``)
@@ -20,10 +20,11 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFoundError, StoreError
 
@@ -173,18 +174,49 @@ def check_compatible(
         )
 
 
+class IndexLock:
+    """Exclusive advisory lock (``flock``) on ``<index>/.lock``, held while a process has the
+    shard open. The embedded Qdrant Edge engine is single-process: a second process opening the
+    shard while another writes can corrupt it, so readers take the same lock (they wait for it,
+    writers do not). The operating system releases it when the process exits, even on SIGKILL.
+    """
+
+    def __init__(self, index_dir: Path, handle: IO[str]) -> None:
+        self.index_dir = index_dir
+        self._handle: IO[str] | None = handle
+
+    @classmethod
+    def acquire(cls, index_dir: Path, *, wait_s: float = 0.0, purpose: str = "write") -> IndexLock:
+        """Take the lock, polling up to ``wait_s`` seconds; raises IndexLockedError after that."""
+        index_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(index_dir / ".lock", "a+")  # noqa: SIM115 - held until release()
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return cls(index_dir, handle)
+            except BlockingIOError as exc:
+                if time.monotonic() >= deadline:
+                    handle.close()
+                    raise IndexLockedError(
+                        f"cannot {purpose} the index at {index_dir}: another process (an ingest, "
+                        "or a search/ask still running) has it open; try again when it finishes"
+                    ) from exc
+                time.sleep(0.2)
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
 @contextlib.contextmanager
 def writer_lock(index_dir: Path) -> Iterator[None]:
-    """Hold the index's exclusive write lock; raises IndexLockedError if another process has it."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / ".lock", "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise IndexLockedError(
-                f"another process is writing the index at {index_dir}; wait for it to finish"
-            ) from exc
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    """Hold the index lock for a block; raises IndexLockedError if another process has it."""
+    lock = IndexLock.acquire(index_dir)
+    try:
+        yield
+    finally:
+        lock.release()
