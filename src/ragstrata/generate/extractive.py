@@ -50,21 +50,44 @@ class Generator(Protocol):
     def generate(self, question: str, context: Context) -> Generated: ...
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
 def _candidates(source: Source) -> list[tuple[int, int]]:
-    """Sentence spans (chunk-relative) outside fenced code, skipping headings and separators."""
+    """Sentence spans (chunk-relative) of the chunk's prose.
+
+    Consecutive text lines form one paragraph, so sentences of hard-wrapped Markdown are not cut
+    at line ends; a list item starts a new paragraph. Fenced code, headings, table rows and
+    HTML/MDX lines are not prose.
+    """
     text = source.hit.chunk.text
     fenced = [(f.open_start, f.close_end) for f in find_fences(text)]
     spans: list[tuple[int, int]] = []
+    para: tuple[int, int] | None = None
+
+    def flush() -> None:
+        if para is not None:
+            spans.extend(sentence_spans(text, para[0], para[1]))
+
     pos = 0
     for line in text.split("\n"):
         start, end = pos, pos + len(line)
         pos = end + 1
-        if any(a <= start <= b for a, b in fenced) or not line.strip():
-            continue
-        stripped = line.lstrip()
-        if stripped.startswith("#") or _SEPARATOR.match(line) or stripped.startswith(("<", "{")):
-            continue
-        spans.extend(sentence_spans(text, start, end))
+        stripped = line.strip()
+        prose = not (
+            any(a <= start <= b for a, b in fenced)
+            or not stripped
+            or stripped.startswith(("#", "|", "<", "{"))
+            or _SEPARATOR.match(line)
+        )
+        if not prose or _LIST_ITEM.match(line):
+            flush()
+            para = (start, end) if prose else None
+        elif para is None:
+            para = (start, end)
+        else:
+            para = (para[0], end)
+    flush()
     return spans
 
 

@@ -105,6 +105,22 @@ def _decode_detected(data: bytes, *, path: str) -> str:
     return str(best)
 
 
+def _mostly_utf8(data: bytes, *, path: str) -> str | None:
+    """UTF-8 text with a few corrupt bytes (each becomes U+FFFD), or ``None``.
+
+    Accepted when the bytes hold valid multi-byte UTF-8 sequences (which Latin-1/cp1252 text
+    practically never does) and at most 1 in 1,000 bytes (at least 1) is invalid: one stray byte
+    must not send a UTF-8 file to a guessed legacy encoding and garble all of it.
+    """
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+    valid_multibyte = any(ord(ch) > 0x7F and ch != "\ufffd" for ch in text)
+    if valid_multibyte and bad <= max(1, len(data) // 1000):
+        logger.warning("%s: %d invalid UTF-8 byte sequence(s) replaced by U+FFFD", path, bad)
+        return text
+    return None
+
+
 def decode_bytes(data: bytes, *, path: str) -> str:
     """Decode a file's bytes to normalized text (see :func:`normalize_text`).
 
@@ -130,7 +146,7 @@ def decode_bytes(data: bytes, *, path: str) -> str:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            text = _decode_detected(data, path=path)
+            text = _mostly_utf8(data, path=path) or _decode_detected(data, path=path)
     if text and len(_BINARY_CONTROL_RE.findall(text)) > _MAX_CONTROL_RATIO * len(text):
         raise DecodeError(path, "too many control characters; it looks like a binary file")
     text = normalize_text(text)

@@ -108,3 +108,18 @@ def test_parse_text_covers_everything(check_blocks: Callable[..., None], s: str)
     parsed = parse_text(text, fallback_title="x")
     assert all(b.kind == "paragraph" for b in parsed.blocks)
     check_blocks(text, parsed.blocks)
+
+
+def test_utf8_with_one_stray_byte_stays_utf8() -> None:
+    from ragstrata.ingest.text import decode_bytes
+
+    data = "La canción del niño está aquí. ".encode() * 20 + b"\xff" + " Fin.".encode()
+    text = decode_bytes(data, path="mixed.md")
+    assert "canción del niño" in text and "\ufffd" in text
+
+
+def test_latin1_spanish_is_not_taken_for_broken_utf8() -> None:
+    from ragstrata.ingest.text import decode_bytes
+
+    text = decode_bytes("La canción del niño, señor.".encode("latin-1"), path="l1.txt")
+    assert text == "La canción del niño, señor."
