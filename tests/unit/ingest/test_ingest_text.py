@@ -113,7 +113,7 @@ def test_parse_text_covers_everything(check_blocks: Callable[..., None], s: str)
 def test_utf8_with_one_stray_byte_stays_utf8() -> None:
     from ragstrata.ingest.text import decode_bytes
 
-    data = "La canción del niño está aquí. ".encode() * 20 + b"\xff" + " Fin.".encode()
+    data = "La canción del niño está aquí. ".encode() * 20 + b"\xff" + b" Fin."
     text = decode_bytes(data, path="mixed.md")
     assert "canción del niño" in text and "\ufffd" in text
 
