@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -455,14 +456,29 @@ class Ragstrata:
             timings["total"] = (time.perf_counter() - t0) * 1000
             return Answer(question, refusal_text, True, (), (), timings)
         by_label = {s.label: s for s in context.sources}
+        # cited sources are renumbered 1..n in order of first citation; the legend lists them
+        renumber = {
+            old: new for new, old in enumerate(dict.fromkeys(q.label for q in generated.quotes), 1)
+        }
+        text = re.sub(
+            r"\[(\d+)\]",
+            lambda m: f"[{renumber.get(int(m.group(1)), int(m.group(1)))}]",
+            generated.text,
+        )
+        legend = tuple(
+            re.sub(r"^\[\d+\]", f"[{renumber[s.label]}]", line)
+            for s, line in zip(context.sources, context.legend, strict=True)
+            if s.label in renumber
+        )
+        legend = tuple(sorted(legend, key=lambda line: int(line[1 : line.index("]")])))
         citations: list[Citation] = []
-        for label in dict.fromkeys(q.label for q in generated.quotes):
+        for label in renumber:
             source = by_label[label]
             chunk = source.hit.chunk
             quote = next(q for q in generated.quotes if q.label == label)
             citations.append(
                 Citation(
-                    label=label,
+                    label=renumber[label],
                     chunk_id=chunk.chunk_id,
                     doc_id=chunk.doc_id,
                     source=chunk.source,
@@ -474,7 +490,7 @@ class Ragstrata:
                 )
             )
         timings["total"] = (time.perf_counter() - t0) * 1000
-        return Answer(question, generated.text, False, tuple(citations), context.legend, timings)
+        return Answer(question, text, False, tuple(citations), legend, timings)
 
     def _has_evidence(self, question: str, result: SearchResult) -> bool:
         best_dense = max(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -243,3 +244,21 @@ def test_one_engine_at_a_time_holds_the_index(
     engine.close()
     assert other.search("ERR_CONN_RESET").hits  # free again once the first engine closed
     other.close()
+
+
+def test_citations_are_numbered_in_order_of_use(engine: Ragstrata, corpus: Path) -> None:
+    engine.ingest([corpus])
+    engine.config = RagConfig(
+        home=engine.config.home,
+        answer=type(engine.config.answer)(max_sentences=3, min_dense_score=-1.0),
+    )
+    answer = engine.ask("When are invoices sent and what does ERR_CONN_RESET mean?")
+    labels = [int(x) for x in re.findall(r"\[(\d+)\]", answer.text)]
+    assert labels and labels[0] == 1
+    assert sorted(set(labels)) == list(range(1, len(set(labels)) + 1))
+    assert [c.label for c in answer.citations] == sorted(set(labels))
+    assert len(answer.legend) == len(answer.citations)
+    assert all(
+        line.startswith(f"[{c.label}] = ")
+        for line, c in zip(answer.legend, answer.citations, strict=True)
+    )
