@@ -323,20 +323,17 @@ class Ragstrata:
     def _delete(self, store: EdgeStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:
         """Remove documents in one journaled commit."""
         catalog.write_journal(self.index_dir, doc_ids)
-        store.delete_documents(doc_ids)
-        store.flush()
-        for doc_id in doc_ids:
-            entry = manifest.documents.pop(doc_id)
-            manifest.bm25_docs -= len(entry.chunk_ids)
-            manifest.bm25_total_length -= entry.bm25_length
-        catalog.write_manifest(self.index_dir, manifest)
-        catalog.clear_journal(self.index_dir)
+        self._forget(store, manifest, doc_ids)
 
     def _recover(self, store: EdgeStore, manifest: Manifest) -> None:
         """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`)."""
         doc_ids = catalog.read_journal(self.index_dir)
-        if doc_ids is None:
-            return
+        if doc_ids is not None:
+            self._forget(store, manifest, doc_ids)
+
+    def _forget(self, store: EdgeStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:
+        """Delete the documents' chunks and manifest entries (unknown ids are fine), then
+        persist the manifest and close the journal."""
         store.delete_documents(doc_ids)
         store.flush()
         for doc_id in doc_ids:
