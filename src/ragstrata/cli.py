@@ -59,6 +59,24 @@ def _fail(exc: RagError) -> typer.Exit:
     return typer.Exit(2 if isinstance(exc, ConfigError) else 1)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from ragstrata import __version__
+
+        print(f"ragstrata {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Retrieval-augmented answers with citations over your documents (offline)."""
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest (recursively).")],
@@ -231,7 +249,7 @@ def ask(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Answer a question with numbered citations [n], or refuse when the documents don't say."""
+    """Answer a question with numbered citations, or refuse when the documents do not say."""
     try:
         with _engine(index, config) as engine:
             answer = engine.ask(question)
@@ -265,8 +283,18 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
     if json_out:
         print(json.dumps(data, indent=2))
         return
-    for key, value in data.items():
-        out.print(f"{key}: {value}", highlight=False)
+    bm25 = data["bm25"]
+    lines = [
+        f"index:     {data['index']}",
+        f"documents: {data['documents']}",
+        f"chunks:    {data['chunks']}",
+        f"embedder:  {data['embedder']} (dim {data['dim']})",
+        f"analyzer:  {data['analyzer']}",
+        f"chunker:   {data['chunker']}",
+        f"bm25:      k1={bm25['k1']} b={bm25['b']} avgdl={bm25['avgdl']}",
+        f"size:      {data['size_bytes'] / 1e6:.1f} MB",
+    ]
+    out.print("\n".join(lines), highlight=False)
 
 
 @app.command("eval")

@@ -262,3 +262,14 @@ def test_citations_are_numbered_in_order_of_use(engine: Ragstrata, corpus: Path)
         line.startswith(f"[{c.label}] = ")
         for line, c in zip(answer.legend, answer.citations, strict=True)
     )
+
+
+def test_cli_version_and_readable_stats(tmp_path: Path) -> None:
+    runner = CliRunner()
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.stdout.startswith("ragstrata 0.")
+    index = tmp_path / "index"
+    assert runner.invoke(app, ["ingest", str(REPO / "docs"), "--index", str(index)]).exit_code == 0
+    shown = runner.invoke(app, ["stats", "--index", str(index)])
+    assert shown.exit_code == 0
+    assert "documents:" in shown.stdout and "{" not in shown.stdout
