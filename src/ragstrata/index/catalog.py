@@ -21,7 +21,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -210,13 +210,3 @@ class IndexLock:
             fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
-
-
-@contextlib.contextmanager
-def writer_lock(index_dir: Path) -> Iterator[None]:
-    """Hold the index lock for a block; raises IndexLockedError if another process has it."""
-    lock = IndexLock.acquire(index_dir)
-    try:
-        yield
-    finally:
-        lock.release()
