@@ -462,12 +462,12 @@ class Ragstrata:
             lambda m: f"[{renumber.get(int(m.group(1)), int(m.group(1)))}]",
             generated.text,
         )
+        legend_by_label = {
+            s.label: line for s, line in zip(context.sources, context.legend, strict=True)
+        }
         legend = tuple(
-            re.sub(r"^\[\d+\]", f"[{renumber[s.label]}]", line)
-            for s, line in zip(context.sources, context.legend, strict=True)
-            if s.label in renumber
+            re.sub(r"^\[\d+\]", f"[{new}]", legend_by_label[old]) for old, new in renumber.items()
         )
-        legend = tuple(sorted(legend, key=lambda line: int(line[1 : line.index("]")])))
         citations: list[Citation] = []
         for label in renumber:
             source = by_label[label]
