@@ -80,6 +80,25 @@ class SourceNotFoundError(IngestError):
     code = "RS205"
 
 
+class CorruptFileError(IngestError):
+    """The file is damaged or not what its extension says (e.g. a PDF that cannot be opened)."""
+
+    code = "RS206"
+
+
+class EncryptedDocumentError(IngestError):
+    """The document is password-protected; ragstrata does not guess passwords."""
+
+    code = "RS207"
+
+
+class NoTextLayerError(IngestError):
+    """A PDF (or pages of it) holds only images: there is no text layer to extract (OCR is not
+    built in; run the file through an OCR tool such as ocrmypdf first)."""
+
+    code = "RS208"
+
+
 class ChunkingError(RagError):
     """The chunker could not honour its invariants (for example a budget below one token)."""
 

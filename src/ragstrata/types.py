@@ -7,6 +7,7 @@ chunk, ``document.text[start:end]`` is exactly its text.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,7 +36,10 @@ class Document:
     """A parsed source file.
 
     ``doc_id`` is a deterministic hash of the resolved source path; ``content_hash`` is the
-    SHA-256 of ``text``; ``blocks`` are sorted by ``start`` and do not overlap.
+    SHA-256 of ``text``; ``blocks`` are sorted by ``start`` and do not overlap. ``language`` is
+    the detected ISO 639-1 code (``"es"``, ``"en"``...) or ``"und"`` when undetermined.
+    ``pages`` is empty for formats without pages; for PDFs ``pages[i]`` is the offset in
+    ``text`` where page ``i + 1`` starts.
     """
 
     doc_id: str
@@ -46,6 +50,17 @@ class Document:
     content_hash: str
     format: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    language: str = "und"
+    pages: tuple[int, ...] = ()
+
+    def page_range(self, start: int, end: int) -> tuple[int, int] | None:
+        """1-based ``(first, last)`` pages that ``text[start:end]`` spans, or ``None`` when the
+        document has no pages."""
+        if not self.pages:
+            return None
+        first = bisect.bisect_right(self.pages, start)
+        last = bisect.bisect_right(self.pages, max(start, end - 1))
+        return max(first, 1), max(last, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +71,9 @@ class Chunk:
     same file yields the same ids. ``section_path`` is the heading path (outermost first);
     ``parent_id`` identifies the section the chunk belongs to; ``token_count`` is the number of
     tokens of :attr:`rendered`, measured with the embedding model's own tokenizer (special
-    tokens and the heading-path prefix excluded).
+    tokens and the heading-path prefix excluded). ``language`` is the document's detected
+    language; ``page_start``/``page_end`` are the 1-based pages the chunk spans (PDF only,
+    ``None`` otherwise).
     """
 
     chunk_id: str
@@ -75,6 +92,9 @@ class Chunk:
     header: str = ""
     footer: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    language: str = "und"
+    page_start: int | None = None
+    page_end: int | None = None
 
     @property
     def rendered(self) -> str:

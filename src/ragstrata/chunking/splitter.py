@@ -143,6 +143,7 @@ class StructureChunker:
             body = text[start:end]
             content_hash = _sha(header, body, footer)
             section_start = section.blocks[0].start
+            pages = document.page_range(start, end)
             chunks.append(
                 Chunk(
                     chunk_id=_sha(document.doc_id, start, end, content_hash)[:32],
@@ -161,6 +162,9 @@ class StructureChunker:
                     header=header,
                     footer=footer,
                     metadata=metadata,
+                    language=document.language,
+                    page_start=pages[0] if pages else None,
+                    page_end=pages[1] if pages else None,
                 )
             )
         return chunks

@@ -23,7 +23,7 @@ from ragstrata.types import Chunk
 DENSE = "dense"
 SPARSE = "bm25"
 _BATCH = 512
-_INDEXED_FIELDS = ("doc_id", "source")
+_INDEXED_FIELDS = ("doc_id", "source", "language")
 
 
 def _point_id(chunk_id: str) -> str:
@@ -49,6 +49,9 @@ def chunk_to_payload(chunk: Chunk) -> dict[str, Any]:
         "header": chunk.header,
         "footer": chunk.footer,
         "meta": dict(chunk.metadata),
+        "language": chunk.language,
+        "page_start": chunk.page_start,
+        "page_end": chunk.page_end,
     }
 
 
@@ -71,7 +74,14 @@ def payload_to_chunk(payload: Mapping[str, Any]) -> Chunk:
         header=str(payload.get("header", "")),
         footer=str(payload.get("footer", "")),
         metadata=dict(payload.get("meta") or {}),
+        language=str(payload.get("language") or "und"),
+        page_start=_optional_int(payload.get("page_start")),
+        page_end=_optional_int(payload.get("page_end")),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 class EdgeStore:

@@ -23,6 +23,7 @@ from ragstrata.errors import (
     SourceNotFoundError,
     UnsupportedFormatError,
 )
+from ragstrata.ingest.language import detect_language
 from ragstrata.ingest.text import ParsedText, decode_bytes, parse_text
 from ragstrata.types import Document
 
@@ -44,9 +45,10 @@ FORMATS: Mapping[str, str] = MappingProxyType(
         ".text": "text",
         ".rst": "text",
         ".log": "text",
+        ".pdf": "pdf",
     }
 )
-"""Lower-case file extension -> format name (``markdown``, ``html`` or ``text``)."""
+"""Lower-case file extension -> format name (``markdown``, ``html``, ``text`` or ``pdf``)."""
 
 
 def _format_of(path: Path) -> str | None:
@@ -60,6 +62,14 @@ def doc_id_for(path: Path) -> str:
 
 def _doc_id(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+def _parse_bytes(data: bytes, *, fmt: str, source: str, stem: str) -> ParsedText:
+    if fmt == "pdf":
+        from ragstrata.ingest.pdf import parse_pdf
+
+        return parse_pdf(data, source=source, fallback_title=stem)
+    return _parse(decode_bytes(data, path=source), fmt=fmt, stem=stem)
 
 
 def _parse(text: str, *, fmt: str, stem: str) -> ParsedText:
@@ -85,7 +95,9 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         A ``Document`` whose ``source`` is the resolved absolute POSIX path, ``doc_id`` the
         first 16 hex digits of its SHA-256, ``content_hash`` the SHA-256 of ``text`` (for HTML,
         ``text`` is the rendered markdown-like text), ``format`` one of ``markdown``/``html``/
-        ``text``; ``metadata`` holds the front-matter keys plus ``modified`` (mtime, ISO-8601
+        ``text``/``pdf``; ``language`` the detected language (see
+        :func:`~ragstrata.ingest.language.detect_language`); ``pages`` the page offsets (PDF);
+        ``metadata`` holds the front-matter keys plus ``modified`` (mtime, ISO-8601
         UTC) and ``size_bytes``.
 
     Raises:
@@ -93,6 +105,7 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         SourceNotFoundError: the file does not exist or cannot be read.
         FileTooLargeError: the file is larger than ``max_file_bytes``.
         DecodeError: the file is binary or in no detectable encoding.
+        CorruptFileError, EncryptedDocumentError, NoTextLayerError: PDF-specific failures.
         EmptyDocumentError: the file holds no text, or parsing yields no blocks.
     """
     resolved = path.resolve()
@@ -120,8 +133,7 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     except OSError as exc:
         raise SourceNotFoundError(source, f"cannot read the file: {exc.strerror}") from exc
 
-    text = decode_bytes(data, path=source)
-    parsed = _parse(text, fmt=fmt, stem=path.stem)
+    parsed = _parse_bytes(data, fmt=fmt, source=source, stem=path.stem)
     if not parsed.blocks:
         raise EmptyDocumentError(source, f"the {fmt} file holds no text blocks")
 
@@ -137,6 +149,8 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         content_hash=hashlib.sha256(parsed.text.encode("utf-8")).hexdigest(),
         format=fmt,
         metadata=metadata,
+        language=detect_language(parsed.text),
+        pages=parsed.pages,
     )
 
 

@@ -49,12 +49,15 @@ class ParsedText:
     ``blocks`` are sorted by ``start``, do not overlap, and ``text[b.start:b.end]`` starts and
     ends with non-whitespace for every block. ``metadata`` holds front-matter keys (markdown)
     or is empty. ``title`` is never empty when the caller passed a non-empty fallback title.
+    ``pages`` is empty for formats without pages; for paged formats (PDF) ``pages[i]`` is the
+    offset in ``text`` where page ``i + 1`` starts (ascending, ``pages[0] == 0``).
     """
 
     text: str
     blocks: tuple[Block, ...]
     title: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    pages: tuple[int, ...] = ()
 
 
 def normalize_text(s: str) -> str:

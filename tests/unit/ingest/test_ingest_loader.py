@@ -113,15 +113,15 @@ def test_too_large(tmp_path: Path) -> None:
 
 
 def test_unsupported_and_missing(tmp_path: Path) -> None:
-    (tmp_path / "a.pdf").write_bytes(b"%PDF")
+    (tmp_path / "a.docx").write_bytes(b"PK\x03\x04")
     with pytest.raises(UnsupportedFormatError):
-        load_document(tmp_path / "a.pdf")
+        load_document(tmp_path / "a.docx")
     with pytest.raises(SourceNotFoundError):
         load_document(tmp_path / "missing.md")
 
 
 def _tree(root: Path) -> None:
-    for rel in ["b.md", "a/z.html", "a/y.txt", "a/skip.pdf", ".hidden/x.md", "a/.h.md"]:
+    for rel in ["b.md", "a/z.html", "a/y.txt", "a/skip.docx", ".hidden/x.md", "a/.h.md"]:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("hola\n", encoding="utf-8")
@@ -137,7 +137,7 @@ def test_discover_directory(tmp_path: Path) -> None:
 def test_discover_explicit_and_missing(tmp_path: Path) -> None:
     _tree(tmp_path)
     files, errors = discover(
-        [tmp_path / "b.md", tmp_path / "a/skip.pdf", tmp_path / "nope", tmp_path / "b.md"]
+        [tmp_path / "b.md", tmp_path / "a/skip.docx", tmp_path / "nope", tmp_path / "b.md"]
     )
     assert files == [tmp_path / "b.md"]
     assert [type(e) for e in errors] == [UnsupportedFormatError, SourceNotFoundError]
