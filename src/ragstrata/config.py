@@ -9,18 +9,23 @@ path), then environment variables (``RAGSTRATA_*``). Nothing outside this module
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragstrata.errors import ConfigError
 
-EMBEDDERS = ("minilm", "minilm-onnx", "minilm-onnx-fp32", "e5")
-"""Packaged embedders: ``minilm`` (all-MiniLM-L6-v2 on torch), ``minilm-onnx`` (the same model on
-ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as torch) and ``e5``
-(multilingual-e5-small, 4-bit)."""
+EMBEDDERS = ("minilm", "minilm-onnx", "minilm-onnx-fp32", "e5", "openai")
+"""Embedders: ``minilm`` (all-MiniLM-L6-v2 on torch), ``minilm-onnx`` (the same model on
+ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as torch), ``e5``
+(multilingual-e5-small, 4-bit), all packaged, and ``openai`` (any OpenAI-compatible
+``/embeddings`` HTTP endpoint, see :mod:`ragstrata.embed.openai_compat`)."""
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _check_range(
@@ -57,15 +62,36 @@ class ChunkerConfig:
 
 @dataclass(frozen=True, slots=True)
 class EmbedderConfig:
-    """Which packaged embedder to use and how to batch it.
+    """Which embedder to use and how to batch it.
 
-    ``name``: one of :data:`EMBEDDERS`; ``batch_size``: texts per forward pass (>= 1);
-    ``threads``: intra-op threads for the model (0 = library default).
+    ``name``: one of :data:`EMBEDDERS`; ``batch_size``: texts per forward pass, or per HTTP
+    request for ``openai`` (>= 1); ``threads``: intra-op threads for the model (0 = library
+    default; ignored by ``openai``).
+
+    Used only when ``name == "openai"`` (an OpenAI-compatible ``POST {base_url}/embeddings``):
+    ``base_url`` (``http(s)://host[:port]/path``, e.g. ``https://api.openai.com/v1``);
+    ``model``; ``dimensions`` (sent as the request's ``dimensions`` and checked against every
+    returned vector; unset: not sent, the server's native size); ``api_key_env``: the *name* of
+    the environment variable holding the API key (the key itself never enters the config, see
+    :meth:`resolve_api_key`; empty: no key); ``timeout_s``: per-request timeout in seconds (> 0);
+    ``max_retries``: retries after the first attempt on 429/5xx/connection errors (0-20);
+    ``requests_per_minute`` / ``tokens_per_minute``: client-side token-bucket limits (unset: no
+    limit; tokens are estimated); ``max_input_tokens``: the model's input limit in tokens
+    (>= 16; 8191 for OpenAI's text-embedding-3 models).
     """
 
     name: str = "minilm-onnx"
     batch_size: int = 32
     threads: int = 0
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "text-embedding-3-small"
+    dimensions: int | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 30.0
+    max_retries: int = 5
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    max_input_tokens: int = 8191
 
     def __post_init__(self) -> None:
         if self.name not in EMBEDDERS:
@@ -76,6 +102,52 @@ class EmbedderConfig:
             raise ConfigError(f"embedder.batch_size={self.batch_size} must be >= 1")
         if self.threads < 0:
             raise ConfigError(f"embedder.threads={self.threads} must be >= 0")
+        url = urlsplit(self.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
+            raise ConfigError(
+                f"embedder.base_url={self.base_url!r} is not an http(s) URL without query; "
+                "use e.g. 'https://api.openai.com/v1' or 'http://127.0.0.1:8000/v1'"
+            )
+        if not self.model.strip():
+            raise ConfigError(
+                "embedder.model is empty; set the server's model id (text-embedding-3-small)"
+            )
+        if self.dimensions is not None and self.dimensions < 1:
+            raise ConfigError(
+                f"embedder.dimensions={self.dimensions} must be >= 1, or unset to use the "
+                "model's native size"
+            )
+        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
+            # never echo the value: it may be the key itself, pasted into the wrong setting
+            raise ConfigError(
+                f"embedder.api_key_env (a value of {len(self.api_key_env)} characters) is not "
+                "an environment variable name; name the variable that holds the key (e.g. "
+                "'OPENAI_API_KEY'), or leave it empty for no key"
+            )
+        if not self.timeout_s > 0:
+            raise ConfigError(f"embedder.timeout_s={self.timeout_s!r} must be > 0 seconds")
+        if not 0 <= self.max_retries <= 20:
+            raise ConfigError(f"embedder.max_retries={self.max_retries} must be in [0, 20]")
+        for field_name in ("requests_per_minute", "tokens_per_minute"):
+            limit = getattr(self, field_name)
+            if limit is not None and limit < 1:
+                raise ConfigError(
+                    f"embedder.{field_name}={limit} must be >= 1, or unset for no limit"
+                )
+        if self.max_input_tokens < 16:
+            raise ConfigError(
+                f"embedder.max_input_tokens={self.max_input_tokens} must be >= 16 (the "
+                "model's input limit in tokens)"
+            )
+
+    def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
+        is given); ``None`` when ``api_key_env`` is empty or the variable unset or empty (then
+        no ``Authorization`` header is sent)."""
+        if not self.api_key_env:
+            return None
+        value = (os.environ if env is None else env).get(self.api_key_env, "").strip()
+        return value or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,13 +213,200 @@ class AnswerConfig:
 
 @dataclass(frozen=True, slots=True)
 class IngestConfig:
-    """Ingestion limits: files above ``max_file_bytes`` are rejected (reported, not fatal)."""
+    """Ingestion limits and parallelism.
+
+    ``max_file_bytes``: larger files are rejected (reported, not fatal). ``workers``: parser
+    processes beside the embedding process (-1 = auto: cores - 1, between 1 and 4; 0 = parse in
+    the calling process). ``parse_timeout_s``: one file's parse time limit in seconds (worker
+    processes only); a file over it is reported and skipped.
+    """
 
     max_file_bytes: int = 20_000_000
+    workers: int = -1
+    parse_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.max_file_bytes < 1:
             raise ConfigError(f"ingest.max_file_bytes={self.max_file_bytes} must be >= 1")
+        if self.workers < -1:
+            raise ConfigError(f"ingest.workers={self.workers} must be -1 (auto), 0 or more")
+        if self.parse_timeout_s <= 0:
+            raise ConfigError(f"ingest.parse_timeout_s={self.parse_timeout_s} must be > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Where chunks and vectors live (see docs/deploy.md).
+
+    ``url``: empty (default) = the embedded Qdrant Edge shard in ``<index>/shard``;
+    ``http(s)://HOST:6333`` = a Qdrant server or cluster through qdrant-client (extra
+    ``[qdrant]``); ``local:PATH`` = qdrant-client's local mode in ``PATH`` (``local:`` alone =
+    ``<index>/qdrant``), a pure-Python stand-in for tests and demos; ``:memory:`` = local mode in
+    memory (lost on close). The manifest, journal and lock stay in the index directory whatever
+    the url. ``collection``: Qdrant collection name (letters, digits, ``_``, ``-``).
+    ``api_key_env``: the *name* of the environment variable holding the server's API key (the
+    key never enters the config, see :meth:`resolve_api_key`). ``timeout_s``: per-request
+    timeout in seconds (> 0; rounded up to whole seconds). ``prefer_grpc``: gRPC (port 6334)
+    instead of REST. ``shard_number``, ``replication_factor``, ``write_consistency_factor``:
+    applied only when ragstrata creates the collection (unset = the server's defaults; the
+    consistency factor cannot exceed the replication factor). ``write_ordering``: ``weak``,
+    ``medium`` or ``strong`` (default; keeps a commit's delete-then-upsert in order on every
+    replica).
+    """
+
+    url: str = ""
+    collection: str = "ragstrata"
+    api_key_env: str = "QDRANT_API_KEY"
+    timeout_s: float = 30.0
+    prefer_grpc: bool = False
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    write_consistency_factor: int | None = None
+    write_ordering: str = "strong"
+
+    def __post_init__(self) -> None:
+        url = self.url
+        if url and url != ":memory:" and not url.startswith("local:"):
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ConfigError(
+                    f"store.url={self.url!r} is not a Qdrant location; use empty (embedded), "
+                    "'http://HOST:6333', 'https://HOST', 'local:PATH' or ':memory:'"
+                )
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", self.collection):
+            raise ConfigError(
+                f"store.collection={self.collection!r} must be 1-255 letters, digits, '_' or '-'"
+            )
+        if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            # never echo the value: it may be the key itself, pasted into the wrong setting
+            raise ConfigError(
+                f"store.api_key_env (a value of {len(self.api_key_env)} characters) is not an "
+                "environment variable name; name the variable that holds the key (e.g. "
+                "'QDRANT_API_KEY'), or leave it empty for no key"
+            )
+        if not self.timeout_s > 0:
+            raise ConfigError(f"store.timeout_s={self.timeout_s!r} must be > 0 seconds")
+        for name in ("shard_number", "replication_factor", "write_consistency_factor"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"store.{name}={value} must be >= 1, or unset for the default")
+        if (
+            self.write_consistency_factor is not None
+            and self.replication_factor is not None
+            and self.write_consistency_factor > self.replication_factor
+        ):
+            raise ConfigError(
+                f"store.write_consistency_factor={self.write_consistency_factor} exceeds "
+                f"store.replication_factor={self.replication_factor}"
+            )
+        if self.write_ordering not in ("weak", "medium", "strong"):
+            raise ConfigError(
+                f"store.write_ordering={self.write_ordering!r}; choose weak, medium or strong"
+            )
+
+    def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
+        is given); ``None`` when ``api_key_env`` is empty or the variable unset or empty."""
+        if not self.api_key_env:
+            return None
+        value = (os.environ if env is None else env).get(self.api_key_env, "").strip()
+        return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class RerankConfig:
+    """Cross-encoder reranking after hybrid retrieval (see docs/evaluation.md for the numbers
+    behind the default).
+
+    ``enabled``: rerank in ``search``/``ask``; ``model``: a local folder holding a
+    sentence-transformers CrossEncoder or its ONNX export (empty = the model shipped in
+    ``ragstrata/rerank/models``; reranking is skipped with a warning when it is absent);
+    ``candidates``: fused hits the cross-encoder scores; ``top_k``: hits kept after reranking;
+    ``min_score``: the best hit's raw cross-encoder logit under which ``ask`` refuses (unset:
+    no such check); ``batch_size``: pairs per forward pass; ``max_length``: tokens per pair
+    (unset: the model's own setting, 256 for the shipped model); ``threads``: intra-op threads
+    (0 = runtime default); ``retrieval_weight``: weight of the retrieval rank fused with the
+    cross-encoder rank (0 = cross-encoder order only; unset: the model's setting).
+    """
+
+    enabled: bool = False
+    model: str = ""
+    candidates: int = 50
+    top_k: int = 5
+    min_score: float | None = None
+    batch_size: int = 16
+    max_length: int | None = None
+    threads: int = 0
+    retrieval_weight: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1:
+            raise ConfigError(f"rerank.candidates={self.candidates} must be >= 1")
+        if self.top_k < 1:
+            raise ConfigError(f"rerank.top_k={self.top_k} must be >= 1")
+        if self.batch_size < 1:
+            raise ConfigError(f"rerank.batch_size={self.batch_size} must be >= 1")
+        if self.max_length is not None and not 8 <= self.max_length <= 8192:
+            raise ConfigError(f"rerank.max_length={self.max_length} must be in [8, 8192]")
+        if self.threads < 0:
+            raise ConfigError(f"rerank.threads={self.threads} must be >= 0")
+        if self.retrieval_weight is not None:
+            _check_range("rerank.retrieval_weight", self.retrieval_weight, 0.0, 1e6)
+
+    @property
+    def model_path(self) -> Path:
+        """The model folder: ``model`` when set, else the shipped model's folder."""
+        if self.model:
+            return Path(self.model).expanduser()
+        return Path(__file__).resolve().parent / "rerank" / "models" / "minilm-l6-scifact"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    """The HTTP service (``ragstrata serve``, see docs/service.md).
+
+    ``host``/``port``: where to listen (loopback by default); ``data_dir``: root of the keys
+    file and of every tenant's collections (unset: ``<home>/service``); ``max_upload_bytes``:
+    largest request body of an upload in bytes (larger gets 413); ``max_upload_files``: files
+    per upload request; ``rate_limit_per_s`` / ``rate_limit_burst``: per-API-key token bucket
+    (sustained requests per second, bucket size; over it gets 429 with ``Retry-After``);
+    ``read_wait_s``: how long a search/ask waits for an ingest running on the same collection
+    before failing with RS503 (503); ``ingest_workers``: ingestion jobs run at once.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_dir: Path | None = None
+    max_upload_bytes: int = 50_000_000
+    max_upload_files: int = 100
+    rate_limit_per_s: float = 20.0
+    rate_limit_burst: int = 40
+    read_wait_s: float = 30.0
+    ingest_workers: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.data_dir, str):  # from TOML or RAGSTRATA_SERVICE_DATA_DIR
+            object.__setattr__(self, "data_dir", Path(self.data_dir) if self.data_dir else None)
+        if not self.host.strip():
+            raise ConfigError("service.host is empty; use e.g. '127.0.0.1' or '0.0.0.0'")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"service.port={self.port} must be in [0, 65535] (0 = any free)")
+        if self.max_upload_bytes < 1:
+            raise ConfigError(f"service.max_upload_bytes={self.max_upload_bytes} must be >= 1")
+        if self.max_upload_files < 1:
+            raise ConfigError(f"service.max_upload_files={self.max_upload_files} must be >= 1")
+        if not self.rate_limit_per_s > 0:
+            raise ConfigError(f"service.rate_limit_per_s={self.rate_limit_per_s} must be > 0")
+        if self.rate_limit_burst < 1:
+            raise ConfigError(f"service.rate_limit_burst={self.rate_limit_burst} must be >= 1")
+        if self.read_wait_s < 0:
+            raise ConfigError(f"service.read_wait_s={self.read_wait_s} must be >= 0 seconds")
+        if self.ingest_workers < 1:
+            raise ConfigError(f"service.ingest_workers={self.ingest_workers} must be >= 1")
+
+    def data_path(self, home: Path) -> Path:
+        """The data directory: ``data_dir``, else ``<home>/service``."""
+        return self.data_dir if self.data_dir is not None else home / "service"
 
 
 def default_home() -> Path:
@@ -168,6 +427,9 @@ class RagConfig:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
 
     @property
     def index_path(self) -> Path:
@@ -185,7 +447,8 @@ class RagConfig:
         """Build a config from defaults, a TOML file, ``RAGSTRATA_*`` variables and overrides.
 
         TOML sections are the stage names (``[chunking]``, ``[embedder]``, ``[bm25]``,
-        ``[retrieval]``, ``[answer]``, ``[ingest]``). Environment variables are
+        ``[retrieval]``, ``[answer]``, ``[ingest]``, ``[store]``,
+        ``[rerank]``, ``[service]``). Environment variables are
         ``RAGSTRATA_<SECTION>_<FIELD>`` (e.g. ``RAGSTRATA_EMBEDDER_NAME=e5``), plus
         ``RAGSTRATA_HOME`` and ``RAGSTRATA_INDEX``. ``overrides`` uses dotted keys
         (``{"retrieval.top_k": 8}``). Raises :class:`ConfigError` on unknown keys or bad values.
@@ -239,6 +502,9 @@ _SECTIONS: dict[str, type[Any]] = {
     "retrieval": RetrievalConfig,
     "answer": AnswerConfig,
     "ingest": IngestConfig,
+    "store": StoreConfig,
+    "rerank": RerankConfig,
+    "service": ServiceConfig,
 }
 
 
@@ -261,7 +527,13 @@ def _coerce(name: str, type_name: str, value: Any) -> Any:
         if type_name.startswith("int"):
             return None if value.lower() in ("", "none") and "None" in type_name else int(value)
         if type_name.startswith("float"):
-            return float(value)
+            return None if value.lower() in ("", "none") and "None" in type_name else float(value)
+        if type_name == "bool":
+            if value.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.strip().lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
     except ValueError as exc:
         raise ConfigError(f"{name}={value!r} is not a valid {type_name}") from exc
     return value

@@ -6,7 +6,9 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import logging
 import os
 import re
 import time
@@ -15,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ragstrata.assemble.context import assemble
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
     ChunkingError,
-    IngestError,
     MissingDependencyError,
     StoreError,
 )
@@ -31,8 +34,15 @@ from ragstrata.index.analyzer import Analyzer, bm25_document_weights
 from ragstrata.index.base import Filters
 from ragstrata.index.catalog import DocEntry, Manifest
 from ragstrata.index.edge import EdgeStore
+from ragstrata.index.qdrant import QdrantStore
+from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
-from ragstrata.types import Answer, Chunk, Citation, Document
+from ragstrata.types import Answer, Chunk, Citation, Document, IngestFailure
+
+StoreBackend = EdgeStore | QdrantStore
+"""The embedded shard (``store.url`` empty) or a Qdrant collection (see docs/deploy.md)."""
+
+logger = logging.getLogger(__name__)
 
 READ_WAIT_S = 30.0
 """How long search/ask wait for an ingest holding the index before failing with RS503."""
@@ -41,24 +51,24 @@ COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle)."""
 
 
-@dataclass(frozen=True, slots=True)
-class IngestFailure:
-    """A file that was not ingested: its path, the error code and the reason."""
-
-    path: str
-    code: str
-    reason: str
-
-
 @dataclass(slots=True)
 class IngestReport:
-    """Outcome of one ``ingest`` run; ``status`` is ``ok``, ``partial`` or ``failed``."""
+    """Outcome of one ``ingest`` run; ``status`` is ``ok``, ``partial`` or ``failed``.
+
+    ``updated`` counts documents whose content changed, ``reindexed`` unchanged documents
+    re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
+    chunks written, ``embedded`` how many of them had to be embedded (the others reused the
+    stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
+    """
 
     added: int = 0
     updated: int = 0
     unchanged: int = 0
     pruned: int = 0
+    reindexed: int = 0
     chunks: int = 0
+    embedded: int = 0
+    bytes_read: int = 0
     failures: list[IngestFailure] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -75,7 +85,11 @@ class IngestReport:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "pruned": self.pruned,
+            "reindexed": self.reindexed,
             "chunks": self.chunks,
+            "embedded": self.embedded,
+            "reused_vectors": self.chunks - self.embedded,
+            "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
             "failures": [_failure_json(f) for f in self.failures],
@@ -87,7 +101,8 @@ def _failure_json(failure: IngestFailure) -> dict[str, str]:
 
 
 ProgressCallback = Callable[[str, int, int], None]
-"""``(event, done, total)`` with event ``discover``, ``parse`` or ``embed``."""
+"""``(event, done, total)``: ``discover`` (files found), ``parse`` (documents done of total),
+``bytes`` (bytes parsed of total), ``embed`` (chunks just embedded, as done and total)."""
 
 
 def display_path(source: str) -> str:
@@ -114,10 +129,12 @@ class Ragstrata:
         self.index_dir = self.config.index_path
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
-        self._store: EdgeStore | None = None
+        self._store: StoreBackend | None = None
         self._retriever: HybridRetriever | None = None
         self._chunker: StructureChunker | None = None
         self._lock: catalog.IndexLock | None = None
+        self._reranker: Reranker | None = None
+        self._reranker_missing = False
 
     # ------------------------------------------------------------------ stages
     @property
@@ -126,7 +143,9 @@ class Ragstrata:
             from ragstrata.embed.local import load_embedder
 
             cfg = self.config.embedder
-            self._embedder = load_embedder(cfg.name, batch_size=cfg.batch_size, threads=cfg.threads)
+            self._embedder = load_embedder(
+                cfg.name, batch_size=cfg.batch_size, threads=cfg.threads, config=cfg
+            )
         return self._embedder
 
     @property
@@ -172,7 +191,7 @@ class Ragstrata:
         if self._lock is None:
             self._lock = catalog.IndexLock.acquire(self.index_dir, wait_s=wait_s, purpose=purpose)
 
-    def _open_store(self, manifest: Manifest) -> EdgeStore:
+    def _open_store(self, manifest: Manifest, *, writing: bool = False) -> StoreBackend:
         if self._store is None:
             catalog.check_compatible(
                 manifest,
@@ -180,9 +199,18 @@ class Ragstrata:
                 dim=self.embedder.dim,
                 analyzer=self.analyzer.signature,
                 index_dir=self.index_dir,
+                writing=writing,
             )
             self._hold_lock(wait_s=READ_WAIT_S, purpose="open")
-            self._store = EdgeStore(self.index_dir / "shard", dim=manifest.dim)
+            if self.config.store.url:  # a Qdrant server/cluster or qdrant-client local mode
+                self._store = QdrantStore.from_config(
+                    self.config.store,
+                    dim=manifest.dim,
+                    index_dir=self.index_dir,
+                    expected_chunks=manifest.n_chunks,
+                )
+            else:
+                self._store = EdgeStore(self.index_dir / "shard", dim=manifest.dim)
         return self._store
 
     def manifest(self) -> Manifest:
@@ -207,7 +235,8 @@ class Ragstrata:
         Raises IndexLockedError when another process is writing the index,
         EmbedderMismatchError for an index built otherwise.
         """
-        from ragstrata.ingest.loader import discover, load_document
+        from ragstrata.ingest.loader import discover
+        from ragstrata.ingest.pool import auto_workers, load_many
 
         for module, package in (("markdown_it", "markdown-it-py"), ("selectolax", "selectolax")):
             try:
@@ -215,18 +244,26 @@ class Ragstrata:
             except ImportError as exc:
                 raise MissingDependencyError(package, "ingest") from exc
         files, errors = discover(list(paths))
-        max_bytes = self.config.ingest.max_file_bytes
+        cfg = self.config.ingest
+        workers = auto_workers() if cfg.workers < 0 else cfg.workers
+        sizes = [_size(p) for p in files]
+        total_bytes = sum(sizes)
 
         def load_all() -> Iterator[Document | IngestFailure]:
             for err in errors:
                 yield IngestFailure(err.path, err.code, err.reason)
-            for path in files:
-                try:
-                    yield load_document(path, max_file_bytes=max_bytes)
-                except IngestError as err:
-                    yield IngestFailure(err.path, err.code, err.reason)
-                except (OSError, ValueError, UnicodeError) as err:  # unexpected parser failure
-                    yield IngestFailure(str(path), "RS200", f"{type(err).__name__}: {err}")
+            done = 0
+            loaded = load_many(
+                files,
+                max_file_bytes=cfg.max_file_bytes,
+                workers=workers,
+                timeout_s=cfg.parse_timeout_s,
+            )
+            for item, size in zip(loaded, sizes, strict=True):
+                done += size
+                if progress:
+                    progress("bytes", done, total_bytes)
+                yield item
 
         roots = [p.resolve() for p in paths]
 
@@ -236,13 +273,15 @@ class Ragstrata:
 
         if progress:
             progress("discover", len(files), len(files))
-        return self.add_documents(
+        report = self.add_documents(
             load_all(),
             total=len(files) + len(errors),
             progress=progress,
             prune=gone if prune else None,
             dry_run=dry_run,
         )
+        report.bytes_read = total_bytes
+        return report
 
     def add_documents(
         self,
@@ -268,10 +307,13 @@ class Ragstrata:
             if (self.index_dir / catalog.MANIFEST).exists():
                 raise
             manifest = self._new_manifest()
-        store = self._open_store(manifest)
+        store = self._open_store(manifest, writing=True)
         if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
             catalog.write_manifest(self.index_dir, manifest)
         self._recover(store, manifest)
+        if not dry_run:
+            self._adopt_configuration(manifest)
+        signature = self._index_signature()
         pending: list[tuple[Document, list[Chunk]]] = []
         pending_chunks = 0
         for done, item in enumerate(documents, start=1):
@@ -279,25 +321,28 @@ class Ragstrata:
                 report.failures.append(item)
             else:
                 entry = manifest.documents.get(item.doc_id)
-                if entry is not None and entry.content_hash == item.content_hash:
+                same_text = entry is not None and entry.content_hash == item.content_hash
+                if same_text and entry is not None and entry.signature == signature:
                     report.unchanged += 1
                 elif dry_run:
                     report.added += entry is None
-                    report.updated += entry is not None
+                    report.updated += entry is not None and not same_text
+                    report.reindexed += same_text
                 else:
                     chunks = self._chunk_or_fail(item, report)
                     if chunks:
                         pending.append((item, chunks))
                         pending_chunks += len(chunks)
                         report.added += entry is None
-                        report.updated += entry is not None
+                        report.updated += entry is not None and not same_text
+                        report.reindexed += same_text
             if progress:
                 progress("parse", done, total or done)
             if pending_chunks >= COMMIT_CHUNKS:
-                report.chunks += self._commit(store, manifest, pending, progress)
+                self._commit(store, manifest, pending, progress, report)
                 pending, pending_chunks = [], 0
         if pending:
-            report.chunks += self._commit(store, manifest, pending, progress)
+            self._commit(store, manifest, pending, progress, report)
         if prune is not None:
             stale = [d for d, e in manifest.documents.items() if prune(e.source)]
             report.pruned = len(stale)
@@ -310,6 +355,36 @@ class Ragstrata:
         report.seconds = time.perf_counter() - started
         return report
 
+    def _index_signature(self) -> str:
+        return catalog.index_signature(
+            chunker=self._chunker_signature(),
+            analyzer=self.analyzer.signature,
+            k1=self.config.bm25.k1,
+            b=self.config.bm25.b,
+        )
+
+    def _adopt_configuration(self, manifest: Manifest) -> None:
+        """Make the configured chunker/analyzer/BM25 parameters the index's own. Documents
+        indexed under another configuration keep their old signature and are re-indexed as the
+        ingest reaches them (a crash in between leaves each document consistent with its own
+        signature; the next run finishes the migration)."""
+        chunker = self._chunker_signature()
+        analyzer = self.analyzer.signature
+        k1, b = self.config.bm25.k1, self.config.bm25.b
+        if (manifest.chunker, manifest.analyzer, manifest.k1, manifest.b) != (
+            chunker,
+            analyzer,
+            k1,
+            b,
+        ):
+            manifest.chunker, manifest.analyzer, manifest.k1, manifest.b = (
+                chunker,
+                analyzer,
+                k1,
+                b,
+            )
+            catalog.write_manifest(self.index_dir, manifest)
+
     def _chunk_or_fail(self, document: Document, report: IngestReport) -> list[Chunk]:
         try:
             chunks = self.chunker.chunk(document)
@@ -320,18 +395,18 @@ class Ragstrata:
             report.failures.append(IngestFailure(document.source, "RS203", "no text to index"))
         return chunks
 
-    def _delete(self, store: EdgeStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:
+    def _delete(self, store: StoreBackend, manifest: Manifest, doc_ids: Sequence[str]) -> None:
         """Remove documents in one journaled commit."""
         catalog.write_journal(self.index_dir, doc_ids)
         self._forget(store, manifest, doc_ids)
 
-    def _recover(self, store: EdgeStore, manifest: Manifest) -> None:
+    def _recover(self, store: StoreBackend, manifest: Manifest) -> None:
         """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`)."""
         doc_ids = catalog.read_journal(self.index_dir)
         if doc_ids is not None:
             self._forget(store, manifest, doc_ids)
 
-    def _forget(self, store: EdgeStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:
+    def _forget(self, store: StoreBackend, manifest: Manifest, doc_ids: Sequence[str]) -> None:
         """Delete the documents' chunks and manifest entries (unknown ids are fine), then
         persist the manifest and close the journal."""
         store.delete_documents(doc_ids)
@@ -346,31 +421,40 @@ class Ragstrata:
 
     def _commit(
         self,
-        store: EdgeStore,
+        store: StoreBackend,
         manifest: Manifest,
         batch: Sequence[tuple[Document, list[Chunk]]],
         progress: ProgressCallback | None,
-    ) -> int:
+        report: IngestReport,
+    ) -> None:
+        """Write ``batch`` (documents and their new chunks) in one journaled commit.
+
+        A chunk whose embedded text is identical to one of the document's stored chunks (same
+        :func:`embed_hash`) reuses that stored vector instead of being embedded again.
+        """
         chunker = self.chunker
         analyzer = self.analyzer
         chunks = [c for _, cs in batch for c in cs]
         texts = [chunker.embedding_text(c) for c in chunks]
+        hashes = [embed_hash(t) for t in texts]
         tfs = [analyzer.term_frequencies(t) for t in texts]
         lengths = [sum(tf.values()) for tf in tfs]
         # BM25 statistics after this commit (replaced documents leave, new chunks enter)
         docs = manifest.bm25_docs + len(chunks)
         total = manifest.bm25_total_length + sum(lengths)
+        stored: dict[str, str] = {}  # embed hash -> chunk id of a stored vector for that text
         for doc, _ in batch:
             old = manifest.documents.get(doc.doc_id)
             if old is not None:
                 docs -= len(old.chunk_ids)
                 total -= old.bm25_length
+                stored.update(zip(old.embed_hashes, old.chunk_ids, strict=False))
         avgdl = total / docs if docs else 1.0
         sparse = [
             bm25_document_weights(tf, doc_len=n, avgdl=avgdl, k1=manifest.k1, b=manifest.b)
             for tf, n in zip(tfs, lengths, strict=True)
         ]
-        vectors = self.embedder.embed_documents(texts)
+        vectors, embedded = self._vectors(store, texts, hashes, stored)
         if progress:
             progress("embed", len(chunks), len(chunks))
         doc_ids = [doc.doc_id for doc, _ in batch]
@@ -378,6 +462,7 @@ class Ragstrata:
         store.delete_documents(doc_ids)
         store.upsert(chunks, vectors, sparse)
         store.flush()
+        signature = self._index_signature()
         offset = 0
         for doc, doc_chunks in batch:
             n = len(doc_chunks)
@@ -387,13 +472,36 @@ class Ragstrata:
                 chunk_ids=tuple(c.chunk_id for c in doc_chunks),
                 bm25_length=sum(lengths[offset : offset + n]),
                 title=doc.title,
+                signature=signature,
+                embed_hashes=tuple(hashes[offset : offset + n]),
             )
             offset += n
         manifest.bm25_docs = docs
         manifest.bm25_total_length = total
         catalog.write_manifest(self.index_dir, manifest)
         catalog.clear_journal(self.index_dir)
-        return len(chunks)
+        report.chunks += len(chunks)
+        report.embedded += embedded
+
+    def _vectors(
+        self,
+        store: StoreBackend,
+        texts: Sequence[str],
+        hashes: Sequence[str],
+        stored: dict[str, str],
+    ) -> tuple[np.ndarray, int]:
+        """float32 (n, dim) vectors for ``texts`` (stored ones reused, the rest embedded) and
+        the number embedded."""
+        found = store.dense_vectors(sorted({stored[h] for h in hashes if h in stored}))
+        reuse = {h: found[stored[h]] for h in hashes if h in stored and stored[h] in found}
+        missing = [i for i, h in enumerate(hashes) if h not in reuse]
+        vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+        if missing:
+            vectors[missing] = self.embedder.embed_documents([texts[i] for i in missing])
+        for i, h in enumerate(hashes):
+            if h in reuse:
+                vectors[i] = reuse[h]
+        return vectors, len(missing)
 
     # ------------------------------------------------------------------ query
     @property
@@ -416,11 +524,59 @@ class Ragstrata:
         mode: Mode = "hybrid",
         filters: Filters | None = None,
         candidates: int | None = None,
+        rerank: bool | None = None,
     ) -> SearchResult:
-        """Hybrid (or single-retriever) search; see :class:`HybridRetriever`."""
-        return self.retriever.search(
-            query, top_k=top_k, mode=mode, filters=filters, candidates=candidates
+        """Hybrid (or single-retriever) search; see :class:`HybridRetriever`.
+
+        With ``rerank`` (default ``rerank.enabled``) the cross-encoder reorders the first
+        ``rerank.candidates`` fused hits (the rest follow in retrieval order) and ``top_k``
+        defaults to ``rerank.top_k``; reranked hits carry their cross-encoder score and a
+        ``rerank`` explain entry, and ``timings_ms`` gains ``rerank``.
+        """
+        wanted = self.config.rerank.enabled if rerank is None else rerank
+        reranker = self.reranker if wanted else None
+        if reranker is None:
+            return self.retriever.search(
+                query, top_k=top_k, mode=mode, filters=filters, candidates=candidates
+            )
+        cfg = self.config.rerank
+        k = top_k or cfg.top_k
+        result = self.retriever.search(
+            query, top_k=max(k, cfg.candidates), mode=mode, filters=filters, candidates=candidates
         )
+        t = time.perf_counter()
+        head = result.hits[: cfg.candidates]
+        scored = reranker.score(query, [passage_text(h.chunk) for h in head])
+        weight = cfg.retrieval_weight
+        if weight is None:
+            weight = float(getattr(reranker, "retrieval_weight", 0.0))
+        hits = rerank_hits(result.hits, scored.scores, top_k=k, retrieval_weight=weight)
+        timings = dict(result.timings_ms)
+        timings["rerank"] = (time.perf_counter() - t) * 1000
+        timings["total"] = timings.get("total", 0.0) + timings["rerank"]
+        return SearchResult(query, hits, timings)
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The configured cross-encoder (loaded on first use), or ``None`` when ``rerank.model``
+        is unset and no model is shipped (logged once). An explicit ``rerank.model`` that is not
+        a usable folder raises ConfigError."""
+        if self._reranker is None and not self._reranker_missing:
+            cfg = self.config.rerank
+            path = cfg.model_path
+            if not cfg.model and not path.is_dir():
+                logger.warning("no reranker model shipped at %s; reranking is skipped", path)
+                self._reranker_missing = True
+                return None
+            from ragstrata.rerank.cross_encoder import CrossEncoderReranker
+
+            self._reranker = CrossEncoderReranker(
+                path,
+                batch_size=cfg.batch_size,
+                max_length=cfg.max_length,
+                threads=cfg.threads,
+            )
+        return self._reranker
 
     def ask(self, question: str, *, filters: Filters | None = None) -> Answer:
         """Answer ``question`` from the index with numbered citations, or refuse.
@@ -490,6 +646,13 @@ class Ragstrata:
         return Answer(question, text, False, tuple(citations), legend, timings)
 
     def _has_evidence(self, question: str, result: SearchResult) -> bool:
+        min_score = self.config.rerank.min_score
+        best_rerank = max(
+            (s for h in result.hits if (s := h.retriever_score("rerank")) is not None),
+            default=None,
+        )
+        if min_score is not None and best_rerank is not None and best_rerank < min_score:
+            return False
         best_dense = max(
             (s for h in result.hits if (s := h.retriever_score("dense")) is not None), default=-1.0
         )
@@ -539,6 +702,18 @@ class Ragstrata:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def embed_hash(text: str) -> str:
+    """Identity of an embedded text: the first 16 hex digits of its UTF-8 SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _walk_files(root: Path) -> Iterator[Path]:

@@ -112,6 +112,15 @@ class Chunk:
         return " > ".join(self.section_path)
 
 
+@dataclass(frozen=True, slots=True)
+class IngestFailure:
+    """A file that was not ingested: its path, the error code (``RS2xx``) and the reason."""
+
+    path: str
+    code: str
+    reason: str
+
+
 Retriever = Literal["dense", "bm25"]
 
 

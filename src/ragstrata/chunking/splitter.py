@@ -73,9 +73,11 @@ class _Section:
 
 
 def heading_prefix(title: str, section_path: Sequence[str]) -> str:
-    """The context line embedded before a chunk: ``"title > h1 > h2"`` (title not repeated)."""
+    """The context line embedded before a chunk: ``"title > h1 > h2"``; the title is not added
+    when the path already holds it (a Markdown H1, or a Confluence page title below its
+    breadcrumbs)."""
     parts = [p for p in section_path if p]
-    if title and (not parts or parts[0] != title):
+    if title and title not in parts:
         parts.insert(0, title)
     return " > ".join(parts)
 

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from ragstrata.chunking.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
+from ragstrata.config import EmbedderConfig
 from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
-from ragstrata.errors import EmbeddingError, MissingDependencyError
+from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
 
 _LOCK = threading.Lock()
 
@@ -145,9 +146,37 @@ class E5Embedder:
         return out
 
 
-def load_embedder(name: str, *, batch_size: int = 32, threads: int = 0) -> Embedder:
+def load_embedder(
+    name: str, *, batch_size: int = 32, threads: int = 0, config: EmbedderConfig | None = None
+) -> Embedder:
     """Embedder by config name (see :data:`ragstrata.config.EMBEDDERS`); raises EmbeddingError
-    for an unknown name."""
+    for an unknown name.
+
+    ``openai`` needs ``config`` (its ``base_url``, ``model``, ... and the API key read from the
+    variable named by ``config.api_key_env``); without it, ConfigError, so that documents are
+    never sent to a default endpoint the caller did not choose.
+    """
+    if name == "openai":
+        if config is None or config.name != "openai":
+            raise ConfigError(
+                "embedder 'openai' needs its settings: call load_embedder('openai', "
+                "config=EmbedderConfig(name='openai', base_url=..., model=...))"
+            )
+        from ragstrata.embed.openai_compat import OpenAICompatEmbedder
+
+        return OpenAICompatEmbedder(
+            base_url=config.base_url,
+            model=config.model,
+            api_key=config.resolve_api_key(),
+            api_key_env=config.api_key_env or None,
+            dimensions=config.dimensions,
+            batch_size=batch_size,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            requests_per_minute=config.requests_per_minute,
+            tokens_per_minute=config.tokens_per_minute,
+            max_input_tokens=config.max_input_tokens,
+        )
     if name == "minilm":
         return MiniLMEmbedder(batch_size=batch_size, threads=threads)
     if name in ("minilm-onnx", "minilm-onnx-fp32"):
@@ -161,5 +190,5 @@ def load_embedder(name: str, *, batch_size: int = 32, threads: int = 0) -> Embed
     if name == "e5":
         return E5Embedder(batch_size=batch_size, threads=threads)
     raise EmbeddingError(
-        f"unknown embedder {name!r}; choose minilm, minilm-onnx, minilm-onnx-fp32 or e5"
+        f"unknown embedder {name!r}; choose minilm, minilm-onnx, minilm-onnx-fp32, e5 or openai"
     )

@@ -71,6 +71,11 @@ class VectorStore(Protocol):
         """Ids of every stored chunk matching ``filters``."""
         ...
 
+    def dense_vectors(self, chunk_ids: Sequence[str]) -> dict[str, FloatArray]:
+        """Stored dense vectors by chunk id: float32 (dim,) each; unknown ids are absent.
+        Lets a re-index reuse vectors instead of embedding unchanged text again."""
+        ...
+
     def count(self, filters: Filters | None = None) -> int:
         """Number of stored chunks matching ``filters``."""
         ...

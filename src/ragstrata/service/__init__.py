@@ -1,0 +1,5 @@
+"""The HTTP service: FastAPI app, wire schemas, API keys, tenancy, ingestion jobs and metrics.
+
+Nothing heavy is imported here: the CLI's ``keys`` commands use :mod:`.keys` (standard library
+only), and only :mod:`.app` needs the ``service`` extra (``pip install 'ragstrata[service]'``).
+"""

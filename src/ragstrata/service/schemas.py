@@ -1,0 +1,215 @@
+"""Wire schemas of the HTTP API (pydantic v2): request bodies are validated, responses typed.
+
+The JSON shapes of hits and citations are built by :mod:`ragstrata.service.wire`, the same
+functions behind ``ragstrata search/ask --json``; these models only describe and check them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_FILTER_KEY = re.compile(r"doc_id|title|language|meta\.[A-Za-z0-9_]{1,64}")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+FilterValue = str | list[str]
+
+
+def _check_filters(value: dict[str, FilterValue] | None) -> dict[str, FilterValue] | None:
+    if value is None:
+        return None
+    for key, item in value.items():
+        if not _FILTER_KEY.fullmatch(key):
+            raise ValueError(
+                f"filter key {key[:80]!r} is not allowed; use doc_id, title, language or "
+                "meta.<key>"
+            )
+        if isinstance(item, list) and not 1 <= len(item) <= 100:
+            raise ValueError(f"filter {key!r}: a list must hold 1 to 100 values")
+    return value
+
+
+class SearchRequest(_Request):
+    """``POST /v1/collections/{name}/search``."""
+
+    query: str = Field(min_length=1, max_length=2000, description="Keywords or a question.")
+    top_k: int | None = Field(default=None, ge=1, le=50, description="Hits to return.")
+    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    filters: dict[str, FilterValue] | None = Field(
+        default=None,
+        max_length=16,
+        description="Payload filters: doc_id, title, language or meta.<key> -> value or list.",
+    )
+
+    _filters = field_validator("filters")(_check_filters)
+
+
+class AskRequest(_Request):
+    """``POST /v1/collections/{name}/ask``. ``stream``: answer as server-sent events
+    (``text/event-stream``); ``explain``: also return the retrieval behind the answer."""
+
+    question: str = Field(min_length=1, max_length=2000)
+    stream: bool = False
+    explain: bool = False
+    filters: dict[str, FilterValue] | None = Field(default=None, max_length=16)
+
+    _filters = field_validator("filters")(_check_filters)
+
+
+class TextDocument(_Request):
+    """One document sent as JSON text; ``name``'s extension picks the format."""
+
+    name: str = Field(min_length=1, max_length=255, examples=["faq.md"])
+    text: str = Field(min_length=1)
+
+
+class TextUpload(_Request):
+    """``POST /v1/collections/{name}/documents`` with ``application/json``."""
+
+    documents: list[TextDocument] = Field(min_length=1, max_length=1000)
+
+
+class ErrorDetail(_Response):
+    code: str = Field(examples=["RS701"])
+    message: str
+
+
+class ErrorResponse(_Response):
+    """Every error: a stable ``RSxxx`` code and a message naming what to fix."""
+
+    error: ErrorDetail
+
+
+class RetrieverRank(_Response):
+    rank: int
+    score: float
+
+
+class HitOut(_Response):
+    rank: int
+    score: float
+    chunk_id: str
+    doc_id: str
+    source: str = Field(description="File name inside the collection.")
+    title: str
+    heading_path: list[str]
+    start: int
+    end: int
+    chunk_index: int
+    chunk_total: int
+    text: str
+    explain: dict[str, RetrieverRank] = Field(
+        description="Each retriever's 1-based rank and raw score (dense: cosine, bm25: BM25)."
+    )
+
+
+class SearchResponse(_Response):
+    query: str
+    hits: list[HitOut]
+    timings_ms: dict[str, float]
+
+
+class CitationOut(_Response):
+    label: int
+    source: str
+    heading_path: list[str]
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    score: float
+    quote: str
+    passage: str = Field(description="The cited chunk's text.")
+    highlight_start: int | None = Field(
+        description="Offset of ``quote`` in ``passage`` (characters), or null if not found."
+    )
+    highlight_end: int | None
+    explain: dict[str, RetrieverRank] = Field(
+        default_factory=dict, description="The cited chunk's retriever ranks (with explain)."
+    )
+
+
+class AskResponse(_Response):
+    question: str
+    answer: str
+    refusal: bool
+    citations: list[CitationOut]
+    legend: list[str]
+    timings_ms: dict[str, float]
+    retrieval: list[HitOut] | None = Field(
+        default=None, description="The hits behind the answer (only with explain=true)."
+    )
+
+
+class CollectionOut(_Response):
+    name: str
+    documents: int
+    chunks: int
+
+
+class CollectionsResponse(_Response):
+    tenant: str
+    collections: list[CollectionOut]
+
+
+class DocumentOut(_Response):
+    doc_id: str
+    name: str
+    title: str
+    chunks: int
+
+
+class DocumentsResponse(_Response):
+    collection: str
+    documents: list[DocumentOut]
+
+
+class DeleteResponse(_Response):
+    deleted: DocumentOut
+
+
+class JobProgress(_Response):
+    files_total: int
+    files_done: int
+    bytes_total: int
+    bytes_done: int
+    chunks_embedded: int
+    fraction: float = Field(ge=0, le=1)
+
+
+class JobFile(_Response):
+    name: str
+    status: Literal["indexed", "failed"]
+    code: str | None
+    reason: str | None
+
+
+class JobOut(_Response):
+    job_id: str
+    collection: str
+    state: Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
+    created: str
+    started: str | None
+    finished: str | None
+    progress: JobProgress
+    files: list[JobFile]
+    report: dict[str, Any] | None
+    error: ErrorDetail | None
+
+
+class JobsResponse(_Response):
+    jobs: list[JobOut]
+
+
+class HealthResponse(_Response):
+    status: Literal["ok"]

@@ -1,0 +1,425 @@
+"""Tenants and their collections: the only way from an API key to a store.
+
+Layout under the service's data directory::
+
+    keys.json                       API keys (see :mod:`ragstrata.service.keys`)
+    tenants/<tenant>/<collection>/
+        index/                      the collection's own index: manifest, journal, lock and
+                                    Qdrant Edge shard (one shard per tenant collection)
+        uploads/                    the uploaded files, under sanitized names
+    staging/<tenant>/<job>/         files of an upload waiting for its job
+
+Isolation is enforced in three layers:
+
+1. **Separate stores.** Each tenant collection has its own index directory and therefore its
+   own shard; a query can only ever run against the shard of the collection it was sent to.
+2. **One way in.** :meth:`TenantRegistry.collection` takes the authenticated
+   :class:`~ragstrata.service.keys.Principal` (never a tenant id from the request), validates the
+   collection name against :data:`COLLECTION_RE` before it touches a path, and refuses another
+   tenant's collection with 403. Routes never build paths themselves.
+3. **Checked results.** Every hit, citation and passage a store returns must have its
+   ``source`` under the collection's own ``uploads/`` directory; anything else is dropped from
+   search results (and fails an answer with RS709), logged and counted in
+   ``ragstrata_tenancy_violations_total``. That cannot happen with layers 1-2 intact; it is
+   there so that a future shared backend (a Qdrant server) cannot leak silently.
+
+One :class:`~ragstrata.pipeline.Ragstrata` engine per collection is opened on first use and kept
+(it holds the index's ``flock``); a readers-writer lock lets many searches run at once on it
+while an ingest or delete runs alone (concurrent reads on one Qdrant Edge shard from threads are
+safe: tests/integration/service/test_concurrency.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import shutil
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ragstrata.config import RagConfig
+from ragstrata.embed.base import Embedder
+from ragstrata.errors import IndexLockedError
+from ragstrata.index import catalog
+from ragstrata.index.base import Filters
+from ragstrata.pipeline import IngestReport, Ragstrata
+from ragstrata.retrieve.hybrid import Mode, SearchResult
+from ragstrata.service.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    TenancyViolationError,
+)
+from ragstrata.service.keys import TENANT_RE, Principal
+from ragstrata.service.rwlock import RWLock
+from ragstrata.types import Answer, Chunk, Hit
+
+logger = logging.getLogger(__name__)
+
+COLLECTION_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+"""Collection names: 1-63 lower-case letters, digits, ``_`` or ``-``, starting with a letter
+or digit. Names are unique across tenants: another tenant's name answers 403."""
+
+ProgressCallback = Callable[[str, int, int], None]
+ViolationCallback = Callable[[str, str], None]
+"""``(tenant, collection)``: called once per dropped out-of-tenant item."""
+
+
+def check_collection_name(name: str) -> str:
+    """``name`` unchanged when valid, else InvalidRequestError (422) stating the rule."""
+    if not COLLECTION_RE.fullmatch(name):
+        raise InvalidRequestError(
+            f"collection name {name[:80]!r} is invalid: use 1-63 lower-case letters, digits, "
+            "'_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """One indexed document of a collection; ``name`` is its file name in the upload dir."""
+
+    doc_id: str
+    name: str
+    title: str
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class AskOutcome:
+    """An answer, the chunks its citations quote (by chunk id) and, when asked for, the search
+    behind it (each hit's per-retriever ranks)."""
+
+    answer: Answer
+    passages: Mapping[str, Chunk]
+    search: SearchResult | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    """What became of one uploaded file: ``status`` ``indexed`` or ``failed`` (with code)."""
+
+    name: str
+    status: str
+    code: str = ""
+    reason: str = ""
+
+
+class Collection:
+    """One tenant's collection. Construct through :class:`TenantRegistry` only.
+
+    ``read_wait_s``: seconds a search/ask waits for a running write before IndexLockedError
+    (503). Searches on a collection that has no index yet return no hits (and ``ask`` refuses).
+    """
+
+    def __init__(
+        self,
+        *,
+        tenant: str,
+        name: str,
+        root: Path,
+        config: RagConfig,
+        embedder: Embedder,
+        read_wait_s: float,
+        on_violation: ViolationCallback | None = None,
+    ) -> None:
+        self.tenant = tenant
+        self.name = name
+        self.root = root
+        self.index_dir = root / "index"
+        self.uploads = root / "uploads"
+        self._read_wait_s = read_wait_s
+        self._on_violation = on_violation
+        self._lock = RWLock()
+        self._open_lock = threading.Lock()
+        cfg = config.with_index(self.index_dir)
+        store = getattr(cfg, "store", None)
+        if store is not None and getattr(store, "url", ""):
+            # a shared Qdrant server: one Qdrant collection per tenant collection
+            cfg = replace(cfg, store=replace(store, collection=f"{store.collection}-{tenant}-{name}"))
+        self._engine = Ragstrata(cfg, embedder=embedder)
+        self.uploads.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ ownership
+    def display_name(self, source: str) -> str:
+        """``source`` as a path relative to the upload dir; TenancyViolationError when it is
+        not below it (never expected, see the module docstring)."""
+        path = Path(source)
+        if not path.is_relative_to(self.uploads):
+            self._violation(source)
+            raise TenancyViolationError(
+                f"a result of collection {self.name!r} lies outside its tenant's directory"
+            )
+        return path.relative_to(self.uploads).as_posix()
+
+    def owns(self, source: str) -> bool:
+        return Path(source).is_relative_to(self.uploads)
+
+    def _violation(self, source: str) -> None:
+        logger.error(
+            "tenancy violation: collection %s/%s returned %s", self.tenant, self.name, source
+        )
+        if self._on_violation is not None:
+            self._on_violation(self.tenant, self.name)
+
+    # ------------------------------------------------------------------ reads
+    @property
+    def has_index(self) -> bool:
+        return (self.index_dir / catalog.MANIFEST).is_file()
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Ragstrata]:
+        try:
+            with self._lock.read(self._read_wait_s):
+                if self.has_index:
+                    with self._open_lock:
+                        self._engine.retriever  # noqa: B018 - open the store once, not per reader
+                yield self._engine
+        except TimeoutError as exc:
+            raise IndexLockedError(
+                f"collection {self.name!r} is being written (an upload job is running); "
+                f"retry in a few seconds"
+            ) from exc
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        mode: Mode = "hybrid",
+        filters: Filters | None = None,
+    ) -> SearchResult:
+        """Hybrid search in this collection; hits outside the tenant's dir are dropped."""
+        with self._reading() as engine:
+            if not self.has_index:
+                return SearchResult(query, (), {})
+            result = engine.search(query, top_k=top_k, mode=mode, filters=filters)
+        return self._checked(result)
+
+    def _checked(self, result: SearchResult) -> SearchResult:
+        kept: list[Hit] = []
+        for hit in result.hits:
+            if self.owns(hit.chunk.source):
+                kept.append(hit)
+            else:
+                self._violation(hit.chunk.source)
+        if len(kept) == len(result.hits):
+            return result
+        return SearchResult(result.query, tuple(kept), result.timings_ms)
+
+    def ask(
+        self, question: str, *, filters: Filters | None = None, explain: bool = False
+    ) -> AskOutcome:
+        """Answer from this collection. ``explain`` also runs the search behind the answer (for
+        the per-retriever ranks). TenancyViolationError when a citation is not the tenant's."""
+        with self._reading() as engine:
+            if not self.has_index:
+                answer = _empty_refusal(question)
+                return AskOutcome(answer, {}, SearchResult(question, (), {}) if explain else None)
+            answer = engine.ask(question, filters=filters)
+            ids = [c.chunk_id for c in answer.citations]
+            passages = {c.chunk_id: c for c in engine.retriever.store.get(ids)} if ids else {}
+            search = engine.search(question, filters=filters) if explain else None
+        for citation in answer.citations:
+            self.display_name(citation.source)  # raises on a foreign source
+        for chunk in passages.values():
+            self.display_name(chunk.source)
+        return AskOutcome(answer, passages, self._checked(search) if search else None)
+
+    def documents(self) -> list[DocumentInfo]:
+        """Indexed documents, by file name."""
+        with self._reading():
+            if not self.has_index:
+                return []
+            manifest = catalog.read_manifest(self.index_dir)
+        return sorted(
+            (
+                DocumentInfo(doc_id, self.display_name(e.source), e.title, len(e.chunk_ids))
+                for doc_id, e in manifest.documents.items()
+            ),
+            key=lambda d: d.name,
+        )
+
+    def counts(self) -> tuple[int, int]:
+        """``(documents, chunks)`` in the index (0, 0 before the first ingest)."""
+        if not self.has_index:
+            return 0, 0
+        manifest = catalog.read_manifest(self.index_dir)
+        return len(manifest.documents), manifest.n_chunks
+
+    # ------------------------------------------------------------------ writes
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: ProgressCallback | None = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        """Move staged files into ``uploads/`` and index them, alone on the collection.
+
+        A file that fails (binary, empty, unparsable...) is removed again, and the earlier
+        version of the same name, if any, is put back (its chunks never left the index): a bad
+        file costs only itself. Returns the ingest report and one outcome per staged file.
+        """
+        with self._lock.write():
+            backups = self.root / ".previous"
+            targets: list[Path] = []
+            for path in staged:
+                target = self.uploads / path.name
+                if target.exists():
+                    backups.mkdir(parents=True, exist_ok=True)
+                    target.replace(backups / path.name)
+                path.replace(target)
+                targets.append(target)
+            report = self._engine.ingest(targets, progress=progress)
+            failed = {Path(f.path).name: f for f in report.failures}
+            outcomes = []
+            for target in targets:
+                failure = failed.get(target.name)
+                if failure is None:
+                    outcomes.append(FileOutcome(target.name, "indexed"))
+                    (backups / target.name).unlink(missing_ok=True)
+                    continue
+                outcomes.append(FileOutcome(target.name, "failed", failure.code, failure.reason))
+                if (backups / target.name).exists():
+                    (backups / target.name).replace(target)
+                else:
+                    target.unlink(missing_ok=True)
+            shutil.rmtree(backups, ignore_errors=True)
+        return report, outcomes
+
+    def delete_document(self, doc_id: str) -> DocumentInfo:
+        """Remove a document's chunks (one journaled commit) and its uploaded file.
+        NotFoundError when the collection has no such document."""
+        with self._lock.write():
+            entry = None
+            if self.has_index:
+                entry = catalog.read_manifest(self.index_dir).documents.get(doc_id)
+            if entry is None:
+                raise NotFoundError(f"collection {self.name!r} has no document {doc_id!r}")
+            info = DocumentInfo(
+                doc_id, self.display_name(entry.source), entry.title, len(entry.chunk_ids)
+            )
+            self._engine.add_documents([], prune=lambda source: source == entry.source)
+            (self.uploads / info.name).unlink(missing_ok=True)
+        return info
+
+    def close(self) -> None:
+        """Release the engine (store, index lock, threads); waits for a running write."""
+        with self._lock.write():
+            self._engine.close()
+
+
+def _empty_refusal(question: str) -> Answer:
+    """What ``ask`` answers when nothing is retrieved, for a collection with no index yet."""
+    from ragstrata.pipeline import _refusal  # the pipeline's own refusal text (en/es)
+
+    return Answer(question, _refusal(question), True, (), (), {"total": 0.0})
+
+
+class TenantRegistry:
+    """Every tenant's collections under ``<data_dir>/tenants``; opens each one once.
+
+    ``embedder`` is shared by all collections (one model in memory). Thread-safe.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        config: RagConfig,
+        embedder: Embedder,
+        read_wait_s: float,
+        on_violation: ViolationCallback | None = None,
+    ) -> None:
+        self.root = data_dir.resolve() / "tenants"
+        self._config = config
+        self._embedder = embedder
+        self._read_wait_s = read_wait_s
+        self._on_violation = on_violation
+        self._open: dict[tuple[str, str], Collection] = {}
+        self._lock = threading.Lock()
+
+    def collection(self, principal: Principal, name: str, *, create: bool = False) -> Collection:
+        """The caller's collection ``name``.
+
+        Raises InvalidRequestError (422) for a bad name, PermissionDeniedError (403) when
+        another tenant owns the name, NotFoundError (404) when it does not exist and ``create``
+        is false.
+        """
+        check_collection_name(name)
+        tenant = principal.tenant
+        if not TENANT_RE.fullmatch(tenant):  # keys are validated on load; never trust twice
+            raise PermissionDeniedError("the API key's tenant id is invalid")
+        with self._lock:
+            found = self._open.get((tenant, name))
+            if found is not None:
+                return found
+            path = self.root / tenant / name
+            if not path.is_dir():
+                owner = self._owner(name)
+                if owner is not None:
+                    raise PermissionDeniedError(
+                        f"collection {name!r} belongs to another tenant; choose another name"
+                    )
+                if not create:
+                    raise NotFoundError(
+                        f"collection {name!r} does not exist; upload documents to create it"
+                    )
+            if not path.resolve().is_relative_to(self.root / tenant):
+                raise PermissionDeniedError(f"collection {name!r} is outside the tenant")
+            path.mkdir(parents=True, exist_ok=True)
+            found = Collection(
+                tenant=tenant,
+                name=name,
+                root=path.resolve(),
+                config=self._config,
+                embedder=self._embedder,
+                read_wait_s=self._read_wait_s,
+                on_violation=self._on_violation,
+            )
+            self._open[(tenant, name)] = found
+            return found
+
+    def check_access(self, principal: Principal, name: str) -> None:
+        """Raise as :meth:`collection` would (422 bad name, 403 another tenant's) without
+        opening or creating anything."""
+        check_collection_name(name)
+        if not (self.root / principal.tenant / name).is_dir() and self._owner(name) is not None:
+            raise PermissionDeniedError(
+                f"collection {name!r} belongs to another tenant; choose another name"
+            )
+
+    def staging_dir(self, principal: Principal) -> Path:
+        """Where the caller's uploads wait for their job: ``<data_dir>/staging/<tenant>``."""
+        return self.root.parent / "staging" / principal.tenant
+
+    def _owner(self, name: str) -> str | None:
+        if not self.root.is_dir():
+            return None
+        for tenant_dir in self.root.iterdir():
+            if (tenant_dir / name).is_dir():
+                return tenant_dir.name
+        return None
+
+    def collections(self, principal: Principal) -> list[Collection]:
+        """The caller's collections, by name."""
+        tenant_dir = self.root / principal.tenant
+        if not tenant_dir.is_dir():
+            return []
+        names = sorted(
+            p.name for p in tenant_dir.iterdir() if p.is_dir() and COLLECTION_RE.fullmatch(p.name)
+        )
+        return [self.collection(principal, n) for n in names]
+
+    def opened(self) -> list[Collection]:
+        """Collections opened so far (for metrics)."""
+        with self._lock:
+            return list(self._open.values())
+
+    def close(self) -> None:
+        """Close every collection (each waits for its running write)."""
+        with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        for collection in opened:
+            collection.close()
+

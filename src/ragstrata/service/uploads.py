@@ -1,0 +1,77 @@
+"""Upload hygiene: safe file names and accepted content types. Pure functions.
+
+A client's file name is only a hint: :func:`safe_filename` keeps its last path component,
+normalizes it and replaces anything outside letters, digits, ``.``, ``-``, ``_`` and space, so
+the result can never leave the directory it is joined to (no ``..``, no separators, no hidden
+files, no device names). The extension decides the format, as for ``ragstrata ingest``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import PurePosixPath
+
+from ragstrata.ingest.loader import FORMATS
+from ragstrata.service.errors import UnsupportedMediaTypeError
+
+MAX_NAME_CHARS = 120
+
+_ACCEPTED_TYPES: dict[str, frozenset[str]] = {
+    "markdown": frozenset({"text/markdown", "text/x-markdown", "text/mdx", "text/plain"}),
+    "html": frozenset({"text/html", "application/xhtml+xml"}),
+    "text": frozenset({"text/plain", "text/x-rst", "text/prs.fallenstein.rst"}),
+    "pdf": frozenset({"application/pdf", "application/x-pdf"}),
+}
+"""Declared content types accepted per format, besides ``application/octet-stream`` and none
+(browsers send ``application/octet-stream`` or nothing for extensions they do not know)."""
+
+_GENERIC = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+_UNSAFE = re.compile(r"[^\w.\- ]+")
+
+
+def safe_filename(name: str) -> str:
+    """A file name that is safe to join to an upload directory.
+
+    ``"../../etc/passwd.md"`` -> ``"passwd.md"``; ``"C:\\\\x\\\\a b.md"`` -> ``"a b.md"``;
+    ``".env"`` -> ``"env"``; ``""`` -> ``"upload"``. The result is NFC, at most
+    :data:`MAX_NAME_CHARS` characters (the extension is kept), never starts with ``.`` or ``-``,
+    and contains no path separator or control character.
+    """
+    last = PurePosixPath(name.replace("\\", "/")).name
+    cleaned = unicodedata.normalize("NFC", last)
+    cleaned = "".join(ch for ch in cleaned if unicodedata.category(ch)[0] != "C")
+    cleaned = _UNSAFE.sub("_", cleaned).strip(" .-_")
+    cleaned = re.sub(r"\.{2,}", ".", cleaned)
+    if not cleaned or cleaned.startswith("."):
+        cleaned = "upload" + cleaned
+    if len(cleaned) > MAX_NAME_CHARS:
+        stem, dot, ext = cleaned.rpartition(".")
+        if dot and 0 < len(ext) <= 10:
+            cleaned = stem[: MAX_NAME_CHARS - len(ext) - 1] + "." + ext
+        else:
+            cleaned = cleaned[:MAX_NAME_CHARS]
+    return cleaned
+
+
+def check_file_type(name: str, content_type: str | None) -> str:
+    """The format of an uploaded file (``markdown``, ``html``, ``text`` or ``pdf``).
+
+    Raises UnsupportedMediaTypeError when the extension of ``name`` is not one ragstrata parses,
+    or the declared ``content_type`` contradicts it (``image/png`` for ``notes.md``).
+    """
+    suffix = PurePosixPath(name).suffix.lower()
+    fmt = FORMATS.get(suffix)
+    if fmt is None:
+        known = ", ".join(sorted(FORMATS))
+        raise UnsupportedMediaTypeError(
+            f"{name}: unsupported extension {suffix or '(none)'!r}; supported: {known}"
+        )
+    declared = (content_type or "").split(";", 1)[0].strip().lower()
+    if declared not in _GENERIC and declared not in _ACCEPTED_TYPES.get(fmt, frozenset()):
+        raise UnsupportedMediaTypeError(
+            f"{name}: content type {declared!r} does not match a {fmt} file; send "
+            f"{', '.join(sorted(_ACCEPTED_TYPES.get(fmt, frozenset())))} or "
+            "application/octet-stream"
+        )
+    return fmt

@@ -1,0 +1,82 @@
+"""Plain-JSON views of hits and answers, shared by ``ragstrata ... --json`` and the HTTP API.
+
+Standard library only (the CLI imports it without the ``service`` extra). ``source`` maps a
+chunk's stored source path to what the caller may see: the CLI shows it unchanged, the service
+shows the file name inside the tenant's upload directory (never a server path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ragstrata.types import Answer, Citation, Hit
+
+SourceView = Callable[[str], str]
+
+
+def _same(source: str) -> str:
+    return source
+
+
+def hit_json(hit: Hit, *, source: SourceView = _same) -> dict[str, Any]:
+    """A ranked hit: rank, fused score, chunk provenance and text, and ``explain`` (each
+    retriever's 1-based rank and raw score: cosine for ``dense``, BM25 for ``bm25``)."""
+    c = hit.chunk
+    return {
+        "rank": hit.rank,
+        "score": hit.score,
+        "chunk_id": c.chunk_id,
+        "doc_id": c.doc_id,
+        "source": source(c.source),
+        "title": c.title,
+        "heading_path": list(c.section_path),
+        "start": c.start,
+        "end": c.end,
+        "chunk_index": c.index,
+        "chunk_total": c.total,
+        "text": c.rendered,
+        "explain": {e.retriever: {"rank": e.rank, "score": e.score} for e in hit.explain},
+    }
+
+
+def citation_json(citation: Citation, *, source: SourceView = _same) -> dict[str, Any]:
+    """A numbered citation: its label, where it comes from (document, heading path, character
+    offsets of the chunk in the document) and the quoted sentence."""
+    c = citation
+    return {
+        "label": c.label,
+        "source": source(c.source),
+        "heading_path": list(c.heading_path),
+        "chunk_id": c.chunk_id,
+        "doc_id": c.doc_id,
+        "start": c.start,
+        "end": c.end,
+        "score": c.score,
+        "quote": c.quote,
+    }
+
+
+def legend_line(citation: Citation, *, source: SourceView = _same) -> str:
+    """``[n] = source > heading path`` (the answer's legend line for one citation)."""
+    heading = " > ".join(citation.heading_path)
+    return f"[{citation.label}] = {source(citation.source)}{' > ' + heading if heading else ''}"
+
+
+def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str, Any]:
+    """An answer or refusal with its citations and legend. With ``source`` the legend is
+    rebuilt from the citations through it; without, the pipeline's legend is kept as is."""
+    view = source or _same
+    legend = (
+        [legend_line(c, source=source) for c in answer.citations]
+        if source is not None
+        else list(answer.legend)
+    )
+    return {
+        "question": answer.question,
+        "answer": answer.text,
+        "refusal": answer.refusal,
+        "citations": [citation_json(c, source=view) for c in answer.citations],
+        "legend": legend,
+        "timings_ms": dict(answer.timings_ms),
+    }

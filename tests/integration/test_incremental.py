@@ -1,0 +1,114 @@
+"""Re-ingesting after a document or configuration change embeds only what it must."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ragstrata.config import BM25Config, ChunkerConfig, RagConfig
+from ragstrata.embed.local import MiniLMEmbedder
+from ragstrata.errors import EmbedderMismatchError
+from ragstrata.index import catalog
+from ragstrata.pipeline import Ragstrata
+
+pytestmark = pytest.mark.slow
+
+_SECTIONS = [
+    ("Installation", "Install the package with pip and check the version number afterwards."),
+    ("Configuration", "Settings are read from a TOML file and from environment variables."),
+    ("Retrieval", "Dense vectors and BM25 run side by side and are fused with RRF."),
+    ("Answers", "Answers cite their sources with numbered labels like [1] and [2]."),
+]
+
+
+def _write_corpus(root: Path) -> Path:
+    root.mkdir()
+    for n in range(3):
+        body = "\n\n".join(
+            f"## {title} {n}\n\n" + " ".join([text] * 12) for title, text in _SECTIONS
+        )
+        (root / f"doc{n}.md").write_text(f"# Manual {n}\n\n{body}\n", encoding="utf-8")
+    return root
+
+
+def _engine(home: Path, embedder: MiniLMEmbedder, **stages: object) -> Ragstrata:
+    config = dataclasses.replace(RagConfig(home=home), **stages)  # type: ignore[arg-type]
+    return Ragstrata(config, embedder=embedder)
+
+
+def test_bm25_change_reindexes_without_embedding(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    corpus = _write_corpus(tmp_path / "corpus")
+    small = ChunkerConfig(max_tokens=96)
+    with _engine(tmp_path / "home", minilm, chunking=small) as engine:
+        first = engine.ingest([corpus])
+        assert first.added == 3 and first.embedded == first.chunks > 6
+        before = engine.search("TOML environment variables", mode="bm25").hits[0].score
+
+    with _engine(tmp_path / "home", minilm, chunking=small, bm25=BM25Config(k1=2.0)) as engine:
+        again = engine.ingest([corpus])
+        assert (again.reindexed, again.unchanged, again.embedded) == (3, 0, 0)
+        assert again.chunks == first.chunks
+        manifest = engine.manifest()
+        assert manifest.k1 == 2.0
+        assert {e.signature for e in manifest.documents.values()} == {manifest.signature}
+        hit = engine.search("TOML environment variables", mode="bm25").hits[0]
+        assert "TOML" in hit.chunk.text and hit.score != pytest.approx(before)
+        assert engine.search("TOML settings file", mode="dense").hits[0].chunk.text.count("TOML")
+
+        third = engine.ingest([corpus])
+        assert (third.unchanged, third.chunks) == (3, 0)
+
+
+def test_editing_one_section_embeds_only_the_changed_chunks(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    corpus = _write_corpus(tmp_path / "corpus")
+    small = ChunkerConfig(max_tokens=96)
+    with _engine(tmp_path / "home", minilm, chunking=small) as engine:
+        engine.ingest([corpus])
+        doc = corpus / "doc1.md"
+        per_doc = len(engine.manifest().documents[catalog_doc_id(engine, doc)].chunk_ids)
+        text = doc.read_text(encoding="utf-8")
+        doc.write_text(text.replace("fused with RRF", "fused with weighted RRF"), encoding="utf-8")
+        report = engine.ingest([corpus])
+        assert (report.updated, report.unchanged) == (1, 2)
+        assert report.chunks == per_doc
+        assert 0 < report.embedded < per_doc
+        hit = engine.search("fused with weighted RRF", mode="bm25").hits[0]
+        assert hit.chunk.source.endswith("doc1.md") and "weighted RRF" in hit.chunk.text
+
+
+def test_chunker_change_reuses_vectors_of_identical_chunks(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    corpus = _write_corpus(tmp_path / "corpus")
+    (corpus / "short.md").write_text("# Short\n\nOne small paragraph.\n", encoding="utf-8")
+    with _engine(tmp_path / "home", minilm, chunking=ChunkerConfig(max_tokens=96)) as engine:
+        engine.ingest([corpus])
+    overlap = ChunkerConfig(max_tokens=96, overlap_ratio=0.3)
+    with _engine(tmp_path / "home", minilm, chunking=overlap) as engine:
+        report = engine.ingest([corpus])
+        assert report.reindexed == 4
+        # the one-chunk document is chunked identically: its vector is reused
+        assert report.embedded < report.chunks
+        assert ":overlap=0.3:" in engine.manifest().chunker
+
+
+def test_embedder_change_is_refused(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    corpus = _write_corpus(tmp_path / "corpus")
+    with _engine(tmp_path / "home", minilm) as engine:
+        engine.ingest([corpus])
+    index = RagConfig(home=tmp_path / "home").index_path
+    manifest = catalog.read_manifest(index)
+    manifest.embedder = "another-model"
+    catalog.write_manifest(index, manifest)
+    with _engine(tmp_path / "home", minilm) as engine, pytest.raises(EmbedderMismatchError):
+        engine.ingest([corpus])
+
+
+def catalog_doc_id(engine: Ragstrata, path: Path) -> str:
+    from ragstrata.ingest.loader import doc_id_for
+
+    return doc_id_for(path)

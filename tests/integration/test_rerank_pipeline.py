@@ -1,0 +1,124 @@
+"""Reranking wired into the pipeline and the eval runner: real store, real embedder, a tiny
+random cross-encoder (so the test needs no trained weights)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ragstrata.config import RagConfig, RerankConfig
+from ragstrata.embed.local import MiniLMEmbedder
+from ragstrata.eval.datasets import CorpusDoc, EvalDataset
+from ragstrata.eval.runner import dataset_documents, run_ablation
+from ragstrata.pipeline import Ragstrata
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from ragstrata.rerank.train import base_model_dir, export_onnx
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-ce")
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+    )
+    transformers.BertForSequenceClassification(config).eval().save_pretrained(str(folder))
+    shutil.copy2(base_model_dir() / "tokenizer.json", folder / "tokenizer.json")
+    export_onnx(folder, folder / "model.onnx")
+    return folder
+
+
+DATASET = EvalDataset(
+    name="toy",
+    corpus={
+        f"d{i}": CorpusDoc(f"d{i}", f"Topic {i}", text)
+        for i, text in enumerate(
+            [
+                "Scurvy is caused by a lack of vitamin C in the diet.",
+                "Rickets is caused by a lack of vitamin D and sunlight.",
+                "The Eiffel Tower is in Paris and was finished in 1889.",
+                "Cats sleep for most of the day and hunt at night.",
+                "Vitamin C is found in citrus fruit such as lemons and oranges.",
+                "El escorbuto se debe a la falta de vitamina C.",
+            ]
+        )
+    },
+    queries={"q1": "what causes scurvy", "q2": "where is the Eiffel Tower"},
+    qrels={"q1": {"d0": 1}, "q2": {"d2": 1}},
+)
+
+
+@pytest.fixture()
+def engine(tmp_path: Path, minilm: MiniLMEmbedder, tiny_model: Path) -> Iterator[Ragstrata]:
+    config = RagConfig(
+        home=tmp_path / "home",
+        rerank=RerankConfig(enabled=True, model=str(tiny_model), candidates=4, top_k=3),
+    )
+    eng = Ragstrata(config, embedder=minilm)
+    eng.add_documents(dataset_documents(DATASET))
+    yield eng
+    eng.close()
+
+
+def test_search_with_rerank_adds_explain_entries(engine: Ragstrata) -> None:
+    plain = engine.search("what causes scurvy", rerank=False, top_k=6)
+    result = engine.search("what causes scurvy")
+    assert len(result.hits) == 3  # rerank.top_k
+    assert "rerank" in result.timings_ms
+    reranked_ids = {h.chunk.chunk_id for h in plain.hits[:4]}
+    for rank, hit in enumerate(result.hits, start=1):
+        assert hit.rank == rank
+        entry = hit.explain[-1]
+        assert entry.retriever == "rerank" and entry.rank == rank
+        assert hit.score == entry.score
+        assert hit.chunk.chunk_id in reranked_ids  # only the 4 candidates are reranked
+        assert hit.retriever_score("dense") is not None or hit.retriever_score("bm25") is not None
+
+
+def test_rerank_off_by_config_and_by_argument(engine: Ragstrata) -> None:
+    assert all(
+        h.retriever_score("rerank") is None for h in engine.search("scurvy", rerank=False).hits
+    )
+    engine.config = replace(engine.config, rerank=RerankConfig(enabled=False))
+    assert all(h.retriever_score("rerank") is None for h in engine.search("scurvy").hits)
+
+
+def test_ask_refuses_under_min_score(engine: Ragstrata, tiny_model: Path) -> None:
+    engine.config = replace(
+        engine.config,
+        rerank=RerankConfig(enabled=True, model=str(tiny_model), min_score=1e9),
+    )
+    assert engine.ask("what causes scurvy").refusal
+
+
+def test_missing_shipped_model_skips_reranking(engine: Ragstrata, tmp_path: Path) -> None:
+    engine.config = replace(engine.config, rerank=RerankConfig(enabled=True))
+    engine._reranker = None
+    if RerankConfig().model_path.is_dir():
+        pytest.skip("a model is shipped")
+    assert engine.reranker is None
+    assert all(h.retriever_score("rerank") is None for h in engine.search("scurvy").hits)
+
+
+def test_ablation_runs_hybrid_plus_rerank(engine: Ragstrata) -> None:
+    report = run_ablation(engine, DATASET, modes=("hybrid", "hybrid+rerank"), depth=5)
+    assert set(report.modes) == {"hybrid", "hybrid+rerank"}
+    entry = report.modes["hybrid+rerank"]
+    assert "rerank" in entry.latency_ms
+    assert 0.0 <= entry.metrics["ndcg@10"] <= 1.0
+    # hybrid alone never pays for the cross-encoder, even with reranking enabled
+    assert "rerank" not in report.modes["hybrid"].latency_ms

@@ -1,0 +1,74 @@
+"""The parser pool: order, failures, crashed and stuck workers (real processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ragstrata.ingest.pool import load_many, load_one
+from ragstrata.types import Document, IngestFailure
+
+
+def _flaky_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
+    """Top-level (picklable): dies on ``crash*`` files, hangs on ``hang*`` files."""
+    if path.name.startswith("crash"):
+        os._exit(13)  # what a segfault in a native parser looks like to the pool
+    if path.name.startswith("hang"):
+        time.sleep(120)
+    return load_one(path, max_file_bytes)
+
+
+def _files(tmp_path: Path, names: list[str]) -> list[Path]:
+    out = []
+    for i, name in enumerate(names):
+        path = tmp_path / name
+        path.write_text(f"# Title {i}\n\nParagraph number {i} of the test.\n", encoding="utf-8")
+        out.append(path)
+    return out
+
+
+def _names(results: list[Document | IngestFailure]) -> list[str]:
+    return [Path(r.source if isinstance(r, Document) else r.path).name for r in results]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_results_come_back_in_input_order(tmp_path: Path, workers: int) -> None:
+    files = _files(tmp_path, [f"f{i:02d}.md" for i in range(13)])
+    (tmp_path / "bad.md").write_bytes(b"\x00\x01" * 50)
+    files.insert(5, tmp_path / "bad.md")
+    results = list(load_many(files, max_file_bytes=10_000, workers=workers, window=3))
+    assert _names(results) == [p.name for p in files]
+    failure = results[5]
+    assert isinstance(failure, IngestFailure) and failure.code == "RS202"
+    assert all(isinstance(r, Document) for i, r in enumerate(results) if i != 5)
+
+
+def test_a_crashing_file_costs_only_itself(tmp_path: Path) -> None:
+    names = ["a.md", "b.md", "crash.md", "c.md", "d.md", "e.md"]
+    files = _files(tmp_path, names)
+    results = list(
+        load_many(files, max_file_bytes=10_000, workers=2, window=4, loader=_flaky_loader)
+    )
+    assert _names(results) == names
+    crashed = [r for r in results if isinstance(r, IngestFailure)]
+    assert len(crashed) == 1 and crashed[0].path.endswith("crash.md")
+    assert "crashed" in crashed[0].reason
+
+
+def test_a_stuck_file_is_skipped_after_the_timeout(tmp_path: Path) -> None:
+    names = ["a.md", "hang.md", "b.md", "c.md"]
+    files = _files(tmp_path, names)
+    started = time.monotonic()
+    results = list(
+        load_many(
+            files, max_file_bytes=10_000, workers=2, window=2, timeout_s=15, loader=_flaky_loader
+        )
+    )
+    assert time.monotonic() - started < 100  # the hang lasts 120 s
+    assert _names(results) == names
+    stuck = [r for r in results if isinstance(r, IngestFailure)]
+    assert [Path(r.path).name for r in stuck] == ["hang.md"]
+    assert "longer than" in stuck[0].reason
