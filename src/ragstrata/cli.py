@@ -93,7 +93,8 @@ def ingest(
         bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
     ] = False,
 ) -> None:
-    """Parse, chunk, embed and index documents (Markdown/MDX, HTML, text)."""
+    """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence exports, PDF,
+    text)."""
     try:
         with (
             _engine(index, config) as engine,
@@ -109,16 +110,23 @@ def ingest(
                 disable=not err.is_terminal,
             ) as bar,
         ):
-            task = bar.add_task("parsing", total=None)
-            embedded = 0
+            task = bar.add_task("documents", total=None)
+            counts = {"chunks": 0, "bytes": 0, "total_bytes": 0}
 
             def on_progress(event: str, done: int, total: int) -> None:
-                nonlocal embedded
                 if event == "embed":
-                    embedded += done
-                    bar.update(task, description=f"parsing + embedding ({embedded} chunks)")
+                    counts["chunks"] += done
+                elif event == "bytes":
+                    counts["bytes"], counts["total_bytes"] = done, total
                 else:
                     bar.update(task, completed=done, total=total)
+                bar.update(
+                    task,
+                    description=(
+                        f"documents · {counts['chunks']} chunks · "
+                        f"{counts['bytes'] / 1e6:.1f}/{counts['total_bytes'] / 1e6:.1f} MB"
+                    ),
+                )
 
             result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
             stats = engine.stats()
@@ -132,13 +140,15 @@ def ingest(
     else:
         out.print(
             f"[bold]{result.status}[/]{' (dry run)' if dry_run else ''}: {result.added} added, "
-            f"{result.updated} updated, {result.unchanged} unchanged, {result.pruned} pruned, "
-            f"{result.chunks} chunks in {result.seconds:.1f}s; "
+            f"{result.updated} updated, {result.unchanged} unchanged, {result.pruned} pruned"
+            + (f", {result.reindexed} re-indexed (new configuration)" if result.reindexed else "")
+            + f"; {result.chunks} chunks written ({result.embedded} embedded) "
+            f"in {result.seconds:.1f}s; "
             f"index has {stats['documents']} documents, {stats['chunks']} chunks "
             f"({stats['size_bytes'] / 1e6:.1f} MB) at {stats['index']}"
         )
         if not (result.added or result.updated or result.unchanged or result.failures):
-            err.print("[yellow]warning[/] no supported files (.md, .mdx, .html, .txt, ...) found")
+            err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for failure in result.failures:
             err.print(
                 f"[yellow]skipped[/] {failure.path}: [{failure.code}] {failure.reason}",
