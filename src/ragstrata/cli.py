@@ -159,22 +159,9 @@ def ingest(
 
 
 def _hit_json(hit: Hit) -> dict[str, Any]:
-    c = hit.chunk
-    return {
-        "rank": hit.rank,
-        "score": hit.score,
-        "chunk_id": c.chunk_id,
-        "doc_id": c.doc_id,
-        "source": c.source,
-        "title": c.title,
-        "heading_path": list(c.section_path),
-        "start": c.start,
-        "end": c.end,
-        "chunk_index": c.index,
-        "chunk_total": c.total,
-        "text": c.rendered,
-        "explain": {e.retriever: {"rank": e.rank, "score": e.score} for e in hit.explain},
-    }
+    from ragstrata.service.wire import hit_json  # the same JSON as the HTTP API (stdlib only)
+
+    return hit_json(hit)
 
 
 @app.command()
@@ -187,14 +174,19 @@ def search(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show each retriever's rank and score.")
     ] = False,
+    rerank: Annotated[
+        bool | None,
+        typer.Option("--rerank/--no-rerank", help="Cross-encoder reranking (default: config)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Hybrid search (dense + BM25 fused by RRF); prints ranked chunks."""
+    """Hybrid search (dense + BM25 fused by RRF, then the cross-encoder when reranking is on);
+    prints ranked chunks."""
     try:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
         with _engine(index, config) as engine:
-            result = engine.search(query, top_k=top_k, mode=mode)  # type: ignore[arg-type]
+            result = engine.search(query, top_k=top_k, mode=mode, rerank=rerank)  # type: ignore[arg-type]
     except RagError as exc:
         raise _fail(exc) from exc
     if json_out:
@@ -211,12 +203,15 @@ def search(
     if explain:
         table.add_column("dense rank/score")
         table.add_column("bm25 rank/score")
+        if any(h.retriever_score("rerank") is not None for h in result.hits):
+            table.add_column("rerank rank/score")
     table.add_column("source > heading")
     table.add_column("text")
     for hit in result.hits:
         row = [str(hit.rank), f"{hit.score:.4f}"]
         if explain:
-            for name in ("dense", "bm25"):
+            has_rerank = any(h.retriever_score("rerank") is not None for h in result.hits)
+            for name in ("dense", "bm25", *(("rerank",) if has_rerank else ())):
                 e = next((x for x in hit.explain if x.retriever == name), None)
                 row.append(f"{e.rank} / {e.score:.3f}" if e else "-")
         where = display_path(hit.chunk.source)
@@ -229,27 +224,9 @@ def search(
 
 
 def _answer_json(answer: Answer) -> dict[str, Any]:
-    return {
-        "question": answer.question,
-        "answer": answer.text,
-        "refusal": answer.refusal,
-        "citations": [
-            {
-                "label": c.label,
-                "source": c.source,
-                "heading_path": list(c.heading_path),
-                "chunk_id": c.chunk_id,
-                "doc_id": c.doc_id,
-                "start": c.start,
-                "end": c.end,
-                "score": c.score,
-                "quote": c.quote,
-            }
-            for c in answer.citations
-        ],
-        "legend": list(answer.legend),
-        "timings_ms": dict(answer.timings_ms),
-    }
+    from ragstrata.service.wire import answer_json  # the same JSON as the HTTP API (stdlib only)
+
+    return answer_json(answer)
 
 
 @app.command()
@@ -493,6 +470,150 @@ def reranker_train(
     except RagError as exc:
         raise _fail(exc) from exc
     print(json.dumps(report.to_json(), indent=2))
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str | None, typer.Option("--host", help="Interface (default: service.host, 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="TCP port (default: service.port, 8000).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Keys and collections (default: $RAGSTRATA_HOME/service)."),
+    ] = None,
+    config: ConfigOpt = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Run the HTTP API and web page (FastAPI on uvicorn, one process; see docs/service.md)."""
+    try:
+        cfg = RagConfig.load(config_file=config)
+        overrides: dict[str, Any] = {
+            k: v for k, v in (("host", host), ("port", port)) if v is not None
+        }
+        if data_dir is not None:
+            overrides["data_dir"] = data_dir
+        if overrides:
+            from dataclasses import replace
+
+            cfg = replace(cfg, service=replace(cfg.service, **overrides))
+        try:
+            import uvicorn
+
+            from ragstrata.service.app import create_app
+        except ImportError as exc:
+            from ragstrata.errors import MissingDependencyError
+
+            raise MissingDependencyError(exc.name or "fastapi", "service") from exc
+        service_app = create_app(cfg)
+        state = service_app.state.service
+        warm_up = getattr(state.registry.embedder, "warm_up", None)
+        if callable(warm_up):
+            warm_up()  # load (or export) the model now, not on the first request
+        err.print(
+            f"ragstrata serving {state.data_dir} on http://{cfg.service.host}:{cfg.service.port}"
+            f" ({len(state.keys.records())} API keys)",
+            highlight=False,
+        )
+    except RagError as exc:
+        raise _fail(exc) from exc
+    uvicorn.run(
+        service_app,
+        host=cfg.service.host,
+        port=cfg.service.port,
+        log_level=log_level,
+        workers=1,
+        timeout_graceful_shutdown=30,
+    )
+
+
+keys_app = typer.Typer(
+    name="keys", help="Create, list and revoke the service's API keys.", no_args_is_help=True
+)
+app.add_typer(keys_app)
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Service data directory (default: $RAGSTRATA_HOME/service)."),
+]
+
+
+def _key_store(data_dir: Path | None, config: Path | None) -> Any:
+    from ragstrata.service.keys import KEYS_FILE, KeyStore
+
+    cfg = RagConfig.load(config_file=config)
+    return KeyStore((data_dir or cfg.service.data_path(cfg.home)) / KEYS_FILE)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant id the key acts for.")],
+    name: Annotated[str, typer.Option("--name", help="A label for the key.")] = "",
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Search/ask only; no upload or delete.")
+    ] = False,
+    data_dir: DataDirOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create an API key; the key is printed once and only its salted hash is stored."""
+    try:
+        key, record = _key_store(data_dir, config).create(
+            tenant, name=name, scopes=("read",) if read_only else ("read", "write")
+        )
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps(record.public() | {"key": key}, indent=2))
+    else:
+        print(key)
+        err.print(
+            f"key {record.key_id} for tenant {record.tenant} ({', '.join(record.scopes)}); "
+            "store it now: it cannot be shown again",
+            highlight=False,
+        )
+
+
+@keys_app.command("list")
+def keys_list(
+    data_dir: DataDirOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False
+) -> None:
+    """List API keys (ids, tenants, scopes; never the keys)."""
+    try:
+        records = [r.public() for r in _key_store(data_dir, config).records()]
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps(records, indent=2))
+        return
+    table = Table(title=f"{len(records)} API keys")
+    for column in ("key_id", "tenant", "name", "scopes", "created", "revoked"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(
+            r["key_id"],
+            r["tenant"],
+            r["name"],
+            ",".join(r["scopes"]),
+            r["created"],
+            "yes" if r["revoked"] else "",
+        )
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (see `ragstrata keys list`).")],
+    data_dir: DataDirOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Revoke an API key; a running server refuses it from its next request."""
+    try:
+        record = _key_store(data_dir, config).revoke(key_id)
+    except RagError as exc:
+        raise _fail(exc) from exc
+    err.print(f"revoked key {record.key_id} of tenant {record.tenant}", highlight=False)
 
 
 def main() -> None:

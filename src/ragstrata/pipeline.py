@@ -170,9 +170,12 @@ class Ragstrata:
         return self._chunker
 
     def _chunker_signature(self) -> str:
+        """Parser version + chunker settings: what turns a file's bytes into chunks."""
+        from ragstrata.ingest.loader import PARSER_VERSION
+
         c = self.chunker
         return (
-            f"structure-v1:max={c.max_tokens}:overlap={c.overlap_ratio}"
+            f"parser-{PARSER_VERSION}:structure-v1:max={c.max_tokens}:overlap={c.overlap_ratio}"
             f":prefix={c.max_prefix_tokens}"
         )
 
@@ -246,6 +249,7 @@ class Ragstrata:
         files, errors = discover(list(paths))
         cfg = self.config.ingest
         workers = auto_workers() if cfg.workers < 0 else cfg.workers
+        files, skipped = self._skip_unchanged_files(files)
         sizes = [_size(p) for p in files]
         total_bytes = sum(sizes)
 
@@ -281,7 +285,34 @@ class Ragstrata:
             dry_run=dry_run,
         )
         report.bytes_read = total_bytes
+        report.unchanged += skipped
         return report
+
+    def _skip_unchanged_files(self, files: list[Path]) -> tuple[list[Path], int]:
+        """Drop files whose bytes and index signature match the manifest (no parse needed)."""
+        from ragstrata.ingest.loader import doc_id_for
+
+        try:
+            manifest = catalog.read_manifest(self.index_dir)
+        except StoreError:
+            return files, 0
+        journal = catalog.read_journal(self.index_dir)
+        if journal == []:  # a journal that cannot be read: parse everything
+            return files, 0
+        rolled_back = set(journal or ())  # an interrupted commit: these documents are redone
+        signature = self._index_signature()
+        keep: list[Path] = []
+        for path in files:
+            doc_id = doc_id_for(path)
+            entry = None if doc_id in rolled_back else manifest.documents.get(doc_id)
+            if (
+                entry is None
+                or entry.signature != signature
+                or not entry.file_hash
+                or _file_sha256(path) != entry.file_hash
+            ):
+                keep.append(path)
+        return keep, len(files) - len(keep)
 
     def add_documents(
         self,
@@ -474,6 +505,7 @@ class Ragstrata:
                 title=doc.title,
                 signature=signature,
                 embed_hashes=tuple(hashes[offset : offset + n]),
+                file_hash=doc.file_hash,
             )
             offset += n
         manifest.bm25_docs = docs
@@ -707,6 +739,17 @@ class Ragstrata:
 def embed_hash(text: str) -> str:
     """Identity of an embedded text: the first 16 hex digits of its UTF-8 SHA-256."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return ""  # unreadable: let the loader report it
+    return digest.hexdigest()
 
 
 def _size(path: Path) -> int:

@@ -39,7 +39,8 @@ class Document:
     SHA-256 of ``text``; ``blocks`` are sorted by ``start`` and do not overlap. ``language`` is
     the detected ISO 639-1 code (``"es"``, ``"en"``...) or ``"und"`` when undetermined.
     ``pages`` is empty for formats without pages; for PDFs ``pages[i]`` is the offset in
-    ``text`` where page ``i + 1`` starts.
+    ``text`` where page ``i + 1`` starts. ``file_hash`` is the SHA-256 of the file's raw bytes
+    (empty for documents that did not come from a file).
     """
 
     doc_id: str
@@ -52,6 +53,7 @@ class Document:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     language: str = "und"
     pages: tuple[int, ...] = ()
+    file_hash: str = ""
 
     def page_range(self, start: int, end: int) -> tuple[int, int] | None:
         """1-based ``(first, last)`` pages that ``text[start:end]`` spans, or ``None`` when the

@@ -426,7 +426,12 @@ class QdrantStoreContract(StoreContract):
         location, collection = qdrant_store.location, qdrant_store.collection
         qdrant_store.close()
         with pytest.raises(DimensionMismatchError, match="8-d"):
-            QdrantStore(location, dim=DIM * 2, collection=collection)
+            QdrantStore(
+                location,
+                dim=DIM * 2,
+                collection=collection,
+                api_key=StoreConfig().resolve_api_key(),  # a server's key, if one is set
+            )
         make_store().close()  # the refused open left the location usable
 
 

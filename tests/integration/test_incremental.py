@@ -112,3 +112,17 @@ def catalog_doc_id(engine: Ragstrata, path: Path) -> str:
     from ragstrata.ingest.loader import doc_id_for
 
     return doc_id_for(path)
+
+
+def test_unchanged_files_are_not_even_parsed(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    corpus = _write_corpus(tmp_path / "corpus")
+    with _engine(tmp_path / "home", minilm) as engine:
+        first = engine.ingest([corpus])
+        assert first.bytes_read == sum(p.stat().st_size for p in corpus.iterdir())
+        (corpus / "doc0.md").touch()  # same bytes, new mtime: still unchanged
+        again = engine.ingest([corpus])
+        assert (again.unchanged, again.bytes_read, again.chunks) == (3, 0, 0)
+        doc2 = corpus / "doc2.md"
+        doc2.write_text(doc2.read_text(encoding="utf-8") + "\nA new line.\n", encoding="utf-8")
+        third = engine.ingest([corpus])
+        assert (third.updated, third.unchanged, third.bytes_read) == (1, 2, doc2.stat().st_size)

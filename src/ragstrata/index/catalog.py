@@ -46,7 +46,8 @@ class DocEntry:
     ``signature`` is the :func:`index_signature` the document was indexed under;
     ``embed_hashes[i]`` identifies the exact text embedded for ``chunk_ids[i]`` (first 16 hex
     digits of its SHA-256), so a re-index can reuse the stored vector of any chunk whose
-    embedded text did not change.
+    embedded text did not change; ``file_hash`` is the SHA-256 of the source file's bytes, so an
+    unchanged file is skipped without being parsed.
     """
 
     source: str
@@ -56,6 +57,7 @@ class DocEntry:
     title: str
     signature: str = ""
     embed_hashes: tuple[str, ...] = ()
+    file_hash: str = ""
 
 
 @dataclass(slots=True)
@@ -114,6 +116,7 @@ class Manifest:
                 title=v.get("title", ""),
                 signature=v.get("signature") or legacy,
                 embed_hashes=tuple(v.get("embed_hashes") or ()),
+                file_hash=v.get("file_hash", ""),
             )
             for k, v in data.get("documents", {}).items()
         }

@@ -33,11 +33,22 @@ from ragstrata.ingest.language import detect_language
 from ragstrata.ingest.text import ParsedText, decode_bytes, parse_text
 from ragstrata.types import Document
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "FORMATS", "discover", "doc_id_for", "load_document"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "FORMATS",
+    "PARSER_VERSION",
+    "discover",
+    "doc_id_for",
+    "load_document",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000
+
+PARSER_VERSION = "2"
+"""Bumped whenever a parser's output for the same bytes changes: documents indexed under
+another version are re-parsed by the next ``ingest`` (vectors of unchanged chunks are reused)."""
 
 FORMATS: Mapping[str, str] = MappingProxyType(
     {
@@ -161,6 +172,7 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         metadata=metadata,
         language=detect_language(parsed.text),
         pages=parsed.pages,
+        file_hash=hashlib.sha256(data).hexdigest(),
     )
 
 

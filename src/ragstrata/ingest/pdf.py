@@ -57,6 +57,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from ragstrata.errors import (
@@ -91,7 +92,7 @@ _SLOW_PAGE_S = 5.0
 # --------------------------------------------------------------------------- layout tunables
 _SEGMENT_GAP_EM = 0.8
 """Words on one row further apart than this (in em of the larger word) start a new segment."""
-_COLUMN_GAP_EM = 1.0
+_COLUMN_GAP_EM = 0.6
 """Minimum width (em of the body font) of a vertical gap that separates columns."""
 _COLUMN_MIN_SIDE = 0.2
 """Each side of a column cut must be at least this share of the page's text width."""
@@ -113,9 +114,12 @@ _SPACE_CODES = frozenset(
 )
 _LIGATURES = {0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st"}
 _LIGATURES[0xFB06] = "st"
-_PDFIUM_HYPHEN = 0x02
-"""PDFium reports a hyphen it judged to be an end-of-line hyphenation as U+0002."""
+_PDFIUM_HYPHENS = frozenset({0x02, 0xFFFE})
+"""PDFium marks a hyphen it judged to be an end-of-line hyphenation as U+0002
+(``FPDFText_GetUnicode``) or U+FFFE (``FPDFText_GetText``); the next line follows with no
+separator."""
 _SOFT_HYPHEN = "\u00ad"
+_QUARTER_TURN = 1.5707963267948966
 _BULLETS = frozenset("•◦▪▫‣●○■□∙·⁃➢►▶✓✔–—*-")
 _BULLET_GLYPHS = frozenset("•◦▪▫‣●○■□∙·⁃➢►▶✓✔")
 _ENUM_RE = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])$")
@@ -132,6 +136,10 @@ _MONO_RE = re.compile(
 _BOLD_RE = re.compile(
     r"bold|black|heavy|semibold|demi|^(?:cm|sf|ec|lm|tc)bx|[-,]bd?$|bx\d", re.IGNORECASE
 )
+_SECTION_NUMBER_RE = re.compile(
+    r"\d+|[ivxlc]+|[a-z]|(?:chapter|cap[ií]tulo|cap|ap[ée]ndice|appendix|anexo|part|parte)\d*[a-z]?"
+)
+"""What may precede an outline title in its heading (keys have no spaces or punctuation)."""
 _SUBSET_RE = re.compile(r"^[A-Z]{6}\+")
 _KEY_RE = re.compile(r"[\W_]+")
 _HYPHENATED_RE = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
@@ -257,15 +265,17 @@ class _Frame:
     top: float
     turn: int  # 0, 90, 180, 270: rotation applied so the dominant text runs left to right
 
-    def box(self, l: float, b: float, r: float, t: float) -> tuple[float, float, float, float]:
+    def box(
+        self, left: float, bottom: float, right: float, top: float
+    ) -> tuple[float, float, float, float]:
         """``(x0, top, x1, bottom)`` in display space of a user-space box."""
         if self.turn == 0:
-            return l - self.left, self.top - t, r - self.left, self.top - b
+            return left - self.left, self.top - top, right - self.left, self.top - bottom
         if self.turn == 90:
-            return b - self.bottom, l - self.left, t - self.bottom, r - self.left
+            return bottom - self.bottom, left - self.left, top - self.bottom, right - self.left
         if self.turn == 180:
-            return self.right - r, b - self.bottom, self.right - l, t - self.bottom
-        return self.top - t, self.right - r, self.top - b, self.right - l
+            return self.right - right, bottom - self.bottom, self.right - left, top - self.bottom
+        return self.top - top, self.right - right, self.top - bottom, self.right - left
 
     @property
     def size(self) -> tuple[float, float]:
@@ -335,7 +345,9 @@ def _open_error(source: str, exc: Any, pdfium_c: Any) -> Exception:
     if code == pdfium_c.FPDF_ERR_SECURITY:
         return EncryptedDocumentError(source, "the PDF uses an unsupported security handler")
     if code == pdfium_c.FPDF_ERR_FORMAT:
-        return CorruptFileError(source, "damaged or truncated PDF: PDFium cannot read its structure")
+        return CorruptFileError(
+            source, "damaged or truncated PDF: PDFium cannot read its structure"
+        )
     return CorruptFileError(source, f"PDFium cannot open the file: {exc}")
 
 
@@ -460,32 +472,133 @@ def _frame(page: Any, textpage: Any, pdfium_c: Any) -> _Frame:
     for i in range(0, count, step):
         angle = float(pdfium_c.FPDFText_GetCharAngle(raw, i))
         if angle >= 0:
-            votes[round(angle / 1.5707963267948966) % 4] += 1
+            votes[round(angle / _QUARTER_TURN) % 4] += 1
     quadrant = votes.most_common(1)[0][0] if votes else 0
     turn = {0: 0, 1: 270, 2: 180, 3: 90}[quadrant]
     return _Frame(left, bottom, right, top, turn)
 
 
-def _font_style(
-    raw_tp: Any, index: int, pdfium_c: Any, buf: Any, flags: Any, cache: dict[tuple[bytes, int, int], tuple[bool, bool]]
-) -> tuple[bool, bool]:
-    """``(bold, mono)`` of the font of character ``index`` (name, descriptor flags, weight)."""
-    length = int(pdfium_c.FPDFText_GetFontInfo(raw_tp, index, buf, 256, ctypes.byref(flags)))
-    name = bytes(buf.raw[: max(0, min(length, 256) - 1)])
-    weight = int(pdfium_c.FPDFText_GetFontWeight(raw_tp, index))
-    key = (name, int(flags.value), weight)
-    style = cache.get(key)
-    if style is None:
-        text = _SUBSET_RE.sub("", name.decode("latin-1"))
-        bold = weight >= 600 or bool(flags.value & (1 << 18)) or bool(_BOLD_RE.search(text))
-        mono = bool(flags.value & 1) or bool(_MONO_RE.search(text))
-        style = (bold, mono)
-        cache[key] = style
-    return style
+def _char_codes(raw: Any, count: int, pdfium_c: Any) -> list[int]:
+    """The page's character codes, one per character index: one ``FPDFText_GetText`` call
+    (UTF-16 units), or ``FPDFText_GetUnicode`` per character when the two do not line up."""
+    if count <= 0:
+        return []
+    buffer = (ctypes.c_ushort * (count + 1))()
+    written = int(pdfium_c.FPDFText_GetText(raw, 0, count, buffer))
+    if written - 1 == count:
+        return list(buffer[:count])
+    return [int(pdfium_c.FPDFText_GetUnicode(raw, i)) for i in range(count)]
+
+
+@dataclass(slots=True)
+class _WordBuilder:
+    """Turns runs of character indices into words, reading boxes and fonts from PDFium.
+
+    A run (characters between two spaces) normally becomes one word from the boxes of its first
+    and last character; when those disagree (the run crosses a line or jumps left, as after
+    PDFium's end-of-line hyphen) every character's box is read and the run is split.
+    """
+
+    raw: Any
+    frame: _Frame
+    pdfium_c: Any
+    expected_quadrant: int
+    words: list[_Word] = field(default_factory=list)
+    styles: dict[tuple[bytes, int, int], tuple[bool, bool]] = field(default_factory=dict)
+    _rect: Any = field(init=False)
+    _rect_ref: Any = field(init=False)
+    _buf: Any = field(init=False)
+    _flags: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rect = self.pdfium_c.FS_RECTF()
+        self._rect_ref = ctypes.byref(self._rect)
+        self._buf = ctypes.create_string_buffer(256)
+        self._flags = ctypes.c_int()
+
+    def box(self, index: int) -> tuple[float, float, float, float]:
+        self.pdfium_c.FPDFText_GetLooseCharBox(self.raw, index, self._rect_ref)
+        r = self._rect
+        return self.frame.box(r.left, r.bottom, r.right, r.top)
+
+    def add(self, chars: Sequence[str], indices: Sequence[int]) -> None:
+        first = self.box(indices[0])
+        last = self.box(indices[-1]) if len(indices) > 1 else first
+        height = first[3] - first[1]
+        overlap = min(first[3], last[3]) - max(first[1], last[1])
+        if (
+            overlap >= 0.5 * min(height, last[3] - last[1])
+            and last[0] >= first[0] - 0.5
+            and last[2] - first[0] <= len(chars) * max(height, 1.0) + 1.0
+        ):
+            self.emit(
+                chars,
+                indices[0],
+                (
+                    min(first[0], last[0]),
+                    min(first[1], last[1]),
+                    max(first[2], last[2]),
+                    max(first[3], last[3]),
+                ),
+            )
+            return
+        self.split(chars, indices)
+
+    def split(self, chars: Sequence[str], indices: Sequence[int]) -> None:
+        """Slow path: read every character's box and cut at line changes and gaps."""
+        start = 0
+        x0 = top = x1 = bottom = last_x0 = 0.0
+        for k, index in enumerate(indices):
+            cx0, ctop, cx1, cbottom = self.box(index)
+            if k > start:
+                height = bottom - top
+                overlap = min(bottom, cbottom) - max(top, ctop)
+                if (
+                    overlap < 0.5 * min(height, cbottom - ctop)
+                    or cx0 - x1 > 0.3 * height
+                    or cx0 < last_x0 - 0.6 * height
+                ):
+                    self.emit(chars[start:k], indices[start], (x0, top, x1, bottom))
+                    start = k
+            if k == start:
+                x0, top, x1, bottom = cx0, ctop, cx1, cbottom
+            else:
+                x0, top = min(x0, cx0), min(top, ctop)
+                x1, bottom = max(x1, cx1), max(bottom, cbottom)
+            last_x0 = cx0
+        self.emit(chars[start:], indices[start], (x0, top, x1, bottom))
+
+    def emit(
+        self, chars: Sequence[str], index: int, bbox: tuple[float, float, float, float]
+    ) -> None:
+        pdfium_c, raw = self.pdfium_c, self.raw
+        angle = float(pdfium_c.FPDFText_GetCharAngle(raw, index))
+        if angle >= 0 and round(angle / _QUARTER_TURN) % 4 != self.expected_quadrant:
+            return  # text at another angle than the page's (a margin stamp)
+        size = float(pdfium_c.FPDFText_GetFontSize(raw, index)) or (bbox[3] - bbox[1]) / 1.15
+        length = int(pdfium_c.FPDFText_GetFontInfo(raw, index, self._buf, 256, self._flags))
+        name = self._buf.value if 0 < length <= 256 else b""
+        weight = int(pdfium_c.FPDFText_GetFontWeight(raw, index))
+        key = (name, int(self._flags.value), weight)
+        style = self.styles.get(key)
+        if style is None:
+            style = _font_style(name, key[1], weight)
+            self.styles[key] = style
+        x0, top, x1, bottom = bbox
+        self.words.append(_Word("".join(chars), x0, top, x1, bottom, size, style[0], style[1]))
+
+
+def _font_style(name: bytes, flags: int, weight: int) -> tuple[bool, bool]:
+    """``(bold, mono)`` from the font's name (subset tag removed), descriptor flags
+    (FixedPitch = bit 1, ForceBold = bit 19) and weight (>= 600 is bold)."""
+    text = _SUBSET_RE.sub("", name.decode("latin-1"))
+    bold = weight >= 600 or bool(flags & (1 << 18)) or bool(_BOLD_RE.search(text))
+    mono = bool(flags & 1) or bool(_MONO_RE.search(text))
+    return bold, mono
 
 
 def _words(textpage: Any, frame: _Frame, pdfium_c: Any, page_index: int) -> list[_Word]:
-    """Characters to words (see module docstring, step 1). Hot loop: raw PDFium calls."""
+    """Characters to words (module docstring, step 1)."""
     raw = textpage.raw
     count = int(textpage.count_chars())
     if count > _MAX_CHARS_PER_PAGE:
@@ -496,75 +609,44 @@ def _words(textpage: Any, frame: _Frame, pdfium_c: Any, page_index: int) -> list
             _MAX_CHARS_PER_PAGE,
         )
         count = _MAX_CHARS_PER_PAGE
-    get_unicode = pdfium_c.FPDFText_GetUnicode
-    get_box = pdfium_c.FPDFText_GetLooseCharBox
-    get_size = pdfium_c.FPDFText_GetFontSize
-    get_angle = pdfium_c.FPDFText_GetCharAngle
-    rect = pdfium_c.FS_RECTF()
-    rect_ref = ctypes.byref(rect)
-    buf = ctypes.create_string_buffer(256)
-    flags = ctypes.c_int()
-    style_cache: dict[tuple[bytes, int, int], tuple[bool, bool]] = {}
-    to_display = frame.box
-    expected = {0: 0, 270: 1, 180: 2, 90: 3}[frame.turn]
-
-    words: list[_Word] = []
+    quadrant = {0: 0, 270: 1, 180: 2, 90: 3}[frame.turn]
+    builder = _WordBuilder(raw, frame, pdfium_c, quadrant)
     chars: list[str] = []
-    x0 = top = x1 = bottom = size = last_x0 = 0.0
-    bold = mono = False
-    skip_word = False
-
-    def flush() -> None:
-        if chars and not skip_word:
-            words.append(_Word("".join(chars), x0, top, x1, bottom, size, bold, mono))
-        chars.clear()
-
-    pending_high = 0
-    for i in range(count):
-        u = int(get_unicode(raw, i))
-        if u in _SPACE_CODES:
-            flush()
+    indices: list[int] = []
+    high = 0
+    for i, u in enumerate(_char_codes(raw, count, pdfium_c)):
+        if 0x20 < u < 0x7F or 0xA0 < u < 0x2000:
+            ch = chr(u)
+        elif u in _SPACE_CODES:
+            if chars:
+                builder.add(chars, indices)
+                chars, indices = [], []
             continue
-        if u == _PDFIUM_HYPHEN:
-            ch = "-"
-        elif u < 0x20 or 0x7F <= u < 0xA0 or u in (0xFFFD, 0xFFFE, 0xFFFF):
+        elif u in _PDFIUM_HYPHENS:
+            chars.append("-")
+            indices.append(i)
+            builder.add(chars, indices)  # the next line follows without a separator
+            chars, indices = [], []
+            continue
+        elif u < 0x20 or 0x7F <= u < 0xA0 or u in (0xFFFD, 0xFFFF):
             continue
         elif 0xD800 <= u <= 0xDBFF:
-            pending_high = u
+            high = u
             continue
         elif 0xDC00 <= u <= 0xDFFF:
-            if not pending_high:
+            if not high:
                 continue
-            ch = chr(0x10000 + ((pending_high - 0xD800) << 10) + (u - 0xDC00))
-            pending_high = 0
+            ch = chr(0x10000 + ((high - 0xD800) << 10) + (u - 0xDC00))
+            high = 0
         elif 0xE000 <= u <= 0xF8FF:
             continue  # private use: a symbol font without a Unicode mapping
         else:
             ch = _LIGATURES.get(u) or chr(u)
-        get_box(raw, i, rect_ref)
-        cx0, ctop, cx1, cbottom = to_display(rect.left, rect.bottom, rect.right, rect.top)
-        if chars:
-            height = bottom - top
-            overlap = min(bottom, cbottom) - max(top, ctop)
-            if (
-                overlap < 0.5 * min(height, cbottom - ctop)
-                or cx0 - x1 > 0.3 * height
-                or cx0 < last_x0 - 0.6 * height
-            ):
-                flush()
-        if not chars:
-            x0, top, x1, bottom = cx0, ctop, cx1, cbottom
-            size = float(get_size(raw, i)) or (cbottom - ctop) / 1.15
-            bold, mono = _font_style(raw, i, pdfium_c, buf, flags, style_cache)
-            angle = float(get_angle(raw, i))
-            skip_word = angle >= 0 and round(angle / 1.5707963267948966) % 4 != expected
-        else:
-            x0, top = min(x0, cx0), min(top, ctop)
-            x1, bottom = max(x1, cx1), max(bottom, cbottom)
-        last_x0 = cx0
         chars.append(ch)
-    flush()
-    return words
+        indices.append(i)
+    if chars:
+        builder.add(chars, indices)
+    return builder.words
 
 
 def _rules(page: Any, frame: _Frame, pdfium_c: Any) -> tuple[list[_Rule], list[_Rule], bool]:
@@ -695,10 +777,23 @@ def _edge_candidates(page: _Page) -> Iterable[tuple[str, _Segment]]:
     first, last = set(tops[:_EDGE_ROWS]), set(tops[-_EDGE_ROWS:])
     for segment in page.segments:
         row = round(segment.top, 1)
+        if _ruled_in(segment, page.hrules):
+            continue
         if row in first and segment.bottom <= _EDGE_ZONE * page.height:
             yield "top", segment
         elif row in last and segment.top >= (1 - _EDGE_ZONE) * page.height:
             yield "bottom", segment
+
+
+def _ruled_in(segment: _Segment, hrules: Sequence[_Rule]) -> bool:
+    """Whether two horizontal rules of the same extent enclose the segment (a table's header
+    row repeated at the top of each page is not a running header)."""
+    over = [r for r in hrules if r.start <= segment.x0 + 2 and r.end >= segment.x1 - 2]
+    above = [r for r in over if r.pos <= segment.top + 1]
+    below = [r for r in over if r.pos >= segment.bottom - 1]
+    return any(
+        abs(a.start - b.start) <= 4 and abs(a.end - b.end) <= 4 for a in above for b in below
+    )
 
 
 def _drop_running_lines(pages: Sequence[_Page], body_size: float) -> None:
@@ -716,6 +811,7 @@ def _drop_running_lines(pages: Sequence[_Page], body_size: float) -> None:
             running = (
                 len(seen[(zone, masked)]) >= _RUNNING_MIN_PAGES
                 and segment.size <= body_size * _HEADING_SIZE_RATIO
+                and len(segment.words) < 12
             )
             if is_number or running:
                 doomed.add(id(segment))
@@ -728,25 +824,34 @@ def _drop_running_lines(pages: Sequence[_Page], body_size: float) -> None:
 
 
 def _drop_decorative_rules(pages: Sequence[_Page]) -> None:
-    """Drop horizontal rules under running headers / above footers: a rule recurring at the same
-    place on >= 3 pages with no text between it and the page edge."""
+    """Drop the rules under running headers and above running footers: a horizontal rule that
+    recurs at the same place on >= 3 pages, lies in the page's outer 15 %, is the outermost rule
+    on its side and has no text (running lines already removed) between it and the edge."""
     keys: Counter[tuple[int, int, int]] = Counter()
     for page in pages:
-        for rule in {(round(r.pos / 2), round(r.start / 4), round(r.end / 4)) for r in page.hrules}:
+        for rule in {_rule_key(r) for r in page.hrules}:
             keys[rule] += 1
     for page in pages:
-        if not page.hrules or not page.segments:
+        if not page.hrules:
             continue
-        text_top = min(s.top for s in page.segments)
-        text_bottom = max(s.bottom for s in page.segments)
+        text_top = min((s.top for s in page.segments), default=page.height)
+        text_bottom = max((s.bottom for s in page.segments), default=0.0)
+        highest = min(r.pos for r in page.hrules)
+        lowest = max(r.pos for r in page.hrules)
+        zone = _EDGE_ZONE * page.height
         page.hrules = [
             r
             for r in page.hrules
-            if not (
-                keys[(round(r.pos / 2), round(r.start / 4), round(r.end / 4))] >= _RUNNING_MIN_PAGES
-                and (r.pos <= text_top or r.pos >= text_bottom)
+            if keys[_rule_key(r)] < _RUNNING_MIN_PAGES
+            or not (
+                (r.pos == highest and r.pos <= min(text_top, zone))
+                or (r.pos == lowest and r.pos >= max(text_bottom, page.height - zone))
             )
         ]
+
+
+def _rule_key(rule: _Rule) -> tuple[int, int, int]:
+    return round(rule.pos / 2), round(rule.start / 4), round(rule.end / 4)
 
 
 # --------------------------------------------------------------------------- 4. tables
@@ -758,7 +863,7 @@ def _detect_tables(page: _Page, body_size: float) -> list[_Segment]:
         return segments
     tables: list[_Segment] = []
     used: set[int] = set()
-    for top_rule, bottom_rule, inner in _rule_groups(page.hrules):
+    for top_rule, bottom_rule, inner in _rule_groups(page.hrules, segments):
         x0, x1 = top_rule.start, top_rule.end
         y0, y1 = top_rule.pos, bottom_rule.pos
         members = [
@@ -772,9 +877,9 @@ def _detect_tables(page: _Page, body_size: float) -> list[_Segment]:
         ]
         if len(members) < 2:
             continue
+        inside = {id(s) for s in members} | used
         crossing = any(
-            s.bottom > y0 + 2 and s.top < y1 - 2 and s.x0 < x1 and s.x1 > x0 and id(s) not in used
-            and s not in members
+            s.bottom > y0 + 2 and s.top < y1 - 2 and s.x0 < x1 and s.x1 > x0 and id(s) not in inside
             for s in segments
         )
         if crossing:
@@ -793,33 +898,58 @@ def _detect_tables(page: _Page, body_size: float) -> list[_Segment]:
     return [s for s in segments if id(s) not in used] + tables
 
 
-def _rule_groups(hrules: Sequence[_Rule]) -> list[tuple[_Rule, _Rule, list[float]]]:
-    """Candidate table regions: runs of horizontal rules with the same extent (within 4 pt),
-    as ``(top rule, bottom rule, y of the interior rules spanning >= 30 % of the width)``."""
+def _rule_groups(
+    hrules: Sequence[_Rule], segments: Sequence[_Segment]
+) -> list[tuple[_Rule, _Rule, list[float]]]:
+    """Candidate table regions: runs of horizontal rules with the same extent (within 4 pt)
+    and no prose between consecutive ones, as ``(top rule, bottom rule, y of the interior rules
+    spanning >= 30 % of the width)``."""
     rules = sorted((r for r in hrules if r.end - r.start >= 30), key=lambda r: r.pos)
     groups: list[tuple[_Rule, _Rule, list[float]]] = []
     taken: set[int] = set()
     for i, first in enumerate(rules):
         if i in taken:
             continue
-        chain = [i]
-        for j in range(i + 1, len(rules)):
-            other = rules[j]
-            if abs(other.start - first.start) <= 4 and abs(other.end - first.end) <= 4:
-                chain.append(j)
-        if len(chain) < 2:
-            continue
-        taken.update(chain)
-        last = rules[chain[-1]]
-        width = first.end - first.start
-        inner = [
-            r.pos
-            for r in rules
-            if first.pos + 1 < r.pos < last.pos - 1
-            and min(r.end, first.end) - max(r.start, first.start) >= 0.3 * width
+        chain = [
+            j
+            for j in range(i, len(rules))
+            if abs(rules[j].start - first.start) <= 4 and abs(rules[j].end - first.end) <= 4
         ]
-        groups.append((first, last, inner))
+        taken.update(chain)
+        runs: list[list[_Rule]] = [[rules[chain[0]]]]
+        for a, b in pairwise(chain):
+            if _prose_between(rules[a].pos, rules[b].pos, first.start, first.end, segments):
+                runs.append([rules[b]])
+            else:
+                runs[-1].append(rules[b])
+        for run in runs:
+            if len(run) < 2:
+                continue
+            top, bottom = run[0], run[-1]
+            width = top.end - top.start
+            inner = [
+                r.pos
+                for r in rules
+                if top.pos + 1 < r.pos < bottom.pos - 1
+                and min(r.end, top.end) - max(r.start, top.start) >= 0.3 * width
+            ]
+            groups.append((top, bottom, inner))
     return groups
+
+
+def _prose_between(
+    y0: float, y1: float, x0: float, x1: float, segments: Sequence[_Segment]
+) -> bool:
+    """Whether a paragraph line (>= 8 words over >= 70 % of the width, or text running past
+    the rules' ends) lies between two rules: then they bound no single table."""
+    for s in segments:
+        if s.top < y0 - 1 or s.bottom > y1 + 1 or s.x1 <= x0 or s.x0 >= x1:
+            continue
+        if s.x0 < x0 - 4 or s.x1 > x1 + 4:
+            return True
+        if len(s.words) >= 8 and s.x1 - s.x0 >= 0.7 * (x1 - x0):
+            return True
+    return False
 
 
 def _table_markdown(
@@ -842,50 +972,85 @@ def _table_markdown(
             covered[-1][1] = max(covered[-1][1], b)
         else:
             covered.append([a, b])
-    for (_, a1), (b0, _) in zip(covered, covered[1:], strict=False):
-        if b0 - a1 >= max(0.8 * em, 4.0):
-            middle = (a1 + b0) / 2
-            if all(abs(middle - s) > 6 for s in vrules):
-                separators.append(middle)
+    for (_, a1), (b0, _) in pairwise(covered):
+        if b0 - a1 >= max(0.8 * em, 4.0) and not any(a1 - 3 <= v <= b0 + 3 for v in vrules):
+            separators.append((a1 + b0) / 2)
     separators.sort()
     columns = len(separators) + 1
     if columns < 2:
         return ""
 
-    def column_of(word: _Word) -> int:
-        return bisect_left(separators, (word.x0 + word.x1) / 2)
-
-    def band_of(row: Sequence[_Word]) -> int:
-        return bisect_left(sorted(inner_rules), min(w.top for w in row))
-
-    rows: list[list[list[str]]] = []
-    bands: list[int] = []
+    inner = sorted(inner_rules)
+    lines: list[tuple[int, list[list[_Word]]]] = []
     for row in _rows(words):
-        cells: list[list[str]] = [[] for _ in range(columns)]
+        cells: list[list[_Word]] = [[] for _ in range(columns)]
         for word in row:
-            cells[column_of(word)].append(word.text)
-        band = band_of(row)
-        previous = rows[-1] if rows else None
-        if previous is not None and bands[-1] == band and not cells[0] and previous[0]:
-            for c in range(columns):  # a wrapped cell: continue the previous row
-                previous[c].extend(cells[c])
-            continue
-        rows.append(cells)
-        bands.append(band)
+            cells[bisect_left(separators, (word.x0 + word.x1) / 2)].append(word)
+        lines.append((bisect_left(inner, min(w.top for w in row)), cells))
+    rows = _table_rows(lines, columns, ruled=len(inner) >= 2, em=em)
     if len(rows) < 2:
         return ""
-    filled = sum(1 for row in rows for cell in row if cell)
+    filled = sum(1 for _, row in rows for cell in row if cell)
     if filled < _TABLE_MIN_FILL * len(rows) * columns:
         return ""
-    # several lines above the first interior rule form one header (booktabs multi-line header)
-    head_rows = 1
-    if inner_rules and bands.count(0) > 1 and bands.count(0) <= 3 and len(rows) > bands.count(0):
-        head_rows = bands.count(0)
-    header = [" ".join(" ".join(rows[r][c]) for r in range(head_rows)).strip() for c in range(columns)]
-    body = [[" ".join(cell) for cell in row] for row in rows[head_rows:]]
-    lines = ["| " + " | ".join(_cell(t) for t in header) + " |", "|" + " --- |" * columns]
-    lines += ["| " + " | ".join(_cell(t) for t in row) + " |" for row in body]
-    return "\n".join(lines)
+    # several rows above the first interior rule form one header (a multi-line header)
+    head_rows = sum(1 for band, _ in rows if band == 0) if inner else 1
+    if not 1 <= head_rows <= 3 or head_rows >= len(rows):
+        head_rows = 1
+    header = [
+        " ".join(w.text for r in range(head_rows) for w in rows[r][1][c]) for c in range(columns)
+    ]
+    body = [[" ".join(w.text for w in cell) for cell in row] for _, row in rows[head_rows:]]
+    out = ["| " + " | ".join(_cell(t) for t in header) + " |", "|" + " --- |" * columns]
+    out += ["| " + " | ".join(_cell(t) for t in row) + " |" for row in body]
+    return "\n".join(out)
+
+
+def _table_rows(
+    lines: Sequence[tuple[int, list[list[_Word]]]], columns: int, *, ruled: bool, em: float
+) -> list[tuple[int, list[list[_Word]]]]:
+    """Table lines (``(band, cells)``; a band lies between two interior rules) to rows.
+
+    With rules between rows (>= 2 interior rules), a band whose lines fill different numbers
+    of cells is one row (a wrapped cell, other cells centred on it). Otherwise a line continues
+    the previous row of its band when its first cell is empty under a filled one, when all its
+    words are in a smaller font (sub/superscripts), or when it fills at most half as many cells
+    as that row and each of its cells starts in lowercase (a wrapped cell).
+    """
+    rows: list[tuple[int, list[list[_Word]]]] = []
+    k = 0
+    while k < len(lines):
+        band = lines[k][0]
+        end = k
+        while end < len(lines) and lines[end][0] == band:
+            end += 1
+        group = [cells for _, cells in lines[k:end]]
+        counts = [sum(1 for cell in cells if cell) for cells in group]
+        if ruled and len(group) > 1 and min(counts) < max(counts):
+            rows.append((band, [[w for cells in group for w in cells[c]] for c in range(columns)]))
+        else:
+            for cells in group:
+                if rows and rows[-1][0] == band and _continues_row(rows[-1][1], cells, em):
+                    for c in range(columns):
+                        rows[-1][1][c].extend(cells[c])
+                else:
+                    rows.append((band, cells))
+        k = end
+    return rows
+
+
+def _continues_row(
+    previous: Sequence[list[_Word]], cells: Sequence[list[_Word]], em: float
+) -> bool:
+    filled = [cell for cell in cells if cell]
+    if not filled:
+        return True
+    if not cells[0] and previous[0]:
+        return True
+    if all(w.size < 0.85 * em for cell in filled for w in cell):
+        return True
+    previous_filled = sum(1 for cell in previous if cell)
+    return 2 * len(filled) <= previous_filled and all(cell[0].text[:1].islower() for cell in filled)
 
 
 def _cell(text: str) -> str:
@@ -922,9 +1087,18 @@ class _Cutter:
         if len(bands) == 1:
             self.emit(items, col)
             return
+        reach: dict[int, int] = {}
+
+        def extend(k: int) -> int:
+            if k not in reach:
+                reach[k] = self.extend(bands, k)
+            return reach[k]
+
         i = 0
         while i < len(bands):
-            j = self.extend(bands, i)
+            j = extend(i)
+            if j > i and extend(i + 1) > j:
+                j = i  # the run of columns starts below this band (a title above them)
             group = [s for band in bands[i : j + 1] for s in band]
             self.order(group, col, depth + 1)
             i = j + 1
@@ -936,7 +1110,7 @@ class _Cutter:
         lo, hi = coverage[0][0], coverage[-1][1]
         best: float | None = None
         best_width = 0.0
-        for (_, a1), (b0, _) in zip(coverage, coverage[1:], strict=False):
+        for (_, a1), (b0, _) in pairwise(coverage):
             gap = b0 - a1
             if (
                 gap >= self.min_gap
@@ -966,14 +1140,18 @@ class _Cutter:
             if len(row) == 1 and row[0].table:
                 t = row[0]
                 self.lines.append(
-                    _Line(self.page, column, col_x0, col_x1, (), t.x0, t.top, t.x1, t.bottom, t.table)
+                    _Line(
+                        self.page, column, col_x0, col_x1, (), t.x0, t.top, t.x1, t.bottom, t.table
+                    )
                 )
                 continue
             tables = [s for s in row if s.table]
             texts = [s for s in row if not s.table]
             for t in tables:
                 self.lines.append(
-                    _Line(self.page, column, col_x0, col_x1, (), t.x0, t.top, t.x1, t.bottom, t.table)
+                    _Line(
+                        self.page, column, col_x0, col_x1, (), t.x0, t.top, t.x1, t.bottom, t.table
+                    )
                 )
             if texts:
                 words = tuple(w for s in texts for w in s.words)
@@ -1043,7 +1221,7 @@ def _reading_order(page: _Page, segments: list[_Segment], body_size: float) -> l
         return []
     cutter = _Cutter(
         page=page.index,
-        min_gap=max(_COLUMN_GAP_EM * body_size, 6.0),
+        min_gap=max(_COLUMN_GAP_EM * body_size, 4.0),
         min_side=_COLUMN_MIN_SIDE * (max(s.x1 for s in segments) - min(s.x0 for s in segments)),
     )
     col = (0, min(s.x0 for s in segments), max(s.x1 for s in segments))
@@ -1107,9 +1285,12 @@ def _matches(line_key: str, entry_key: str) -> bool:
     section number ("1.1.8." + "Cómo apagar...")."""
     if line_key == entry_key:
         return True
+    marker = re.search(r"\d{1,2}$", line_key)
+    if marker and not entry_key[-1:].isdigit() and _matches(line_key[: marker.start()], entry_key):
+        return True  # a footnote mark after the heading ("... asmeconf.bst3")
     if line_key.endswith(entry_key):
         prefix = line_key[: -len(entry_key)]
-        return bool(re.fullmatch(r"\d+|[ivxlc]+|[a-z]|(?:chapter|capítulo|cap|apéndice|appendix|anexo|parte|part)\d*[a-z]?", prefix))
+        return bool(_SECTION_NUMBER_RE.fullmatch(prefix))
     return False
 
 
@@ -1129,6 +1310,7 @@ def _headings(
     for entry in outline:
         by_page[entry.page].append(entry)
     matched = 0
+    from_outline: set[tuple[int, int]] = set()
     for page, entries in by_page.items():
         lines = lines_by_page[page]
         keys = [_key(line.text) if not line.table else "" for line in lines]
@@ -1154,11 +1336,13 @@ def _headings(
                 _, i, span = best
                 level = min(entry.level + 1, 6)
                 result[(page, i)] = (level, span)
+                from_outline.add((page, i))
                 style_levels[_style(lines[i])][level] += 1
                 matched += 1
     use_outline = matched >= max(2, 0.3 * len(outline)) if outline else False
     if not use_outline:
         result.clear()
+        from_outline.clear()
         style_levels.clear()
 
     candidates: list[tuple[int, int, _Style]] = []
@@ -1176,14 +1360,13 @@ def _headings(
     frequent = {s for s, n in style_counts.items() if n > max(20, 0.25 * total_lines)}
     if use_outline:
         mapped = {s: c.most_common(1)[0][0] for s, c in style_levels.items()}
-        largest = max((s.size for s in mapped), default=0.0)
         for page, i, style in candidates:
-            if style in frequent:
-                continue
-            if style in mapped and style.size >= stats.body_size * _HEADING_SIZE_RATIO:
+            if (
+                style in mapped
+                and style not in frequent
+                and style.size >= stats.body_size * _HEADING_SIZE_RATIO
+            ):
                 result[(page, i)] = (mapped[style], 1)
-            elif style.size > largest and style.size >= stats.body_size * _HEADING_SIZE_RATIO:
-                result[(page, i)] = (1, 1)
     else:
         ranked = sorted(
             {s for _, _, s in candidates if s not in frequent}, key=lambda s: (-s.size, not s.bold)
@@ -1192,7 +1375,35 @@ def _headings(
         for page, i, style in candidates:
             if style in levels:
                 result[(page, i)] = (levels[style], 1)
-    return result
+    return _merge_heading_lines(result, lines_by_page, from_outline)
+
+
+def _merge_heading_lines(
+    headings: dict[tuple[int, int], tuple[int, int]],
+    lines_by_page: Sequence[Sequence[_Line]],
+    from_outline: set[tuple[int, int]],
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """A font-based heading line right below a heading of the same level and font (gap under
+    0.8 em, same column) is the second line of that heading."""
+    merged: dict[tuple[int, int], tuple[int, int]] = {}
+    for page, i in sorted(headings):
+        level, span = headings[(page, i)]
+        lines = lines_by_page[page]
+        head = next(((p, k) for (p, k) in merged if p == page and k + merged[(p, k)][1] == i), None)
+        if head is not None and (page, i) not in from_outline and span == 1:
+            head_level, head_span = merged[head]
+            above, line = lines[i - 1], lines[i]
+            if (
+                head_level == level
+                and above.column == line.column
+                and _style(above).size == _style(line).size
+                and line.top - above.bottom <= 0.8 * _style(line).size
+                and head_span < 3
+            ):
+                merged[head] = (head_level, head_span + 1)
+                continue
+        merged[(page, i)] = (level, span)
+    return merged
 
 
 def _matches_prefix(joined: str, entry_key: str) -> bool:
@@ -1259,9 +1470,7 @@ def _is_bullet(line: _Line) -> bool:
 
 def _code_text(lines: Sequence[_Line]) -> str:
     """Monospace lines with their indentation and inner spacing rebuilt from x positions."""
-    widths = [
-        (w.x1 - w.x0) / len(w.text) for line in lines for w in line.words if len(w.text) >= 2
-    ]
+    widths = [(w.x1 - w.x0) / len(w.text) for line in lines for w in line.words if len(w.text) >= 2]
     char = statistics.median(widths) if widths else 6.0
     left = min(line.x0 for line in lines)
     rows: list[str] = []
@@ -1278,21 +1487,127 @@ def _code_text(lines: Sequence[_Line]) -> str:
     return f"{fence}\n{code}\n{fence}"
 
 
-def _continues(prev: _Line, line: _Line, prev_style: _Style, style: _Style) -> bool:
-    """Whether ``line`` continues the paragraph whose last line is ``prev``."""
-    if abs(style.size - prev_style.size) > 0.6 or style.bold != prev_style.bold:
+def _text_size(line: _Line, *, last: bool) -> float | None:
+    """Font size of the line's first (or last) word that is not monospace, if any."""
+    words = reversed(line.words) if last else iter(line.words)
+    return next((w.size for w in words if not w.mono), None)
+
+
+def _continues(prev: _Line, line: _Line) -> bool:
+    """Whether ``line`` continues the paragraph (or list item) whose last line is ``prev``.
+
+    Breaks on: a font size change between the two lines' adjoining prose words; a vertical gap
+    over half an em; a first-line indent under a line at the column's left edge; a short line
+    ending a sentence. At a column (or region) break the paragraph continues only when the
+    column's last line left the sentence open and the new line is not indented.
+    """
+    before, after = _text_size(prev, last=True), _text_size(line, last=False)
+    if before is not None and after is not None and abs(before - after) > 0.6:
         return False
-    em = max(style.size, 1.0)
+    em = max(after or before or line.words[0].size, 1.0)
     text = prev.text
     if line.column != prev.column or line.top < prev.top - 2:
-        # a column (or region) break: continue only a sentence left open at the column end
         return not _TERMINAL_RE.search(text) and line.x0 <= line.col_x0 + 0.5 * em
     if line.top - prev.bottom > _PARAGRAPH_GAP_EM * em:
         return False
-    indented = line.x0 > line.col_x0 + 0.8 * em
-    if indented and prev.x0 <= prev.col_x0 + 0.3 * em:
-        return False  # first-line indent of a new paragraph
-    return not (_TERMINAL_RE.search(text) and prev.x1 < prev.col_x1 - 2 * em)
+    ended = bool(_TERMINAL_RE.search(text))
+    short = prev.x1 < prev.col_x1 - 2 * em
+    if line.x0 > line.col_x0 + 0.8 * em and prev.x0 <= prev.col_x0 + 0.3 * em:
+        # a first-line indent starts a paragraph; under a full, open line it is a hanging indent
+        return not (ended or short) or text.endswith("-")
+    return not (ended and short)
+
+
+@dataclass(slots=True)
+class _Blocks:
+    """Groups one page's lines into items (module docstring, step 6)."""
+
+    page: int
+    lines: Sequence[_Line]
+    headings: dict[tuple[int, int], tuple[int, int]]
+    hyphenated: set[str]
+    items: list[_Item] = field(default_factory=list)
+
+    def run(self) -> list[_Item]:
+        i = 0
+        while i < len(self.lines):
+            line = self.lines[i]
+            heading = self.headings.get((self.page, i))
+            if line.table:
+                self.items.append(_Item("table", line.table, self.page))
+                i += 1
+            elif heading is not None:
+                level, span = heading
+                title = " ".join(" ".join(ln.text for ln in self.lines[i : i + span]).split())
+                self.items.append(_Item("heading", title, self.page, level, title))
+                i += span
+            elif _style(line).mono:
+                i = self.code(i)
+            else:
+                i = self.prose(i)
+        return self.items
+
+    def stops(self, j: int) -> bool:
+        return bool(self.lines[j].table) or (self.page, j) in self.headings
+
+    def code(self, i: int) -> int:
+        """Consecutive monospace lines (no gap over 2.5 lines) as one fenced code block."""
+        lines = self.lines
+        j = i + 1
+        while j < len(lines) and not self.stops(j):
+            gap = lines[j].top - lines[j - 1].bottom
+            if not _style(lines[j]).mono or gap > 2.5 * (lines[j].bottom - lines[j].top):
+                break
+            j += 1
+        self.items.append(_Item("code", _code_text(lines[i:j]), self.page))
+        return j
+
+    def prose(self, i: int) -> int:
+        """A paragraph, or a list of bullet items with their continuation lines. A monospace
+        line that continues an open sentence stays in the paragraph (inline code)."""
+        lines = self.lines
+        first = lines[i]
+        is_list = _is_bullet(first)
+        entries: list[list[str]] = [[_bullet_text(first) if is_list else first.text]]
+        prev = first
+        j = i + 1
+        while j < len(lines) and not self.stops(j):
+            nxt = lines[j]
+            if _style(nxt).mono and _TERMINAL_RE.search(prev.text.rstrip(":")):
+                break
+            if _style(nxt).mono and prev.text.endswith(":"):
+                break
+            if _is_bullet(nxt):
+                em = max(nxt.words[0].size, 1.0)
+                if not is_list or nxt.top - prev.bottom > 2 * _PARAGRAPH_GAP_EM * em:
+                    break
+                entries.append([_bullet_text(nxt)])
+            elif not _continues(prev, nxt):
+                if not (is_list and _continues_item(first, prev, nxt)):
+                    break
+                entries[-1].append(nxt.text)
+            else:
+                entries[-1].append(nxt.text)
+            prev = nxt
+            j += 1
+        if is_list:
+            body = "\n".join(_join_lines(entry, self.hyphenated) for entry in entries)
+        else:
+            body = _join_lines(entries[0], self.hyphenated)
+        kind: BlockKind = "list" if is_list else "paragraph"
+        self.items.append(_Item(kind, _LEADERS_RE.sub(" … ", body), self.page))
+        return j
+
+
+def _continues_item(first: _Line, prev: _Line, line: _Line) -> bool:
+    """A list item's continuation line: indented past the bullet (hanging indent), close
+    below the previous line."""
+    em = max(line.words[0].size, 1.0)
+    return (
+        line.column == prev.column
+        and line.x0 > first.x0 + 0.4 * em
+        and line.top - prev.bottom <= _PARAGRAPH_GAP_EM * em
+    )
 
 
 def _build_items(
@@ -1302,73 +1617,7 @@ def _build_items(
 ) -> list[_Item]:
     items: list[_Item] = []
     for page, lines in enumerate(lines_by_page):
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            if line.table:
-                items.append(_Item("table", line.table, page))
-                i += 1
-                continue
-            heading = headings.get((page, i))
-            if heading is not None:
-                level, span = heading
-                title = " ".join(ln.text for ln in lines[i : i + span])
-                title = " ".join(title.split())
-                items.append(_Item("heading", title, page, level, title))
-                i += span
-                continue
-            style = _style(line)
-            if style.mono:
-                j = i + 1
-                while j < len(lines) and not lines[j].table and (page, j) not in headings:
-                    nxt = lines[j]
-                    if not _style(nxt).mono or nxt.top - lines[j - 1].bottom > 2.5 * style.size:
-                        break
-                    j += 1
-                items.append(_Item("code", _code_text(lines[i:j]), page))
-                i = j
-                continue
-            bullet = _is_bullet(line)
-            texts = [_bullet_text(line) if bullet else line.text]
-            j = i + 1
-            prev, prev_style = line, style
-            kind: BlockKind = "list" if bullet else "paragraph"
-            entries: list[list[str]] = [texts] if bullet else []
-            while j < len(lines):
-                nxt = lines[j]
-                if nxt.table or (page, j) in headings:
-                    break
-                nxt_style = _style(nxt)
-                if nxt_style.mono:
-                    break
-                if _is_bullet(nxt):
-                    if kind != "list" or nxt.top - prev.bottom > 1.5 * _PARAGRAPH_GAP_EM * max(
-                        nxt_style.size, 1.0
-                    ):
-                        break
-                    entries.append([_bullet_text(nxt)])
-                elif kind == "list":
-                    if not (
-                        nxt.x0 > line.x0 + 0.4 * max(nxt_style.size, 1.0)
-                        and _continues(prev, nxt, prev_style, nxt_style)
-                    ) and not (nxt.column != prev.column and _continues(
-                        prev, nxt, prev_style, nxt_style
-                    )):
-                        break
-                    entries[-1].append(nxt.text)
-                elif _continues(prev, nxt, prev_style, nxt_style):
-                    texts.append(nxt.text)
-                else:
-                    break
-                prev, prev_style = nxt, nxt_style
-                j += 1
-            if kind == "list":
-                body = "\n".join(_join_lines(entry, stats.hyphenated) for entry in entries)
-            else:
-                body = _join_lines(texts, stats.hyphenated)
-            body = _LEADERS_RE.sub(" … ", body)
-            items.append(_Item(kind, body, page))
-            i = j
+        items.extend(_Blocks(page, lines, headings, stats.hyphenated).run())
     return items
 
 
@@ -1410,8 +1659,9 @@ def _assemble(items: Sequence[_Item], page_count: int) -> tuple[str, list[Block]
     offsets: list[int] = [0] * page_count
     following = len(text)
     for index in range(page_count - 1, -1, -1):
-        start = starts[index]
-        following = start if start is not None else following
+        page_start = starts[index]
+        if page_start is not None:
+            following = page_start
         offsets[index] = following
     offsets[0] = 0
     return text, blocks, tuple(offsets)

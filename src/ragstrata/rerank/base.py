@@ -70,9 +70,15 @@ class Reranker(Protocol):
 
 def passage_text(chunk: Chunk) -> str:
     """What a reranker reads for ``chunk``: its heading path (``A > B``) on the first line, then
-    the rendered text. Training uses the same function, so train and serve inputs agree."""
-    heading = chunk.heading
-    return f"{heading}\n{chunk.rendered}" if heading else chunk.rendered
+    the rendered text without its leading Markdown heading line (the path already names it).
+    Training uses the same function, so train and serve inputs agree."""
+    if not chunk.section_path:
+        return chunk.rendered
+    text = chunk.rendered.lstrip()
+    first, _, rest = text.partition("\n")
+    if first.startswith("#"):
+        text = rest.lstrip("\n")
+    return f"{chunk.heading}\n{text}"
 
 
 def fused_order(

@@ -233,6 +233,7 @@ def _best_chunk(engine: Ragstrata, doc_id: str, hits: Sequence[Hit]) -> Chunk | 
 
 
 _ANCHOR = re.compile(r"\{/\*.*?\*/\}")
+_NUMBERING = re.compile(r"^((?i:cap[ií]tulo)\s+)?(\d+(\.\d+)*\.?|[A-Z](\.\d+)*\.)\s+")
 _GENERIC = re.compile(
     r"^(recap|next steps|próximos pasos|resumen|summary|introducción|introduction|"
     r"ejemplo|example|ejemplos|examples|notas?|notes?|requisitos|parámetros|parameters|"
@@ -245,7 +246,7 @@ _GENERIC = re.compile(
 def _without_own_heading(chunk: Chunk) -> str:
     """The chunk as :func:`passage_text` renders it, minus its own (last) heading: the parent
     headings on the first line, the heading line itself dropped from the text."""
-    text = chunk.rendered
+    text = chunk.rendered.lstrip()
     first, _, rest = text.partition("\n")
     if first.lstrip().startswith("#"):
         text = rest.lstrip("\n")
@@ -311,6 +312,7 @@ def heading_groups(
 def _heading_query(chunk: Chunk) -> str:
     title = _ANCHOR.sub("", chunk.section_path[-1])
     title = re.sub(r"[`*_#]", "", title)
+    title = _NUMBERING.sub("", title.strip())
     return " ".join(title.split())
 
 

@@ -76,7 +76,6 @@ from ragstrata.service.schemas import (
     CollectionOut,
     CollectionsResponse,
     DeleteResponse,
-    DocumentOut,
     DocumentsResponse,
     ErrorResponse,
     HealthResponse,
@@ -298,7 +297,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _collection(request: Request, principal: Principal, name: str, *, create: bool = False) -> Collection:
+def _collection(
+    request: Request, principal: Principal, name: str, *, create: bool = False
+) -> Collection:
     return _state(request).registry.collection(principal, name, create=create)
 
 
@@ -350,7 +351,7 @@ def _version() -> str:
     return __version__
 
 
-def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one place lists the routes
+def _add_routes(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
@@ -417,7 +418,10 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one place lists the route
         responses={
             **_ERRORS,
             413: {"model": ErrorResponse, "description": "body over service.max_upload_bytes"},
-            415: {"model": ErrorResponse, "description": "not multipart/JSON, or no file type fits"},
+            415: {
+                "model": ErrorResponse,
+                "description": "not multipart/JSON, or no file type fits",
+            },
         },
         tags=["documents"],
         openapi_extra={"requestBody": _UPLOAD_BODY},
@@ -512,7 +516,7 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one place lists the route
     @app.get("/v1/jobs", response_model=JobsResponse, responses=_ERRORS, tags=["jobs"])
     def list_jobs(request: Request, principal: Reader) -> dict[str, Any]:
         """The caller's recent ingestion jobs, newest first."""
-        return {"jobs": _state(request).jobs.list(principal)}
+        return {"jobs": _state(request).jobs.for_tenant(principal)}
 
     @app.get("/v1/jobs/{job_id}", response_model=JobOut, responses=_ERRORS, tags=["jobs"])
     def get_job(
@@ -536,7 +540,9 @@ _UPLOAD_BODY: dict[str, Any] = {
                 },
             }
         },
-        "application/json": {"schema": TextUpload.model_json_schema(ref_template="#/components/schemas/{model}")},
+        "application/json": {
+            "schema": TextUpload.model_json_schema(ref_template="#/components/schemas/{model}")
+        },
     },
 }
 
@@ -552,12 +558,16 @@ async def _stage(
     items: list[tuple[str, str | None, UploadFile | bytes]] = []
     if kind == "multipart/form-data":
         try:
-            form = await request.form(max_files=svc.max_upload_files, max_fields=svc.max_upload_files)
+            form = await request.form(
+                max_files=svc.max_upload_files, max_fields=svc.max_upload_files
+            )
         except StarletteHTTPException as exc:  # malformed multipart
             raise InvalidRequestError(f"malformed multipart body: {exc.detail}") from exc
         for field, value in form.multi_items():
             if field not in ("files", "file"):
-                raise InvalidRequestError(f"unknown form field {field[:40]!r}; send files as 'files'")
+                raise InvalidRequestError(
+                    f"unknown form field {field[:40]!r}; send files as 'files'"
+                )
             if not isinstance(value, UploadFile):
                 raise InvalidRequestError("form field 'files' must be a file, not a text value")
             items.append((value.filename or "", value.content_type, value))
@@ -575,7 +585,7 @@ async def _stage(
     else:
         raise UnsupportedMediaTypeError(
             f"content type {kind or '(none)'!r} is not accepted; send multipart/form-data "
-            "(field 'files') or application/json ({\"documents\": [{\"name\", \"text\"}]})"
+            '(field \'files\') or application/json ({"documents": [{"name", "text"}]})'
         )
     if not items:
         raise InvalidRequestError("no files in the upload; send at least one under 'files'")

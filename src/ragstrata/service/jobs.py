@@ -66,7 +66,9 @@ class Job:
     def to_json(self) -> dict[str, Any]:
         """The job as the API returns it (``GET /v1/jobs/{job_id}``)."""
         total = self.files_total
-        fraction = 1.0 if self.state in FINAL_STATES else (self.files_done / total if total else 0.0)
+        fraction = (
+            1.0 if self.state in FINAL_STATES else (self.files_done / total if total else 0.0)
+        )
         return {
             "job_id": self.job_id,
             "collection": self.collection,
@@ -83,7 +85,12 @@ class Job:
                 "fraction": round(fraction, 4),
             },
             "files": [
-                {"name": f.name, "status": f.status, "code": f.code or None, "reason": f.reason or None}
+                {
+                    "name": f.name,
+                    "status": f.status,
+                    "code": f.code or None,
+                    "reason": f.reason or None,
+                }
                 for f in [*self.rejected, *self.outcomes]
             ],
             "report": self.report,
@@ -143,10 +150,12 @@ class JobManager:
                 raise NotFoundError(f"no job {job_id[:40]!r}")
             return job.to_json()
 
-    def list(self, principal: Principal) -> list[dict[str, Any]]:
+    def for_tenant(self, principal: Principal) -> list[dict[str, Any]]:
         """The caller's jobs, newest first."""
         with self._lock:
-            return [j.to_json() for j in reversed(self._jobs.values()) if j.tenant == principal.tenant]
+            return [
+                j.to_json() for j in reversed(self._jobs.values()) if j.tenant == principal.tenant
+            ]
 
     def active(self) -> int:
         """Jobs queued or running."""
@@ -188,7 +197,9 @@ class JobManager:
                 }
             indexed = any(o.status == "indexed" for o in outcomes)
             failed = job.rejected or any(o.status == "failed" for o in outcomes)
-            state: JobState = "partial" if failed and indexed else "failed" if failed else "succeeded"
+            state: JobState = (
+                "partial" if failed and indexed else "failed" if failed else "succeeded"
+            )
             self._finish(job, state, None)
         finally:
             if staged:

@@ -123,9 +123,7 @@ class MetricsMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                metrics.latency.labels(method, _route(scope)).observe(
-                    time.perf_counter() - started
-                )
+                metrics.latency.labels(method, _route(scope)).observe(time.perf_counter() - started)
             await send(message)
 
         method = scope["method"] if scope["method"] in _METHODS else "OTHER"

@@ -31,8 +31,7 @@ def _check_filters(value: dict[str, FilterValue] | None) -> dict[str, FilterValu
     for key, item in value.items():
         if not _FILTER_KEY.fullmatch(key):
             raise ValueError(
-                f"filter key {key[:80]!r} is not allowed; use doc_id, title, language or "
-                "meta.<key>"
+                f"filter key {key[:80]!r} is not allowed; use doc_id, title, language or meta.<key>"
             )
         if isinstance(item, list) and not 1 <= len(item) <= 100:
             raise ValueError(f"filter {key!r}: a list must hold 1 to 100 values")

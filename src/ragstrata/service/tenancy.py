@@ -136,10 +136,9 @@ class Collection:
         self._lock = RWLock()
         self._open_lock = threading.Lock()
         cfg = config.with_index(self.index_dir)
-        store = getattr(cfg, "store", None)
-        if store is not None and getattr(store, "url", ""):
-            # a shared Qdrant server: one Qdrant collection per tenant collection
-            cfg = replace(cfg, store=replace(store, collection=f"{store.collection}-{tenant}-{name}"))
+        if cfg.store.url:  # a shared Qdrant server: one Qdrant collection per tenant collection
+            collection = f"{cfg.store.collection}-{tenant}-{name}"
+            cfg = replace(cfg, store=replace(cfg.store, collection=collection))
         self._engine = Ragstrata(cfg, embedder=embedder)
         self.uploads.mkdir(parents=True, exist_ok=True)
 
@@ -380,6 +379,11 @@ class TenantRegistry:
             self._open[(tenant, name)] = found
             return found
 
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder every collection shares."""
+        return self._embedder
+
     def check_access(self, principal: Principal, name: str) -> None:
         """Raise as :meth:`collection` would (422 bad name, 403 another tenant's) without
         opening or creating anything."""
@@ -422,4 +426,3 @@ class TenantRegistry:
             opened, self._open = list(self._open.values()), {}
         for collection in opened:
             collection.close()
-

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,9 @@ def _hits(n: int) -> list[Hit]:
 def test_passage_text_puts_the_heading_path_first() -> None:
     assert passage_text(_chunk(1)) == "Title > Section\npassage 1"
     assert passage_text(_chunk(1, path=())) == "passage 1"
+    chunk = _chunk(2)
+    headed = replace(chunk, text="## Section {/*s*/}\n\npassage 2")
+    assert passage_text(headed) == "Title > Section\npassage 2"
 
 
 def test_fused_order_without_weight_is_the_cross_encoder_order_ties_by_position() -> None:

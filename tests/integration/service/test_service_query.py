@@ -1,0 +1,167 @@
+"""Search and ask over HTTP: explain ranks, cited passages with highlights, refusals, the SSE
+stream, and /metrics in the Prometheus text format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from service_helpers import BILLING, GUIDE, Service
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def acme(module_service: Service) -> dict[str, str]:
+    headers = module_service.key("acme")
+    job = module_service.upload_texts(headers, "docs", {"guide.md": GUIDE, "billing.html": BILLING})
+    assert job["state"] == "succeeded", job
+    return headers
+
+
+def _events(text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for block in text.split("\n\n"):
+        if not block.strip():
+            continue
+        fields = dict(line.split(": ", 1) for line in block.split("\n"))
+        yield fields["event"], json.loads(fields["data"])
+
+
+def test_search_returns_hits_with_each_retrievers_rank(
+    module_service: Service, acme: dict[str, str]
+) -> None:
+    response = module_service.client.post(
+        "/v1/collections/docs/search",
+        headers=acme,
+        json={"query": "ERR_CONN_RESET", "top_k": 3},
+    )
+    assert response.status_code == 200
+    data = response.json()
+    assert 1 <= len(data["hits"]) <= 3
+    top = data["hits"][0]
+    assert top["source"] == "guide.md" and "ERR_CONN_RESET" in top["text"]
+    assert top["heading_path"] == ["Operations guide", "Error codes"]
+    assert set(top["explain"]) == {"dense", "bm25"} and top["explain"]["bm25"]["rank"] == 1
+    bm25 = module_service.client.post(
+        "/v1/collections/docs/search", headers=acme, json={"query": "invoices", "mode": "bm25"}
+    ).json()
+    assert set(bm25["hits"][0]["explain"]) == {"bm25"}
+    bad = module_service.client.post(
+        "/v1/collections/docs/search", headers=acme, json={"query": "x", "filters": {"source": "/"}}
+    )
+    assert bad.status_code == 422
+
+
+def test_ask_json_cites_the_passage_and_highlights_the_sentence(
+    module_service: Service, acme: dict[str, str]
+) -> None:
+    response = module_service.client.post(
+        "/v1/collections/docs/ask",
+        headers=acme,
+        json={"question": "What does the error ERR_CONN_RESET mean?", "explain": True},
+    )
+    assert response.status_code == 200
+    data = response.json()
+    assert data["refusal"] is False and "[1]" in data["answer"]
+    first = data["citations"][0]
+    assert first["label"] == 1 and first["source"] == "guide.md"
+    start, end = first["highlight_start"], first["highlight_end"]
+    assert first["passage"][start:end] == first["quote"]
+    assert "upstream server closed the connection" in first["quote"]
+    assert first["explain"]["dense"]["rank"] >= 1
+    assert data["legend"][0].startswith("[1] = guide.md > Operations guide")
+    assert data["retrieval"] and data["retrieval"][0]["explain"]
+    # no server path leaks into the answer
+    assert str(module_service.state.data_dir) not in response.text
+
+
+def test_ask_refuses_when_the_documents_do_not_say(
+    module_service: Service, acme: dict[str, str]
+) -> None:
+    data = module_service.client.post(
+        "/v1/collections/docs/ask",
+        headers=acme,
+        json={"question": "Who painted the Mona Lisa in the Renaissance?"},
+    ).json()
+    assert data["refusal"] is True and data["citations"] == []
+    assert data["answer"].startswith("I could not find enough information")
+
+
+def test_ask_streams_server_sent_events(module_service: Service, acme: dict[str, str]) -> None:
+    with module_service.client.stream(
+        "POST",
+        "/v1/collections/docs/ask",
+        headers=acme,
+        json={"question": "When are invoices sent?", "stream": True, "explain": True},
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        body = "".join(response.iter_text())
+    events = list(_events(body))
+    names = [name for name, _ in events]
+    tokens = [data["text"] for name, data in events if name == "token"]
+    assert len(tokens) > 3 and names[: len(tokens)] == ["token"] * len(tokens)
+    assert names[len(tokens) :] == ["citations", "explain", "done"]
+    done = events[-1][1]
+    assert "".join(tokens) == done["answer"] and done["refusal"] is False
+    citations = events[len(tokens)][1]["citations"]
+    assert citations[0]["source"] == "billing.html" and "first day" in citations[0]["quote"]
+    # a refusal streams too, with no citations
+    refusal = module_service.client.post(
+        "/v1/collections/docs/ask",
+        headers=acme,
+        json={"question": "What is the boiling point of tungsten?", "stream": True},
+    )
+    events = list(_events(refusal.text))
+    assert events[-1][0] == "done" and events[-1][1]["refusal"] is True
+    assert ("citations", {"citations": []}) in events
+
+
+def test_metrics_parse_as_prometheus_text(module_service: Service, acme: dict[str, str]) -> None:
+    c = module_service.client
+    c.get("/v1/collections", headers=acme)
+    c.get("/v1/collections")  # 401
+    response = c.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in families.values()
+        for s in f.samples
+    }
+    ok = (
+        "ragstrata_http_requests_total",
+        (("method", "GET"), ("route", "/v1/collections"), ("status", "200")),
+    )
+    denied = (
+        "ragstrata_http_requests_total",
+        (("method", "GET"), ("route", "/v1/collections"), ("status", "401")),
+    )
+    assert samples[ok] >= 1 and samples[denied] >= 1
+    search_routes = {
+        dict(s.labels)["route"] for s in families["ragstrata_http_request_duration_seconds"].samples
+    }
+    assert "/v1/collections/{name}/search" in search_routes  # templates, not raw paths
+    assert (
+        samples[("ragstrata_collection_documents", (("collection", "docs"), ("tenant", "acme")))]
+        == 2
+    )
+    assert samples[("ragstrata_ingest_jobs_total", (("state", "succeeded"),))] >= 1
+    assert samples[("ragstrata_tenancy_violations_total", ())] == 0
+    assert samples[("ragstrata_auth_failures_total", (("reason", "missing"),))] >= 1
+
+
+def test_page_and_openapi_are_served(module_service: Service) -> None:
+    c = module_service.client
+    page = c.get("/")
+    assert page.status_code == 200 and 'id="question"' in page.text
+    assert c.get("/static/app.js").status_code == 200
+    spec = c.get("/openapi.json").json()
+    assert "/v1/collections/{name}/ask" in spec["paths"]
+    assert c.get("/healthz").json() == {"status": "ok"}
+    missing = c.get("/nope")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "RS706"

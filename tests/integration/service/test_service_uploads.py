@@ -1,0 +1,179 @@
+"""Uploads: size limit (413), content types (415), safe file names, background jobs with
+progress, and a bad file that costs only itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from service_helpers import BILLING, GUIDE, Service, ServiceFactory
+
+pytestmark = pytest.mark.slow
+
+
+def _search(service: Service, headers: dict[str, str], collection: str, query: str) -> list[str]:
+    response = service.client.post(
+        f"/v1/collections/{collection}/search", headers=headers, json={"query": query}
+    )
+    assert response.status_code == 200, response.text
+    return [h["source"] for h in response.json()["hits"]]
+
+
+def test_body_over_the_limit_is_413_and_stores_nothing(service_factory: ServiceFactory) -> None:
+    service = service_factory(max_upload_bytes=2_000)
+    acme = service.key("acme")
+    files = [("files", ("big.md", b"# Big\n\n" + b"word " * 1000, "text/markdown"))]
+    response = service.client.post("/v1/collections/docs/documents", headers=acme, files=files)
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "RS704"
+
+    # a body without Content-Length (chunked) is cut at the limit too
+    def chunks() -> Iterator[bytes]:
+        for _ in range(10):
+            yield b'{"documents": [' + b" " * 500
+
+    response = service.client.post(
+        "/v1/collections/docs/documents",
+        headers=acme | {"Content-Type": "application/json"},
+        content=chunks(),
+    )
+    assert response.status_code == 413 and response.json()["error"]["code"] == "RS704"
+    assert not any(service.state.data_dir.rglob("*.md"))
+    # search/ask bodies have their own 1 MB cap
+    response = service.client.post(
+        "/v1/collections/docs/search", headers=acme, json={"query": "x" * 1_100_000}
+    )
+    assert response.status_code == 413
+
+
+def test_unsupported_content_types_are_415(service: Service) -> None:
+    acme = service.key("acme")
+    c = service.client
+    response = c.post(
+        "/v1/collections/docs/documents",
+        headers=acme | {"Content-Type": "text/plain"},
+        content=b"hello",
+    )
+    assert response.status_code == 415 and response.json()["error"]["code"] == "RS705"
+    only_bad = [
+        ("files", ("photo.png", b"\x89PNG\r\n", "image/png")),
+        ("files", ("notes.md", b"# Notes\n\nText.", "image/png")),  # type contradicts .md
+    ]
+    response = c.post("/v1/collections/docs/documents", headers=acme, files=only_bad)
+    assert response.status_code == 415, response.text
+    assert "photo.png" in response.json()["error"]["message"]
+    # nothing was created for a refused upload
+    assert c.get("/v1/collections", headers=acme).json()["collections"] == []
+
+
+def test_bad_file_in_a_batch_costs_only_itself(service: Service) -> None:
+    acme = service.key("acme")
+    files = [
+        ("files", ("guide.md", GUIDE.encode(), "text/markdown")),
+        ("files", ("billing.html", BILLING.encode(), "text/html")),
+        ("files", ("binary.md", b"\x00\x01\x02\xff" * 100, "application/octet-stream")),
+        ("files", ("empty.txt", b"   \n", "text/plain")),
+        ("files", ("image.png", b"\x89PNG\r\n", "image/png")),
+    ]
+    response = service.client.post("/v1/collections/docs/documents", headers=acme, files=files)
+    assert response.status_code == 202, response.text
+    assert response.headers["location"] == f"/v1/jobs/{response.json()['job_id']}"
+    job = service.wait(acme, response.json()["job_id"])
+    assert job["state"] == "partial", job
+    status = {f["name"]: (f["status"], f["code"]) for f in job["files"]}
+    assert status == {
+        "guide.md": ("indexed", None),
+        "billing.html": ("indexed", None),
+        "binary.md": ("failed", "RS202"),
+        "empty.txt": ("failed", "RS203"),
+        "image.png": ("failed", "RS705"),
+    }
+    for f in job["files"]:
+        if f["status"] == "failed":
+            assert f["reason"], f
+    progress = job["progress"]
+    assert progress["files_done"] == progress["files_total"] == 5
+    assert progress["fraction"] == 1.0 and progress["chunks_embedded"] >= 2
+    assert progress["bytes_total"] > 0
+    assert job["report"]["added"] == 2
+    # the good files are searchable, the bad ones left no trace
+    assert _search(service, acme, "docs", "ERR_CONN_RESET")[0] == "guide.md"
+    assert "billing.html" in _search(service, acme, "docs", "When are invoices sent?")
+    docs = service.client.get("/v1/collections/docs/documents", headers=acme).json()["documents"]
+    assert sorted(d["name"] for d in docs) == ["billing.html", "guide.md"]
+    uploads = service.state.registry.root / "acme" / "docs" / "uploads"
+    assert sorted(p.name for p in uploads.iterdir()) == ["billing.html", "guide.md"]
+
+
+def test_file_names_are_sanitized_no_path_traversal(service: Service) -> None:
+    acme = service.key("acme")
+    files = [
+        ("files", ("../../../outside.md", b"# Outside\n\nTraversal attempt one.", "text/markdown")),
+        ("files", ("..\\..\\win.md", b"# Win\n\nTraversal attempt two.", "text/markdown")),
+        ("files", ("/etc/abs.md", b"# Abs\n\nTraversal attempt three.", "text/markdown")),
+        ("files", (".hidden.md", b"# Hidden\n\nA hidden file name.", "text/markdown")),
+    ]
+    response = service.client.post("/v1/collections/docs/documents", headers=acme, files=files)
+    assert response.status_code == 202, response.text
+    job = service.wait(acme, response.json()["job_id"])
+    assert job["state"] == "succeeded", job
+    assert sorted(f["name"] for f in job["files"]) == [
+        "abs.md",
+        "hidden.md",
+        "outside.md",
+        "win.md",
+    ]
+    data = service.state.data_dir
+    uploads = service.state.registry.root / "acme" / "docs" / "uploads"
+    assert sorted(p.name for p in uploads.iterdir()) == [
+        "abs.md",
+        "hidden.md",
+        "outside.md",
+        "win.md",
+    ]
+    everything = [p for p in data.rglob("*") if p.is_file()]
+    assert all(p.is_relative_to(data) for p in everything)
+    assert not any(p.name in ("outside.md", "win.md") for p in data.parent.iterdir())
+
+
+def test_json_text_upload_update_and_delete(service: Service) -> None:
+    acme = service.key("acme")
+    job = service.upload_texts(acme, "notes", {"faq.md": "# FAQ\n\nThe office opens at nine."})
+    assert job["state"] == "succeeded"
+    # same name again: the document is replaced, not duplicated
+    job = service.upload_texts(acme, "notes", {"faq.md": "# FAQ\n\nThe office opens at ten."})
+    assert job["state"] == "succeeded" and job["report"]["updated"] == 1
+    docs = service.client.get("/v1/collections/notes/documents", headers=acme).json()["documents"]
+    assert [d["name"] for d in docs] == ["faq.md"]
+    # a bad new version of a good file keeps the old version, in the index and on disk
+    job = service.upload_texts(acme, "notes", {"faq.md": "\x00\x01\x02" * 40})
+    assert job["state"] == "failed" and job["files"][0]["code"] == "RS202"
+    answer = service.client.post(
+        "/v1/collections/notes/ask", headers=acme, json={"question": "When does the office open?"}
+    ).json()
+    assert "ten" in answer["answer"], answer
+    uploads = service.state.registry.root / "acme" / "notes" / "uploads"
+    assert "ten" in (uploads / "faq.md").read_text(encoding="utf-8")
+    # delete
+    doc_id = docs[0]["doc_id"]
+    response = service.client.delete(f"/v1/collections/notes/documents/{doc_id}", headers=acme)
+    assert response.status_code == 200 and response.json()["deleted"]["name"] == "faq.md"
+    assert service.client.get("/v1/collections/notes", headers=acme).json()["documents"] == 0
+    assert not (uploads / "faq.md").exists()
+    again = service.client.delete(f"/v1/collections/notes/documents/{doc_id}", headers=acme)
+    assert again.status_code == 404
+
+
+def test_invalid_bodies_are_422(service: Service) -> None:
+    acme = service.key("acme")
+    c = service.client
+    for body in ({}, {"documents": []}, {"documents": [{"name": "a.md"}]}, {"other": 1}):
+        response = c.post("/v1/collections/docs/documents", headers=acme, json=body)
+        assert response.status_code == 422, body
+        assert response.json()["error"]["code"] == "RS707"
+    response = c.post(
+        "/v1/collections/docs/documents",
+        headers=acme,
+        files=[("other", ("a.md", b"# A", "text/markdown"))],
+    )
+    assert response.status_code == 422

@@ -1,0 +1,475 @@
+"""Unit tests of the PDF parser on small PDFs written by hand in the test (no binary fixtures).
+
+:func:`build_pdf` writes a minimal PDF 1.4 file: standard 14 fonts (WinAnsi), text lines at
+given positions and angles, stroked ruling lines, an optional image, an outline, an Info title
+and, for the encryption test, a standard security handler whose user password is not empty.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ragstrata.chunking.splitter import StructureChunker
+from ragstrata.chunking.tokens import CallableTokenCounter
+from ragstrata.errors import (
+    CorruptFileError,
+    EncryptedDocumentError,
+    IngestError,
+    MissingDependencyError,
+    NoTextLayerError,
+)
+from ragstrata.ingest.loader import load_document
+from ragstrata.ingest.pdf import parse_pdf
+from ragstrata.ingest.text import ParsedText, normalize_text
+
+pytest.importorskip("pypdfium2")
+
+FONTS = {"F1": "Helvetica", "F2": "Helvetica-Bold", "F3": "Courier", "F4": "Times-Roman"}
+_MATRIX = {0: "1 0 0 1", 90: "0 1 -1 0", 180: "-1 0 0 -1", 270: "0 -1 1 0"}
+
+
+def _pdf_string(text: str) -> bytes:
+    raw = text.encode("cp1252")
+    return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
+
+
+@dataclass
+class Page:
+    """One page's drawing operations (PDF user space: points, origin bottom-left)."""
+
+    width: float = 612
+    height: float = 792
+    rotate: int = 0
+    image: bool = False
+    ops: list[bytes] = field(default_factory=list)
+
+    def text(
+        self, x: float, y: float, s: str, *, size: float = 10, font: str = "F1", angle: int = 0
+    ) -> Page:
+        head = f"BT /{font} {size:g} Tf {_MATRIX[angle]} {x:g} {y:g} Tm "
+        self.ops.append(head.encode() + _pdf_string(s) + b" Tj ET")
+        return self
+
+    def lines(
+        self, x: float, y: float, texts: Sequence[str], *, step: float = 12, **kw: object
+    ) -> Page:
+        for k, s in enumerate(texts):
+            self.text(x, y - k * step, s, **kw)  # type: ignore[arg-type]
+        return self
+
+    def hline(self, x0: float, x1: float, y: float, width: float = 0.6) -> Page:
+        self.ops.append(f"{width:g} w {x0:g} {y:g} m {x1:g} {y:g} l S".encode())
+        return self
+
+    def vline(self, x: float, y0: float, y1: float, width: float = 0.6) -> Page:
+        self.ops.append(f"{width:g} w {x:g} {y0:g} m {x:g} {y1:g} l S".encode())
+        return self
+
+
+def build_pdf(
+    pages: Sequence[Page],
+    *,
+    title: str | None = None,
+    outline: Sequence[tuple[int, str, int, float]] = (),
+    encrypt: bool = False,
+) -> bytes:
+    """A PDF with ``pages``; ``outline`` items are ``(level, title, page index, y)``."""
+    objs: dict[int, bytes] = {}
+    font_ids = {name: 3 + i for i, name in enumerate(FONTS)}
+    for name, base in FONTS.items():
+        objs[font_ids[name]] = (
+            f"<< /Type /Font /Subtype /Type1 /BaseFont /{base} /Encoding /WinAnsiEncoding >>"
+        ).encode()
+    fonts = " ".join(f"/{k} {v} 0 R" for k, v in font_ids.items())
+    nxt = 3 + len(FONTS)
+    page_ids: list[int] = []
+    for page in pages:
+        pid, cid = nxt, nxt + 1
+        nxt += 2
+        ops = list(page.ops)
+        xobject = ""
+        if page.image:
+            iid = nxt
+            nxt += 1
+            pixels = bytes((x * 7 + y * 3) % 256 for y in range(32) for x in range(32))
+            objs[iid] = (
+                b"<< /Type /XObject /Subtype /Image /Width 32 /Height 32 /ColorSpace /DeviceGray"
+                b" /BitsPerComponent 8 /Length %d >>\nstream\n"
+                % len(pixels)
+                + pixels
+                + b"\nendstream"
+            )
+            xobject = f" /XObject << /Im1 {iid} 0 R >>"
+            ops.insert(0, f"q {page.width:g} 0 0 {page.height:g} 0 0 cm /Im1 Do Q".encode())
+        content = b"\n".join(ops)
+        objs[cid] = b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"
+        rotate = f" /Rotate {page.rotate}" if page.rotate else ""
+        objs[pid] = (
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {page.width:g} {page.height:g}]"
+            f"{rotate} /Contents {cid} 0 R /Resources << /Font << {fonts} >>{xobject} >> >>"
+        ).encode()
+        page_ids.append(pid)
+    kids = " ".join(f"{i} 0 R" for i in page_ids)
+    objs[2] = f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode()
+    catalog = b"<< /Type /Catalog /Pages 2 0 R"
+    if outline:
+        root = nxt
+        ids = list(range(nxt + 1, nxt + 1 + len(outline)))
+        nxt += 1 + len(outline)
+        children: dict[int, list[int]] = {root: []}
+        parents: list[int] = []
+        stack: list[tuple[int, int]] = []
+        for (level, _, _, _), iid in zip(outline, ids, strict=True):
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            parent = stack[-1][1] if stack else root
+            children[parent].append(iid)
+            children[iid] = []
+            parents.append(parent)
+            stack.append((level, iid))
+        for (_, text, page_index, y), iid, parent in zip(outline, ids, parents, strict=True):
+            siblings = children[parent]
+            k = siblings.index(iid)
+            dest = f"[{page_ids[page_index]} 0 R /XYZ 0 {y:g} 0]"
+            item = (
+                b"<< /Title " + _pdf_string(text) + f" /Parent {parent} 0 R /Dest {dest}".encode()
+            )
+            if k > 0:
+                item += f" /Prev {siblings[k - 1]} 0 R".encode()
+            if k + 1 < len(siblings):
+                item += f" /Next {siblings[k + 1]} 0 R".encode()
+            if children[iid]:
+                kids_ = children[iid]
+                item += f" /First {kids_[0]} 0 R /Last {kids_[-1]} 0 R /Count {len(kids_)}".encode()
+            objs[iid] = item + b" >>"
+        top = children[root]
+        objs[root] = f"<< /Type /Outlines /First {top[0]} 0 R /Last {top[-1]} 0 R >>".encode()
+        catalog += f" /Outlines {root} 0 R".encode()
+    objs[1] = catalog + b" >>"
+    trailer = ""
+    if title is not None:
+        objs[nxt] = b"<< /Title " + _pdf_string(title) + b" >>"
+        trailer += f" /Info {nxt} 0 R"
+        nxt += 1
+    if encrypt:
+        objs[nxt] = (
+            b"<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <"
+            + b"ab" * 32
+            + b"> /U <"
+            + b"cd" * 32
+            + b"> >>"
+        )
+        ident = "<0123456789abcdef0123456789abcdef>"
+        trailer += f" /Encrypt {nxt} 0 R /ID [{ident} {ident}]"
+        nxt += 1
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets: dict[int, int] = {}
+    for i in sorted(objs):
+        offsets[i] = len(out)
+        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
+    xref = len(out)
+    size = max(objs) + 1
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
+    for i in range(1, size):
+        out += b"%010d 00000 n \n" % offsets[i] if i in offsets else b"0000000000 65535 f \n"
+    out += f"trailer\n<< /Size {size} /Root 1 0 R{trailer} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def parse(data: bytes, fallback: str = "fallback") -> ParsedText:
+    return parse_pdf(data, source="test.pdf", fallback_title=fallback)
+
+
+def block_texts(parsed: ParsedText, kind: str) -> list[str]:
+    return [parsed.text[b.start : b.end] for b in parsed.blocks if b.kind == kind]
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+PROSE = [
+    "Retrieval augmented generation needs clean text from",
+    "every source format, including portable documents that",
+    "were laid out for printing rather than for reading by",
+    "programs, so the parser has to rebuild the reading order.",
+]
+
+
+# --------------------------------------------------------------------------- invariants
+def test_blocks_are_valid_and_text_normalized(check_blocks: Callable[..., None]) -> None:
+    page = Page().text(72, 720, "Invariants", size=18, font="F2").lines(72, 690, PROSE)
+    page.lines(72, 620, ["def main():", "    return 42"], font="F3")
+    parsed = parse(build_pdf([page]))
+    check_blocks(parsed.text, parsed.blocks)
+    assert parsed.text == normalize_text(parsed.text)
+    assert parsed.pages == (0,)
+    assert parsed.metadata["page_count"] == 1
+
+
+# --------------------------------------------------------------------------- reading order
+def two_column_page() -> Page:
+    left = [f"left column line number {k} says" for k in range(1, 9)]
+    left.append("and the crossing sentence starts in the left")
+    right = ["column and ends at the top of the right one."]
+    right += [f"right column line number {k} says" for k in range(1, 9)]
+    page = Page().text(200, 740, "A Two Column Page", size=16, font="F2")
+    page.lines(50, 700, left).lines(320, 700, right)
+    return page
+
+
+def test_two_columns_read_left_then_right() -> None:
+    parsed = parse(build_pdf([two_column_page()]))
+    text = flat(parsed.text)
+    assert "starts in the left column and ends at the top of the right one." in text
+    last_left = text.index("left column line number 8")
+    first_right = text.index("right column line number 1")
+    assert text.index("left column line number 1") < last_left < first_right
+    assert text.index("A Two Column Page") < text.index("left column line number 1")
+
+
+def test_blank_line_aligned_across_columns_does_not_interleave() -> None:
+    page = Page()
+    page.lines(50, 700, ["left paragraph one line one", "left paragraph one line two."])
+    page.lines(50, 650, ["left paragraph two line one", "left paragraph two line two."])
+    page.lines(320, 700, ["right paragraph one line one", "right paragraph one line two."])
+    page.lines(320, 650, ["right paragraph two line one", "right paragraph two line two."])
+    text = flat(parse(build_pdf([page])).text)
+    assert text.index("left paragraph two") < text.index("right paragraph one")
+
+
+def test_rotated_page_reads_upright_and_margin_stamp_is_dropped() -> None:
+    sideways = Page(rotate=90)
+    sideways.text(100, 100, "first rotated line of the page", angle=90)
+    sideways.text(114, 100, "second rotated line of the page", angle=90)
+    stamped = Page().lines(72, 700, PROSE).text(30, 300, "STAMP1234", angle=90)
+    parsed = parse(build_pdf([sideways, stamped]))
+    text = flat(parsed.text)
+    assert "first rotated line of the page second rotated line of the page" in text
+    assert "STAMP1234" not in text
+
+
+# --------------------------------------------------------------------------- tables
+def test_booktabs_table_becomes_pipe_table() -> None:
+    page = Page().lines(72, 740, PROSE[:2]).text(72, 700, "Table 1: Results of the runs")
+    page.hline(100, 400, 690, 0.8).hline(100, 400, 673, 0.5).hline(100, 400, 620, 0.8)
+    page.text(110, 680, "Name").text(220, 680, "Score").text(300, 680, "Notes")
+    for k, (name, score, note) in enumerate(
+        [("alpha", "12", "first run"), ("beta", "7", "second run"), ("gamma", "31", "last")]
+    ):
+        page.text(110, 661 - 13 * k, name).text(220, 661 - 13 * k, score)
+        page.text(300, 661 - 13 * k, note)
+    page.lines(72, 590, PROSE[2:])
+    parsed = parse(build_pdf([page]))
+    tables = block_texts(parsed, "table")
+    assert tables == [
+        "| Name | Score | Notes |\n| --- | --- | --- |\n| alpha | 12 | first run |\n"
+        "| beta | 7 | second run |\n| gamma | 31 | last |"
+    ]
+    text = parsed.text
+    assert text.index("Table 1") < text.index("| Name") < text.index("programs, so the")
+
+
+def test_grid_table_with_wrapped_cell() -> None:
+    page = Page().text(72, 740, "Packages with programs in text mode:")
+    xs = [80, 180, 260, 500]
+    ys = [720, 705, 678, 663]
+    for y in ys:
+        page.hline(xs[0], xs[-1], y)
+    for x in xs[1:-1]:
+        page.vline(x, ys[-1], ys[0])
+    page.text(85, 709, "package", font="F2").text(185, 709, "size", font="F2")
+    page.text(265, 709, "description", font="F2")
+    page.text(85, 688, "vim").text(185, 688, "3570")
+    page.text(265, 694, "Vi IMproved, a text editor").text(265, 682, "for programmers")
+    page.text(85, 667, "mc").text(185, 667, "1482").text(265, 667, "file manager")
+    parsed = parse(build_pdf([page]))
+    assert block_texts(parsed, "table") == [
+        "| package | size | description |\n| --- | --- | --- |\n"
+        "| vim | 3570 | Vi IMproved, a text editor for programmers |\n"
+        "| mc | 1482 | file manager |"
+    ]
+
+
+def test_two_rules_around_prose_are_not_a_table() -> None:
+    page = Page().hline(72, 540, 720).lines(72, 705, PROSE).hline(72, 540, 650)
+    parsed = parse(build_pdf([page]))
+    assert not block_texts(parsed, "table")
+    assert "rebuild the reading order." in flat(parsed.text)
+
+
+# --------------------------------------------------------------------------- running lines
+def test_running_headers_footers_and_page_numbers_are_dropped() -> None:
+    pages = []
+    for k in range(1, 5):
+        page = Page().text(72, 760, "ACME Quarterly Report", size=9)
+        page.text(500, 760, f"{k} / 4", size=9)
+        topic = ["apples", "bridges", "comets", "dunes"][k - 1]
+        page.lines(72, 700, [f"This page is about {topic}.", *PROSE[k - 1 :]])
+        page.text(290, 40, f"Page {k} of 4", size=9)
+        pages.append(page)
+    parsed = parse(build_pdf(pages))
+    assert "ACME" not in parsed.text
+    assert not re.search(r"Page \d of 4|\d / 4", parsed.text)
+    for topic in ("apples", "bridges", "comets", "dunes"):
+        assert f"This page is about {topic}." in parsed.text
+
+
+def test_a_single_page_keeps_its_first_line() -> None:
+    page = Page().text(72, 760, "ACME Quarterly Report", size=9).lines(72, 700, PROSE)
+    assert "ACME Quarterly Report" in parse(build_pdf([page])).text
+
+
+# --------------------------------------------------------------------------- de-hyphenation
+def test_dehyphenation_rule() -> None:
+    page = Page().lines(
+        72,
+        700,
+        [
+            "We ran an exam-",
+            "ple of the method on Hewlett-",
+            "Packard machines during COVID-",
+            "19 and found a well-",
+            "known result, the well-known effect of the",
+            "method on all of the machines we have tested.",
+        ],
+    )
+    text = flat(parse(build_pdf([page])).text)
+    assert (
+        "We ran an example of the method on Hewlett-Packard machines during COVID-19 and "
+        "found a well-known result, the well-known effect of the method" in text
+    )
+
+
+# --------------------------------------------------------------------------- pages
+def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
+    pages = [
+        Page().lines(72, 700, [f"Page {name} holds the word {name}word.", *PROSE])
+        for name in ("one", "two", "three")
+    ]
+    pages.insert(2, Page())  # a blank page 3
+    parsed = parse(build_pdf(pages))
+    assert len(parsed.pages) == 4 and parsed.pages[0] == 0
+    assert list(parsed.pages) == sorted(parsed.pages)
+    assert parsed.metadata["pages_without_text"] == [3]
+    for number, name in ((1, "one"), (2, "two"), (4, "three")):
+        at = parsed.text.index(f"{name}word")
+        assert parsed.pages[number - 1] <= at
+        assert number == len(parsed.pages) or at < parsed.pages[number]
+
+    path = tmp_path / "paged.pdf"
+    path.write_bytes(build_pdf(pages))
+    doc = load_document(path)
+    assert doc.format == "pdf" and doc.pages == parsed.pages
+    assert doc.page_range(doc.text.index("threeword"), doc.text.index("threeword") + 9) == (4, 4)
+    chunker = StructureChunker(CallableTokenCounter(lambda s: len(s.split())), max_tokens=40)
+    chunks = chunker.chunk(doc)
+    assert chunks
+    for chunk in chunks:
+        assert chunk.page_start is not None and chunk.page_end is not None
+        for number, name in ((1, "one"), (2, "two"), (4, "three")):
+            if f"{name}word" in chunk.text:
+                assert chunk.page_start <= number <= chunk.page_end
+
+
+# --------------------------------------------------------------------------- structure
+def test_font_based_headings_levels_and_title() -> None:
+    page = Page().text(72, 740, "A Study of Things", size=20, font="F2")
+    page.text(72, 700, "Introduction", size=14, font="F2").lines(72, 680, PROSE)
+    page.text(72, 620, "Background", size=14, font="F2").lines(72, 600, PROSE)
+    page.text(72, 540, "Earlier work", size=12, font="F2").lines(72, 522, PROSE)
+    parsed = parse(build_pdf([page]))
+    headings = [(b.level, b.title) for b in parsed.blocks if b.kind == "heading"]
+    assert headings == [
+        (1, "A Study of Things"),
+        (2, "Introduction"),
+        (2, "Background"),
+        (3, "Earlier work"),
+    ]
+    assert parsed.title == "A Study of Things"
+
+
+def test_outline_gives_heading_levels_and_info_gives_title() -> None:
+    page = Page().text(72, 740, "1 Overview", size=12, font="F2").lines(72, 720, PROSE)
+    page.text(72, 660, "1.1 Scope of the work", size=11, font="F2").lines(72, 640, PROSE)
+    page2 = Page().text(72, 740, "2 Results", size=12, font="F2").lines(72, 720, PROSE)
+    outline = [(0, "Overview", 0, 752), (1, "Scope of the work", 0, 672), (0, "Results", 1, 752)]
+    parsed = parse(build_pdf([page, page2], title="The Info Title", outline=outline))
+    headings = [(b.level, b.title) for b in parsed.blocks if b.kind == "heading"]
+    assert headings == [(1, "1 Overview"), (2, "1.1 Scope of the work"), (1, "2 Results")]
+    assert parsed.title == "The Info Title"
+
+
+def test_title_falls_back_to_the_given_title() -> None:
+    parsed = parse(build_pdf([Page().lines(72, 700, PROSE)]), fallback="report-2024")
+    assert parsed.title == "report-2024"
+    assert not [b for b in parsed.blocks if b.kind == "heading"]
+
+
+def test_code_block_keeps_indentation_and_list_items() -> None:
+    page = Page().lines(72, 740, ["Run the program like this:"])
+    page.lines(72, 720, ["def main():", "    return 42"], font="F3")
+    page.lines(72, 680, ["Then check:"])
+    page.lines(72, 660, ["• the output is 42", "• nothing else is printed"])
+    parsed = parse(build_pdf([page]))
+    assert block_texts(parsed, "code") == ["```\ndef main():\n    return 42\n```"]
+    assert block_texts(parsed, "list") == ["- the output is 42\n- nothing else is printed"]
+
+
+# --------------------------------------------------------------------------- errors
+def test_corrupt_inputs_raise_corrupt_file_error() -> None:
+    good = build_pdf([Page().lines(72, 700, PROSE)])
+    for data, reason in (
+        (b"", "empty"),
+        (b"plain text, not a PDF at all", "not a PDF"),
+        (good[: len(good) // 2], "truncated"),
+        (b"%PDF-1.4\n" + bytes(range(256)) * 4, "damaged"),
+    ):
+        with pytest.raises(CorruptFileError, match=reason) as info:
+            parse(data)
+        assert info.value.code == "RS206" and info.value.path == "test.pdf"
+
+
+def test_encrypted_pdf_raises_encrypted_document_error() -> None:
+    with pytest.raises(EncryptedDocumentError, match="password") as info:
+        parse(build_pdf([Page().lines(72, 700, PROSE)], encrypt=True))
+    assert info.value.code == "RS207"
+
+
+def test_image_only_pdf_raises_no_text_layer_error() -> None:
+    with pytest.raises(NoTextLayerError, match="OCR") as info:
+        parse(build_pdf([Page(image=True), Page(image=True)]))
+    assert info.value.code == "RS208" and "image-only" in info.value.reason
+
+
+def test_image_only_page_is_noted_in_metadata() -> None:
+    parsed = parse(build_pdf([Page().lines(72, 700, PROSE), Page(image=True)]))
+    assert parsed.metadata["pages_without_text"] == [2]
+    assert parsed.pages == (0, len(parsed.text))
+
+
+def test_missing_pypdfium2_raises_missing_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "pypdfium2", None)
+    with pytest.raises(MissingDependencyError, match=r"ragstrata\[pdf\]"):
+        parse(build_pdf([Page().lines(72, 700, PROSE)]))
+
+
+def test_damaged_files_raise_only_ingest_errors() -> None:
+    good = build_pdf([two_column_page(), Page().lines(72, 700, PROSE)], title="t")
+    rng = random.Random(1234)
+    for _ in range(40):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 20)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        cut = rng.choice([len(data), rng.randrange(16, len(data))])
+        try:
+            parsed = parse(bytes(data[:cut]))
+        except IngestError:
+            continue
+        assert parsed.text == normalize_text(parsed.text)

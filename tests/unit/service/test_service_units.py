@@ -1,0 +1,172 @@
+"""Pure parts of the service: file-name sanitizing, content-type checks, token buckets, the
+readers-writer lock, API key hashing and the error -> HTTP status map."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragstrata.errors import (
+    ConfigError,
+    IndexLockedError,
+    IndexNotFoundError,
+    IngestError,
+    RagError,
+    RetrievalError,
+    StoreError,
+)
+from ragstrata.service.errors import (
+    AuthenticationError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+    UnsupportedMediaTypeError,
+    http_status,
+)
+from ragstrata.service.keys import KeyStore
+from ragstrata.service.ratelimit import RateLimiter
+from ragstrata.service.rwlock import RWLock
+from ragstrata.service.uploads import MAX_NAME_CHARS, check_file_type, safe_filename
+
+
+@pytest.mark.parametrize(
+    ("raw", "safe"),
+    [
+        ("../../etc/passwd.md", "passwd.md"),
+        ("..\\..\\windows\\win.ini.txt", "win.ini.txt"),
+        ("/abs/path/a b.md", "a b.md"),
+        (".env", "env"),
+        ("..", "upload"),
+        ("", "upload"),
+        ("notes\x00.md", "notes.md"),
+        ("cancio\u0301n.md", "canción.md"),
+        ("we;ird|name$.md", "we_ird_name_.md"),
+        ("-rf.md", "rf.md"),
+    ],
+)
+def test_safe_filename_examples(raw: str, safe: str) -> None:
+    assert safe_filename(raw) == safe
+
+
+@given(st.text(max_size=300))
+def test_safe_filename_never_leaves_its_directory(raw: str) -> None:
+    name = safe_filename(raw)
+    assert name and len(name) <= MAX_NAME_CHARS
+    assert "/" not in name and "\\" not in name and "\x00" not in name
+    assert name not in (".", "..") and not name.startswith((".", "-"))
+    root = Path("/srv/uploads")
+    assert (root / name).resolve().parent == root
+
+
+def test_long_names_keep_their_extension() -> None:
+    name = safe_filename("a" * 500 + ".markdown")
+    assert len(name) == MAX_NAME_CHARS and name.endswith(".markdown")
+
+
+def test_file_types() -> None:
+    assert check_file_type("a.md", "text/markdown") == "markdown"
+    assert check_file_type("a.md", None) == "markdown"
+    assert check_file_type("a.HTML", "text/html; charset=utf-8") == "html"
+    assert check_file_type("a.txt", "application/octet-stream") == "text"
+    for name, kind in (("a.png", "image/png"), ("a.md", "image/png"), ("a", None), ("a.exe", "")):
+        with pytest.raises(UnsupportedMediaTypeError):
+            check_file_type(name, kind)
+
+
+def test_token_bucket_refills_at_its_rate() -> None:
+    now = [0.0]
+    limiter = RateLimiter(rate=2.0, burst=3, clock=lambda: now[0])
+    assert [limiter.acquire("k") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.acquire("k") == pytest.approx(0.5)
+    assert limiter.acquire("other") == 0.0
+    now[0] = 0.5
+    assert limiter.acquire("k") == 0.0
+    assert limiter.acquire("k") == pytest.approx(0.5)
+    now[0] = 100.0  # never more than the burst
+    assert [limiter.acquire("k") for _ in range(4)][-1] > 0
+    with pytest.raises(ValueError):
+        RateLimiter(rate=0, burst=1)
+
+
+def test_rwlock_readers_share_writers_exclude() -> None:
+    lock = RWLock()
+
+    def write_times_out() -> bool:
+        try:
+            with lock.write(timeout=0.05):
+                return False
+        except TimeoutError:
+            return True
+
+    def read_times_out() -> bool:
+        try:
+            with lock.read(timeout=0.05):
+                return False
+        except TimeoutError:
+            return True
+
+    with lock.read(), lock.read(timeout=0.1):  # two readers at once
+        assert write_times_out()
+    with lock.write():
+        assert read_times_out()
+    order: list[str] = []
+
+    def writer() -> None:
+        with lock.write():
+            order.append("write")
+
+    with lock.read():
+        thread = threading.Thread(target=writer)
+        thread.start()
+        time.sleep(0.05)
+        # a waiting writer holds new readers back (no writer starvation)
+        assert read_times_out()
+    thread.join(timeout=5)
+    assert order == ["write"]
+    with lock.read(timeout=0.1):
+        pass
+
+
+def test_keys_create_verify_revoke(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys.json")
+    key, record = store.create("acme", name="ci", scopes=("read",))
+    assert key.startswith(f"rsk_{record.key_id}_") and record.scopes == ("read",)
+    principal = store.verify(key)
+    assert (principal.tenant, principal.scopes) == ("acme", ("read",))
+    assert store.verify(key) == principal  # cached path
+    other = KeyStore(tmp_path / "keys.json")  # another process, e.g. the CLI
+    other.revoke(record.key_id)
+    with pytest.raises(AuthenticationError):
+        store.verify(key)
+    with pytest.raises(NotFoundError):
+        other.revoke("ffffffffffff")
+    with pytest.raises(ConfigError):
+        store.create("Bad Tenant")
+    with pytest.raises(ConfigError):
+        store.create("acme", scopes=("admin",))
+    assert [r.revoked for r in store.records()] == [True]
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (AuthenticationError("x"), 401),
+        (PermissionDeniedError("x"), 403),
+        (RateLimitedError("x", retry_after_s=1), 429),
+        (NotFoundError("x"), 404),
+        (IndexNotFoundError("x"), 404),
+        (IndexLockedError("x"), 503),
+        (ConfigError("x"), 422),
+        (RetrievalError("x"), 422),
+        (IngestError("p", "x"), 422),
+        (StoreError("x"), 500),
+        (RagError("x"), 500),
+    ],
+)
+def test_error_status_map(error: RagError, status: int) -> None:
+    assert http_status(error) == status
