@@ -166,6 +166,14 @@ class Citation:
     end: int
     score: float
     quote: str
+    verified: bool = True
+    support: float | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    """``verified``: the claims citing this source were checked against its chunk and found
+    supported (extractive quotes are verbatim, so always ``True``); ``support`` is the checker's
+    best score for it in [0, 1] (``None`` when no check ran). See docs/generation.md.
+    ``page_start``/``page_end``: the 1-based pages of the cited chunk (PDF only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +181,12 @@ class Answer:
     """An answer with its numbered citations, or a refusal (``refusal=True``, no citations).
 
     ``timings_ms`` maps stage name (``embed_query``, ``dense``, ``bm25``, ``fusion``,
-    ``assemble``, ``generate``, ``total``) to wall-clock milliseconds.
+    ``assemble``, ``generate``, ``verify``, ``total``) to wall-clock milliseconds.
+    ``usage``: LLM token counts (``prompt_tokens``, ``completion_tokens``, ``total_tokens``;
+    empty for the extractive answerer); ``generator``: ``extractive`` or the LLM's name;
+    ``conflict``: the top sources came from several versions of one document and the newest
+    was preferred (details under ``metadata["conflict"]``); ``metadata``: diagnostics of the
+    answer (``evidence`` score, ``invalid_labels``, ``unsupported_sentences``...).
     """
 
     question: str
@@ -182,3 +195,7 @@ class Answer:
     citations: tuple[Citation, ...]
     legend: tuple[str, ...]
     timings_ms: Mapping[str, float]
+    usage: Mapping[str, int] = field(default_factory=dict)
+    generator: str = "extractive"
+    conflict: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pdf_builder import Page, build_pdf
 from ragstrata.cli import EXIT_PARTIAL, app
 
 pytestmark = pytest.mark.slow
@@ -25,7 +26,13 @@ def test_bad_files_are_reported_and_the_rest_is_ingested(tmp_path: Path) -> None
     (corpus / "empty.md").write_bytes(b"")
     (corpus / "blank.txt").write_text("   \n\n  \t\n")
     (corpus / "invalid-utf8.md").write_bytes(b"# T\n\n\xff\xfe\x00\x00\x81 broken \x00 bytes")
-    (corpus / "huge.txt").write_bytes(b"x" * (21 * 1024 * 1024))  # one 21 MB line
+    (corpus / "huge.txt").write_bytes(b"x" * (50 * 1024 * 1024))  # one 50 MB line
+    lines = ["A real PDF page about the retention policy of backups.", "Kept for 30 days."]
+    (corpus / "good.pdf").write_bytes(build_pdf([Page().lines(72, 700, lines)]))
+    (corpus / "truncated.pdf").write_bytes(build_pdf([Page().lines(72, 700, lines)])[:300])
+    (corpus / "not-a.pdf").write_bytes(b"PK\x03\x04 this is a zip file named .pdf")
+    (corpus / "locked.pdf").write_bytes(build_pdf([Page().lines(72, 700, lines)], encrypt=True))
+    (corpus / "scan.pdf").write_bytes(build_pdf([Page(image=True)]))
     (corpus / "loop").symlink_to(corpus, target_is_directory=True)
     unreadable = corpus / "secret.md"
     unreadable.write_text("# Secret\n\nhidden")
@@ -53,11 +60,13 @@ def test_bad_files_are_reported_and_the_rest_is_ingested(tmp_path: Path) -> None
     assert failed["huge.txt"] == "RS204"
     assert failed["missing"] == "RS205"
     assert "invalid-utf8.md" in failed
+    assert failed["truncated.pdf"] == "RS206" and failed["not-a.pdf"] == "RS206"
+    assert failed["locked.pdf"] == "RS207" and failed["scan.pdf"] == "RS208"
     if can_deny:
         assert "secret.md" in failed
     for failure in report["failures"]:
         assert failure["reason"] and failure["path"]
-    expected_ok = 3 + (0 if can_deny else 1)
+    expected_ok = 4 + (0 if can_deny else 1)
     assert report["added"] == expected_ok
     assert report["index"]["documents"] == expected_ok
     assert "skipped" in result.output and "binary.md" in result.output

@@ -1,11 +1,12 @@
 """PDF parsing: text in reading order, pipe tables, headings and page offsets, with pypdfium2.
 
-Why pypdfium2 alone (measured in ``bench/pdf_parsers.py``, see ``docs/pdf.md``): PDFium (the PDF
-engine of Chrome) reads the shared PDFs 10-50x faster than pdfminer/pdfplumber, inserts the word
-spaces that pdfminer loses on some producers (DocBook/xdvipdfmx output), and as a fuzzed C
-library it does not hang in Python loops. pdfplumber's table finder needs a closed grid of
-ruling lines and found none of the booktabs tables of the two-column papers, so tables are found
-here from the page's ruling lines and the words' alignment (below).
+Why pypdfium2 alone (measured by ``bench/pdf_parsers.py``, see ``docs/pdf.md``): PDFium (the PDF
+engine of Chrome) read the shared PDFs about 40x faster than pdfminer/pdfplumber, keeps the word
+spaces that pdfminer loses on some producers (DocBook/xdvipdfmx output), and is a fuzzed C
+library rather than Python loops that a pathological page can keep busy. pdfplumber's table
+finder needs a closed grid of ruling lines and found none of the booktabs tables of the
+two-column papers, so tables are found here from the page's ruling lines and the words'
+alignment (step 4). pdfplumber is not used at run time.
 
 Pipeline, per page then per document:
 
@@ -16,12 +17,14 @@ Pipeline, per page then per document:
 2. **Segments**: words grouped into visual rows, rows cut at gaps wider than 0.8 em.
 3. **Running headers/footers**: segments among the first/last three rows of a page, within the
    outer 15 % of its height, whose text (digits masked) recurs at the same edge on at least three
-   pages, plus lone page numbers there ("4", "4 / 244", "iv", "Página 4"), are dropped.
+   pages, plus lone page numbers there ("4", "4 / 244", "iv", "Página 4") with no other segment
+   within 3 em on their row, are dropped; never headings (font >= 12 % above the body), lines
+   of 12+ words, or rows between two equal ruling lines (a table header repeated per page).
 4. **Tables**: horizontal rules with the same extent (a booktabs top/mid/bottom rule set or a full
-   grid) delimit a candidate; its columns come from vertical rules inside it and from gaps that
-   no word in the region covers; rows from the words' lines (lines whose first cell is empty
-   continue the previous row, as wrapped cells do). Accepted with >= 2 columns, >= 2 rows and
-   >= 45 % filled cells; rendered as a GFM pipe table (one header row).
+   grid) and no prose line between them delimit a candidate; its columns come from vertical rules
+   inside it and from gaps that no word in the region covers; rows from the words' lines (see
+   :func:`_table_rows` for wrapped cells). Accepted with >= 2 columns, >= 2 rows and >= 45 %
+   filled cells; rendered as a GFM pipe table with one header row.
 5. **Reading order**: recursive XY-cut (Nagy & Seth 1984, "Hierarchical representation of
    optically scanned documents") preferring vertical cuts: a region is split at a vertical gap
    that spans its full height when both sides are at least 20 % of the text width wide (columns);
@@ -112,8 +115,15 @@ _SPACE_CODES = frozenset(
     {0x09, 0x0A, 0x0D, 0x20, 0xA0, 0x1680, 0x202F, 0x205F, 0x3000, 0xFEFF}
     | set(range(0x2000, 0x200C))
 )
-_LIGATURES = {0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st"}
-_LIGATURES[0xFB06] = "st"
+_LIGATURES = {
+    0xFB00: "ff",
+    0xFB01: "fi",
+    0xFB02: "fl",
+    0xFB03: "ffi",
+    0xFB04: "ffl",
+    0xFB05: "st",
+    0xFB06: "st",
+}
 _PDFIUM_HYPHENS = frozenset({0x02, 0xFFFE})
 """PDFium marks a hyphen it judged to be an end-of-line hyphenation as U+0002
 (``FPDFText_GetUnicode``) or U+FFFE (``FPDFText_GetText``); the next line follows with no
@@ -122,10 +132,11 @@ _SOFT_HYPHEN = "\u00ad"
 _QUARTER_TURN = 1.5707963267948966
 _BULLETS = frozenset("•◦▪▫‣●○■□∙·⁃➢►▶✓✔–—*-")
 _BULLET_GLYPHS = frozenset("•◦▪▫‣●○■□∙·⁃➢►▶✓✔")
-_ENUM_RE = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])$")
+_ENUM_RE = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-z]\))$")
 _PAGE_NUMBER_RE = re.compile(
     r"^(?:(?:page|p\.|página|pág\.?|seite|s\.)\s*)?[-–—]?\s*#+\s*[-–—]?"
-    r"(?:\s*(?:/|of|de|von)\s*#+)?$|^[ivxlcdm]{1,7}$",
+    r"(?:\s*(?:/|of|de|von)\s*#+)?$"
+    r"|^(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})$",
     re.IGNORECASE,
 )
 _MONO_RE = re.compile(
@@ -140,6 +151,10 @@ _SECTION_NUMBER_RE = re.compile(
     r"\d+|[ivxlc]+|[a-z]|(?:chapter|cap[ií]tulo|cap|ap[ée]ndice|appendix|anexo|part|parte)\d*[a-z]?"
 )
 """What may precede an outline title in its heading (keys have no spaces or punctuation)."""
+_CAPTION_RE = re.compile(
+    r"^(?:fig(?:ure|ura)?|table|tabla|cuadro|listing|algorithm|algoritmo)\.?\s*[\dIVX]",
+    re.IGNORECASE,
+)
 _SUBSET_RE = re.compile(r"^[A-Z]{6}\+")
 _KEY_RE = re.compile(r"[\W_]+")
 _HYPHENATED_RE = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
@@ -303,14 +318,16 @@ def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> ParsedText:
         (``heading`` with level and title, ``paragraph``, ``list``, ``code`` as a fenced block,
         ``table`` as a GFM pipe table) sorted, non-overlapping and trimmed; ``pages[i]`` the
         offset where page ``i + 1`` starts; ``title`` the Info title, else the first heading,
-        else ``fallback_title``; ``metadata`` holds ``page_count``, ``author``/``subject``
-        when set, and ``pages_without_text`` (1-based) when some pages have no text layer.
+        else ``fallback_title``; ``metadata`` holds ``page_count``, ``author``/``subject``/
+        ``keywords`` when set, and ``pages_without_text`` (1-based) when some pages have no
+        text layer.
         Running headers/footers and page numbers are removed; see the module docstring for the
         reading-order, table, heading and de-hyphenation rules.
 
     Raises:
         MissingDependencyError: pypdfium2 is not installed (``pip install 'ragstrata[pdf]'``).
-        CorruptFileError: not a PDF, truncated or damaged beyond what PDFium can repair.
+        CorruptFileError: not a PDF, truncated or damaged beyond what PDFium can repair,
+            without pages, or with a page that cannot be loaded.
         EncryptedDocumentError: the PDF needs a password to open.
         NoTextLayerError: no page has a text layer (scanned or image-only PDF).
     """
@@ -368,23 +385,30 @@ def _parse_document(
         try:
             pages.append(_extract_page(pdf, index, pdfium_c))
         except pdfium.PdfiumError as exc:
-            logger.warning("%s: page %d cannot be read: %s", source, index + 1, exc)
+            logger.debug("%s: page %d cannot be read: %s", source, index + 1, exc)
             unreadable.append(index + 1)
-            pages.append(_Page(index, 612.0, 792.0, [], [], [], False, False))
         elapsed = time.perf_counter() - started
         if elapsed > _SLOW_PAGE_S:
             logger.warning("%s: page %d took %.1f s to extract", source, index + 1, elapsed)
-    if len(unreadable) == page_count:
-        raise CorruptFileError(source, f"none of its {page_count} pages can be read")
-
-    without_text = [p.index + 1 for p in pages if not p.has_text and p.index + 1 not in unreadable]
-    if not any(p.has_text for p in pages):
-        kind = "image-only" if any(p.has_images for p in pages) else "blank"
-        raise NoTextLayerError(
+    if unreadable:
+        listed = ", ".join(map(str, unreadable[:10])) + (", ..." if len(unreadable) > 10 else "")
+        raise CorruptFileError(
             source,
-            f"no text layer on any of its {page_count} page(s) ({kind}: scanned or rendered "
-            "as images); OCR it first, e.g. with ocrmypdf",
+            f"damaged or truncated PDF: {len(unreadable)} of its {page_count} pages cannot be "
+            f"read (page{'s' if len(unreadable) > 1 else ''} {listed}); repair it "
+            "(e.g. qpdf in.pdf out.pdf) or download it again",
         )
+
+    without_text = [p.index + 1 for p in pages if not p.has_text]
+    if not any(p.has_text for p in pages):
+        if any(p.has_images for p in pages):
+            reason = (
+                f"no text layer on any of its {page_count} page(s): the pages are images "
+                "(a scanned or image-only PDF); OCR it first, e.g. with ocrmypdf"
+            )
+        else:
+            reason = f"none of its {page_count} page(s) holds text or images (a blank PDF)"
+        raise NoTextLayerError(source, reason)
 
     stats = _Stats(body_size=_body_size(pages))
     _drop_running_lines(pages, stats.body_size)
@@ -411,8 +435,6 @@ def _parse_document(
             metadata[key.lower()] = value
     if without_text:
         metadata["pages_without_text"] = without_text
-    if unreadable:
-        metadata["pages_unreadable"] = unreadable
     return ParsedText(
         text=text, blocks=tuple(blocks), title=title, metadata=metadata, pages=offsets
     )
@@ -806,14 +828,12 @@ def _drop_running_lines(pages: Sequence[_Page], body_size: float) -> None:
     for page in pages:
         doomed: set[int] = set()
         for zone, segment in _edge_candidates(page):
+            if segment.size > body_size * _HEADING_SIZE_RATIO or len(segment.words) >= 12:
+                continue  # a heading or a body line, not a running line
             masked = _mask(segment.text)
-            is_number = bool(_PAGE_NUMBER_RE.match(masked))
-            running = (
-                len(seen[(zone, masked)]) >= _RUNNING_MIN_PAGES
-                and segment.size <= body_size * _HEADING_SIZE_RATIO
-                and len(segment.words) < 12
-            )
-            if is_number or running:
+            if len(seen[(zone, masked)]) >= _RUNNING_MIN_PAGES or (
+                _PAGE_NUMBER_RE.match(masked) and not _has_neighbour(segment, page.segments)
+            ):
                 doomed.add(id(segment))
         drop.append((page, doomed))
     if all(len(doomed) >= len(page.segments) for page, doomed in drop):
@@ -821,6 +841,18 @@ def _drop_running_lines(pages: Sequence[_Page], body_size: float) -> None:
     for page, doomed in drop:
         if doomed:
             page.segments = [s for s in page.segments if id(s) not in doomed]
+
+
+def _has_neighbour(segment: _Segment, segments: Sequence[_Segment]) -> bool:
+    """Whether another segment sits on the same row within 3 em (a section number beside its
+    title, unlike a page number at the margin)."""
+    reach = 3 * max(segment.size, 1.0)
+    return any(
+        other is not segment
+        and min(other.bottom, segment.bottom) - max(other.top, segment.top) > 0
+        and (0 <= other.x0 - segment.x1 <= reach or 0 <= segment.x0 - other.x1 <= reach)
+        for other in segments
+    )
 
 
 def _drop_decorative_rules(pages: Sequence[_Page]) -> None:
@@ -1282,15 +1314,16 @@ def _outline(pdf: Any, pdfium: Any, pages: Sequence[_Page]) -> list[_OutlineEntr
 
 def _matches(line_key: str, entry_key: str) -> bool:
     """A line is the heading of an outline entry: same text, or the entry's text after a
-    section number ("1.1.8." + "Cómo apagar...")."""
-    if line_key == entry_key:
-        return True
+    section number ("1.1.8." + "Cómo apagar..."), optionally followed by a footnote mark."""
+    candidates = [line_key]
     marker = re.search(r"\d{1,2}$", line_key)
-    if marker and not entry_key[-1:].isdigit() and _matches(line_key[: marker.start()], entry_key):
-        return True  # a footnote mark after the heading ("... asmeconf.bst3")
-    if line_key.endswith(entry_key):
-        prefix = line_key[: -len(entry_key)]
-        return bool(_SECTION_NUMBER_RE.fullmatch(prefix))
+    if marker and not entry_key[-1:].isdigit():
+        candidates.append(line_key[: marker.start()])  # "... asmeconf.bst" + footnote "3"
+    for key in candidates:
+        if key == entry_key:
+            return True
+        if key.endswith(entry_key) and _SECTION_NUMBER_RE.fullmatch(key[: -len(entry_key)]):
+            return True
     return False
 
 
@@ -1384,25 +1417,25 @@ def _merge_heading_lines(
     from_outline: set[tuple[int, int]],
 ) -> dict[tuple[int, int], tuple[int, int]]:
     """A font-based heading line right below a heading of the same level and font (gap under
-    0.8 em, same column) is the second line of that heading."""
+    0.8 em, same column) is the next line of that heading (up to three lines)."""
     merged: dict[tuple[int, int], tuple[int, int]] = {}
+    last: tuple[int, int] | None = None
     for page, i in sorted(headings):
         level, span = headings[(page, i)]
-        lines = lines_by_page[page]
-        head = next(((p, k) for (p, k) in merged if p == page and k + merged[(p, k)][1] == i), None)
-        if head is not None and (page, i) not in from_outline and span == 1:
-            head_level, head_span = merged[head]
-            above, line = lines[i - 1], lines[i]
-            if (
-                head_level == level
-                and above.column == line.column
-                and _style(above).size == _style(line).size
-                and line.top - above.bottom <= 0.8 * _style(line).size
-                and head_span < 3
-            ):
-                merged[head] = (head_level, head_span + 1)
-                continue
+        if last is not None and last[0] == page and (page, i) not in from_outline and span == 1:
+            head_level, head_span = merged[last]
+            if last[1] + head_span == i and head_level == level and head_span < 3:
+                above, line = lines_by_page[page][i - 1], lines_by_page[page][i]
+                size = _style(line).size
+                if (
+                    above.column == line.column
+                    and _style(above).size == size
+                    and line.top - above.bottom <= 0.8 * size
+                ):
+                    merged[last] = (head_level, head_span + 1)
+                    continue
         merged[(page, i)] = (level, span)
+        last = (page, i)
     return merged
 
 
@@ -1417,6 +1450,8 @@ def _heading_like(line: _Line, style: _Style, body_size: float) -> bool:
     if style.mono or not text or len(text) > 160 or len(line.words) > 20:
         return False
     if not any(ch.isalpha() for ch in text) or text[-1] in ",;" or _LEADERS_RE.search(text):
+        return False
+    if _CAPTION_RE.match(text):
         return False
     if re.search(r"\s\d+$", text) and style.size < body_size * _HEADING_SIZE_RATIO:
         return False  # a table-of-contents entry ("Introduction 12")
