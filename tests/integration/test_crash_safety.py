@@ -3,6 +3,7 @@ stored chunks) and a final re-run must complete it with no duplicated or lost ch
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -59,11 +60,21 @@ def check_consistent(index: Path) -> tuple[int, set[str]]:
         engine.close()
 
 
+def _children(pid: int) -> set[int]:
+    """Child pids of ``pid`` (Linux /proc), empty where unavailable."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found.update(int(c) for c in task.read_text().split())
+    return found
+
+
 def test_sigkill_at_random_points(tmp_path: Path) -> None:
     env = {**os.environ, "RAGSTRATA_EMBEDDER_NAME": EMBEDDER, "RAGSTRATA_HOME": str(tmp_path)}
     corpus, index = tmp_path / "corpus", tmp_path / "index"
     rng = random.Random(20261129)
     kills = 0
+    orphans: set[int] = set()
     for attempt in range(40):  # until 10 runs were killed mid-ingest
         if kills >= 10:
             break
@@ -73,11 +84,17 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
         )
         time.sleep(rng.uniform(0.2, 4.0))
         if proc.poll() is None:
+            workers = _children(proc.pid)  # the parser processes
             proc.send_signal(signal.SIGKILL)
             kills += 1
+            orphans.update(workers)
         proc.wait()
         check_consistent(index)
     assert kills >= 10
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in orphans):
+        time.sleep(0.5)
+    assert not [p for p in orphans if Path(f"/proc/{p}").exists()], "orphan parser processes"
     done = subprocess.run(ingest_cmd(corpus, index), env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     n_docs, chunk_ids = check_consistent(index)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -30,6 +32,18 @@ logger = logging.getLogger(__name__)
 def auto_workers() -> int:
     """Default parser processes: one per core beyond the first (which embeds), 1 to 4."""
     return max(1, min(4, (os.cpu_count() or 2) - 1))
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Worker initializer: exit when the parent process is gone (a SIGKILLed ingest must not
+    leave orphan parsers behind; idle workers would otherwise wait on the queue forever)."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ragstrata-parent-watch", daemon=True).start()
 
 
 def load_one(path: Path, max_file_bytes: int) -> Document | IngestFailure:
@@ -73,7 +87,15 @@ def load_many(
     pending: deque[tuple[Path, Future[Document | IngestFailure]]] = deque()
     todo = deque(files)
     suspects: deque[Path] = deque()  # in flight when a worker died: retried one at a time
-    executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_watch_parent,
+            initargs=(os.getpid(),),
+        )
+
+    executor = new_pool()
     try:
         while todo or pending or suspects:
             limit = 1 if suspects else window
@@ -91,7 +113,7 @@ def load_many(
                 crashed = True
             # the pool is unusable (a worker died or is stuck): rebuild it
             _terminate(executor)
-            executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+            executor = new_pool()
             others = [p for p, _ in pending]
             pending.clear()
             if not crashed:
