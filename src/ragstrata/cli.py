@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -229,34 +230,94 @@ def _answer_json(answer: Answer) -> dict[str, Any]:
     return answer_json(answer)
 
 
+def _llm_answer_json(answer: Answer) -> dict[str, Any]:
+    """The wire JSON plus the LLM fields (``verified``/``support`` per citation, usage,
+    generator, conflict, metadata)."""
+    data = _answer_json(answer)
+    for cited, c in zip(data["citations"], answer.citations, strict=True):
+        cited.setdefault("verified", c.verified)
+        cited.setdefault("support", c.support)
+    data.setdefault("usage", dict(answer.usage))
+    data.setdefault("generator", answer.generator)
+    data.setdefault("conflict", answer.conflict)
+    data.setdefault("metadata", dict(answer.metadata))
+    return data
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="Question in any language of your documents.")],
     index: IndexOpt = None,
     config: ConfigOpt = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="Answerer: none (extractive), local (packaged GGUF model), openai "
+            "(OpenAI-compatible server, see [llm] in the config). Default: llm.provider.",
+        ),
+    ] = None,
+    stream: Annotated[
+        bool, typer.Option("--stream/--no-stream", help="Print the answer as it is written.")
+    ] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Answer a question with numbered citations, or refuse when the documents do not say."""
+    from ragstrata.generate.answer import AnswerEvent, TokenEvent
+
+    answer: Answer | None = None
+    streamed = False
     try:
-        with _engine(index, config) as engine:
-            answer = engine.ask(question)
+        if llm is not None and llm not in ("none", "local", "openai"):
+            raise ConfigError(f"--llm {llm!r} is unknown; choose none, local or openai")
+        overrides = {"llm.provider": llm} if llm is not None else {}
+        cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
+        with Ragstrata(cfg) as engine:
+            live = stream and not json_out and engine.generator is not None
+            for event in engine.ask_stream(question):
+                if isinstance(event, TokenEvent) and live:
+                    out.print(event.text, end="", highlight=False, markup=False)
+                    streamed = True
+                elif isinstance(event, AnswerEvent):
+                    answer = event.answer
     except RagError as exc:
         raise _fail(exc) from exc
+    assert answer is not None
     if json_out:
-        print(json.dumps(_answer_json(answer), ensure_ascii=False, indent=2))
+        print(json.dumps(_llm_answer_json(answer), ensure_ascii=False, indent=2))
         return
-    style = "yellow" if answer.refusal else "bold"
-    out.print(f"[{style}]{answer.text}[/]", highlight=False)
+    if streamed:
+        out.print("\n")
+        if answer.refusal or answer.text != answer.metadata.get("raw_answer", answer.text):
+            out.print("[dim]checked answer:[/]")
+            streamed = False
+    if not streamed:
+        style = "yellow" if answer.refusal else "bold"
+        out.print(f"[{style}]{answer.text}[/]", highlight=False)
     if answer.citations:
         out.print()
         for c in answer.citations:
             heading = " > ".join(c.heading_path)
             where = display_path(c.source)
+            check = ""
+            if c.support is not None:
+                check = " [green]verified[/]" if c.verified else " [red]NOT verified[/]"
             out.print(
-                f"[{c.label}] {where}{' > ' + heading if heading else ''} "
+                f"[{c.label}] {where}{' > ' + heading if heading else ''}{check} "
                 f"[dim](chars {c.start}-{c.end}, chunk {c.chunk_id[:12]})[/]",
                 highlight=False,
             )
+    if answer.conflict:
+        kept = ", ".join(str(c.get("kept")) for c in answer.metadata.get("conflict", []))
+        out.print(f"[yellow]note[/] sources disagree across versions; used the newest ({kept})")
+    if answer.usage:
+        u = answer.usage
+        out.print(
+            f"[dim]{answer.generator}: {u.get('prompt_tokens', 0)} prompt + "
+            f"{u.get('completion_tokens', 0)} answer tokens, "
+            f"{answer.timings_ms.get('total', 0.0) / 1000:.1f} s[/]",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -328,6 +389,119 @@ def eval_cmd(
     except RagError as exc:
         raise _fail(exc) from exc
     _print_eval(report, json_file, compare_file, baseline, tolerance)
+
+
+@app.command("eval-refusal")
+def eval_refusal(
+    dataset: Annotated[Path, typer.Argument(help="SQuAD v2.0 JSON file (.json or .json.gz).")],
+    max_questions: Annotated[
+        int | None,
+        typer.Option("--max-questions", min=10, help="Use an evenly spaced subset."),
+    ] = None,
+    negatives: Annotated[
+        str,
+        typer.Option(
+            "--negatives",
+            help="What must be refused: 'unanswerable' (SQuAD v2 is_impossible questions) or "
+            "'absent' (answerable questions searched where their article is not indexed).",
+        ),
+    ] = "unanswerable",
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the report (and features) here.")
+    ] = None,
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Calibrate the refusal threshold (llm.min_evidence) on SQuAD v2: prints refusal
+    precision, recall and F1 on held-out articles (docs/evaluation.md)."""
+    from ragstrata.eval.datasets import load_squad
+    from ragstrata.eval.refusal import calibrate, collect, collect_out_of_corpus
+
+    try:
+        cfg = RagConfig.load(config_file=config)
+        name = load_squad(dataset).name
+        if index is None:
+            index = cfg.home / "eval" / f"{name}-{cfg.embedder.name}"
+        err.print(f"indexing {dataset} into {index} (reused when unchanged)")
+        started = time.perf_counter()
+        if negatives not in ("unanswerable", "absent"):
+            raise ConfigError(f"--negatives {negatives!r}: choose unanswerable or absent")
+        with Ragstrata(cfg.with_index(index)) as engine:
+            features = collect(engine, dataset, max_questions=max_questions)
+            if negatives == "absent":
+                features = collect_out_of_corpus(engine, dataset, max_questions=max_questions)
+            embedder = engine.manifest().embedder
+        report = calibrate(features, dataset=f"{name} ({negatives})", embedder=embedder)
+        report.seconds = time.perf_counter() - started
+    except RagError as exc:
+        raise _fail(exc) from exc
+    t = report.test
+    out.print(
+        f"{report.dataset} ({report.embedder}): {report.n_questions} questions, "
+        f"{report.n_unanswerable} unanswerable; calibration {report.n_calibration}, "
+        f"test {report.n_test} (split by article)",
+        highlight=False,
+    )
+    out.print(
+        f"score = dense + {report.weight} x coverage; threshold {report.threshold:.4f} "
+        f"(best calibration F1 {report.calibration.f1:.4f})",
+        highlight=False,
+    )
+    table = Table(title="refusal on the test half (positive = unanswerable)")
+    for col in ("threshold", "precision", "recall", "F1", "answerable refused"):
+        table.add_column(col, justify="right")
+    for row in report.table:
+        mark = " *" if abs(row.threshold - round(report.threshold, 4)) < 1e-9 else ""
+        table.add_row(
+            f"{row.threshold:.4f}{mark}",
+            f"{row.precision:.4f}",
+            f"{row.recall:.4f}",
+            f"{row.f1:.4f}",
+            f"{row.false_refusal_rate:.4f}",
+        )
+    out.print(table)
+    out.print(
+        f"chosen: precision {t.precision:.4f} recall {t.recall:.4f} F1 {t.f1:.4f} "
+        f"(answerable refused {t.false_refusal_rate:.4f}); ROC AUC {report.test_auc:.4f}; "
+        f"refuse-everything F1 {report.refuse_all_f1:.4f}",
+        highlight=False,
+    )
+    if json_file is not None:
+        data = report.to_json()
+        data["features"] = [
+            [f.qid, f.article, f.unanswerable, round(f.dense, 5), round(f.coverage, 5)]
+            for f in features
+        ]
+        json_file.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+@app.command("eval-citations")
+def eval_citations(
+    corpora: Annotated[
+        list[Path], typer.Argument(help="Corpus folders (Markdown/MDX) to draw claims from.")
+    ],
+    per_corpus: Annotated[int, typer.Option("--per-corpus", min=2, help="Chunks drawn.")] = 40,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the report.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Precision/recall of the citation checker on a deterministic labeled sample
+    (supported: copied/shortened sentences; unsupported: other documents' sentences and
+    perturbed facts), settings chosen on the dev half (docs/evaluation.md)."""
+    from ragstrata.eval.citation_check import build_pairs, corpus_chunks, evaluate_checker
+    from ragstrata.generate.citations import CitationChecker
+
+    try:
+        engine = Ragstrata(RagConfig.load(config_file=config))
+        chunks = {folder.name: corpus_chunks(engine, folder) for folder in corpora}
+        pairs = build_pairs(chunks, per_corpus=per_corpus)
+        report = evaluate_checker(CitationChecker(engine.embedder, engine.analyzer), pairs)
+    except RagError as exc:
+        raise _fail(exc) from exc
+    data = report.to_json()
+    data["embedder"] = engine.embedder.name
+    out.print(json.dumps(data, indent=2), highlight=False)
+    if json_file is not None:
+        json_file.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 def _golden(

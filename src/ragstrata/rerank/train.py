@@ -75,8 +75,9 @@ class TrainSettings:
     cut at ``max_steps`` when set; ``lr``: encoder learning rate (the fresh head gets
     ``head_lr``); ``warmup``: share of steps with a linear warm-up; ``doc_groups``: most
     pseudo-query groups kept; ``dev_queries``: SciFact train claims held out for the fusion
-    weight; ``candidates``: hybrid hits reranked when choosing it; ``time_budget_s``: stop
-    training (and say so) once this much wall time has passed.
+    weight; ``candidates``: hybrid hits reranked when choosing it; ``time_budget_s``: every
+    25 steps the schedule is shortened (never lengthened) to end within this much training
+    wall time at the pace measured so far, so the learning rate still decays to 0 (logged).
     """
 
     seed: int = 13
@@ -404,7 +405,7 @@ def train(
     model.train()
     started = time.perf_counter()
     smoothed: float | None = None
-    for step in range(total):
+    for step in range(report.planned_steps):
         batch = [
             groups[i] for i in order[step * settings.groups_per_step :][: settings.groups_per_step]
         ]
@@ -443,9 +444,15 @@ def train(
                 f"step {step + 1}/{total} loss {value:.4f} (smoothed {smoothed:.4f}) "
                 f"{elapsed / (step + 1):.2f} s/step, {elapsed:.0f} s"
             )
-        if settings.time_budget_s is not None and elapsed > settings.time_budget_s:
-            report.stopped_early = step + 1 < total
-            log(f"time budget {settings.time_budget_s:.0f} s reached after {step + 1} steps")
+        if settings.time_budget_s is not None and (step + 1) % 25 == 0:
+            # shrink the schedule (never grow it) so that it ends, learning rate decayed to 0,
+            # within the budget at the pace measured so far
+            fits = int(settings.time_budget_s / (elapsed / (step + 1)))
+            if fits < total:
+                total = max(step + 2, fits)
+                report.stopped_early = True
+                log(f"time budget {settings.time_budget_s:.0f} s: schedule cut to {total} steps")
+        if step + 1 >= total:
             break
     report.train_seconds = time.perf_counter() - started
     report.loss_last = smoothed or 0.0
@@ -590,9 +597,10 @@ def run_training(
     log: Log = print,
 ) -> TrainReport:
     """The whole recipe of the module docstring: index the SciFact corpus into ``engine``
-    (reused when unchanged), build the groups (written to ``work_dir/groups.jsonl``), train
-    into ``work_dir/model``, export the int8 model with its metadata and
-    ``train_report.json`` into ``out_dir``, choose the fusion weight on the held-out claims.
+    (skipped when every document is already there, whatever version indexed it), build the
+    groups (written to ``work_dir/groups.jsonl``), train into ``work_dir/model``, export the
+    int8 model with its metadata and ``train_report.json`` into ``out_dir``, choose the fusion
+    weight on the held-out claims.
 
     Only ``qrels/train.tsv`` of ``scifact`` is read.
     """
@@ -602,8 +610,14 @@ def run_training(
 
     t0 = time.perf_counter()
     dataset = load_beir(scifact, split="train")
-    added = engine.add_documents(dataset_documents(dataset))
-    log(f"SciFact corpus: {len(dataset.corpus)} docs ({added.added} newly indexed)")
+    has_index = (engine.index_dir / "manifest.json").exists()
+    indexed = engine.manifest().documents if has_index else {}
+    if all(doc_id in indexed for doc_id in dataset.corpus):
+        # negatives only need search: an index built by another version is good enough
+        log(f"SciFact corpus: {len(dataset.corpus)} docs, all in {engine.index_dir}")
+    else:
+        added = engine.add_documents(dataset_documents(dataset))
+        log(f"SciFact corpus: {len(dataset.corpus)} docs ({added.added} newly indexed)")
     train_q, dev_q = split_dev(list(dataset.queries), settings.dev_queries, settings.seed)
     rng = random.Random(settings.seed)
     groups = scifact_groups(engine, dataset, train_q, negatives=settings.negatives, rng=rng)

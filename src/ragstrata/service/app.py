@@ -133,10 +133,9 @@ def build_state(
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(root / "staging", ignore_errors=True)  # uploads whose job died with the server
     shared = embedder if embedder is not None else Ragstrata(config).embedder  # not loaded yet
-    holder: dict[str, ServiceMetrics] = {}
 
     def violation(tenant: str, collection: str) -> None:
-        holder["m"].tenancy_violations.inc()
+        metrics.tenancy_violations.inc()
 
     registry = TenantRegistry(
         root, config=config, embedder=shared, read_wait_s=svc.read_wait_s, on_violation=violation
@@ -158,7 +157,6 @@ def build_state(
             yield coll.tenant, coll.name, docs, chunks
 
     metrics = ServiceMetrics(counts=counts, active_jobs=jobs.active)
-    holder["m"] = metrics
     return ServiceState(
         config=config,
         data_dir=root,
@@ -287,6 +285,7 @@ CollectionName = Annotated[
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in (
+        (400, "malformed body (not parseable as JSON)"),
         (401, "missing, unknown or revoked API key"),
         (403, "another tenant's collection, or a read-only key writing"),
         (404, "no such collection, document or job"),
@@ -342,7 +341,25 @@ def create_app(
     _install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _add_routes(app)
+    _document_upload_schema(app)
     return app
+
+
+def _document_upload_schema(app: FastAPI) -> None:
+    """Add :class:`TextUpload` (read by hand, so FastAPI does not see it) to the spec's
+    components, where the upload's request body refers to it."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        spec = generate()
+        schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+        if "TextUpload" not in schemas:
+            upload = TextUpload.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(upload.pop("$defs", {}))
+            schemas["TextUpload"] = upload
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _version() -> str:
@@ -354,7 +371,9 @@ def _version() -> str:
 def _add_routes(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+        return FileResponse(
+            STATIC_DIR / "index.html", media_type="text/html", headers=_PAGE_HEADERS
+        )
 
     @app.get("/healthz", response_model=HealthResponse, tags=["ops"])
     def healthz() -> dict[str, str]:
@@ -491,7 +510,7 @@ def _add_routes(app: FastAPI) -> None:
                 "description": "The answer as JSON, or as server-sent events with stream=true: "
                 "`token` events ({text}) in order, then `citations` ({citations}), `explain` "
                 "({hits}, with explain=true) and `done` ({refusal, answer, legend, timings_ms})",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                "content": {"text/event-stream": {"schema": _SSE_EVENT}},
             },
         },
         tags=["query"],
@@ -528,6 +547,23 @@ def _add_routes(app: FastAPI) -> None:
         return _state(request).jobs.get(principal, job_id)
 
 
+_PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+_SSE_EVENT: dict[str, Any] = {
+    "description": "One server-sent event; `data` is a JSON object.",
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"type": "string", "enum": ["token", "citations", "explain", "done"]},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
 _UPLOAD_BODY: dict[str, Any] = {
     "required": True,
     "content": {
@@ -540,9 +576,7 @@ _UPLOAD_BODY: dict[str, Any] = {
                 },
             }
         },
-        "application/json": {
-            "schema": TextUpload.model_json_schema(ref_template="#/components/schemas/{model}")
-        },
+        "application/json": {"schema": {"$ref": "#/components/schemas/TextUpload"}},
     },
 }
 

@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from ragstrata.errors import ConfigError
-from ragstrata.service.errors import AuthenticationError, NotFoundError, ServiceError
+from ragstrata.service.errors import (
+    AuthenticationError,
+    NotFoundError,
+    RateLimitedError,
+    ServiceError,
+)
+from ragstrata.service.ratelimit import RateLimiter
 
 KEYS_FILE = "keys.json"
 SCOPES = ("read", "write")
@@ -105,8 +111,13 @@ class KeyStore:
     Raises :class:`ServiceError` (RS700) when the file exists but is not a valid keys file.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_verifications_per_s: float = 20.0) -> None:
         self.path = path
+        # scrypt costs ~50 ms of CPU: keys not yet verified (unknown, wrong or new ones) share
+        # one bucket, so a flood of bad keys cannot eat the CPU the searches need
+        self._verifications = RateLimiter(
+            rate=max_verifications_per_s, burst=max(1, int(max_verifications_per_s))
+        )
         self._mutex = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None
         self._records: dict[str, KeyRecord] = {}
@@ -156,7 +167,9 @@ class KeyStore:
     # ------------------------------------------------------------------ requests
     def verify(self, presented: str) -> Principal:
         """The principal of a presented key; AuthenticationError for a malformed, unknown or
-        revoked key (the message never says which, nor echoes the key)."""
+        revoked key (the message never says which, nor echoes the key); RateLimitedError when
+        more than ``max_verifications_per_s`` keys not seen before arrive (verified keys are
+        cached until the keys file changes)."""
         match = _KEY_RE.fullmatch(presented.strip())
         if match is None:
             raise AuthenticationError("invalid API key")
@@ -169,6 +182,11 @@ class KeyStore:
             record = self._records.get(match.group(1))
         if record is None or record.revoked:
             raise AuthenticationError("invalid API key")
+        wait = self._verifications.acquire("scrypt")
+        if wait > 0:
+            raise RateLimitedError(
+                "too many API keys to verify at once; retry shortly", retry_after_s=wait
+            )
         # scrypt outside the mutex: ~50 ms of CPU that other requests need not wait for
         computed = _hash(match.group(2), bytes.fromhex(record.salt))
         if not hmac.compare_digest(computed, bytes.fromhex(record.hash)):

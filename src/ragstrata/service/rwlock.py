@@ -12,9 +12,13 @@ import time
 from collections.abc import Iterator
 
 
+class LockTimeout(TimeoutError):
+    """The lock was not obtained in time."""
+
+
 class RWLock:
-    """``read(timeout)`` / ``write(timeout)`` context managers; ``TimeoutError`` when the lock
-    is not obtained within ``timeout`` seconds (``None`` waits forever). Not reentrant."""
+    """``read(timeout)`` / ``write(timeout)`` context managers; :class:`LockTimeout` when the
+    lock is not obtained within ``timeout`` seconds (``None`` waits forever). Not reentrant."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
@@ -28,7 +32,7 @@ class RWLock:
         with self._cond:
             while self._writer or self._waiting_writers:
                 if not self._cond.wait(_left(deadline)):
-                    raise TimeoutError("timed out waiting for a read lock")
+                    raise LockTimeout("timed out waiting for a read lock")
             self._readers += 1
         try:
             yield
@@ -46,7 +50,7 @@ class RWLock:
             try:
                 while self._writer or self._readers:
                     if not self._cond.wait(_left(deadline)):
-                        raise TimeoutError("timed out waiting for the write lock")
+                        raise LockTimeout("timed out waiting for the write lock")
             finally:
                 self._waiting_writers -= 1
                 if not self._waiting_writers:

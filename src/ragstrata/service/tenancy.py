@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
@@ -54,7 +55,7 @@ from ragstrata.service.errors import (
     TenancyViolationError,
 )
 from ragstrata.service.keys import TENANT_RE, Principal
-from ragstrata.service.rwlock import RWLock
+from ragstrata.service.rwlock import LockTimeout, RWLock
 from ragstrata.types import Answer, Chunk, Hit
 
 logger = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class FileOutcome:
     """What became of one uploaded file: ``status`` ``indexed`` or ``failed`` (with code)."""
 
     name: str
-    status: str
+    status: Literal["indexed", "failed"]
     code: str = ""
     reason: str = ""
 
@@ -177,7 +178,7 @@ class Collection:
                     with self._open_lock:
                         self._engine.retriever  # noqa: B018 - open the store once, not per reader
                 yield self._engine
-        except TimeoutError as exc:
+        except LockTimeout as exc:  # only the lock's own timeout, never one from the search
             raise IndexLockedError(
                 f"collection {self.name!r} is being written (an upload job is running); "
                 f"retry in a few seconds"

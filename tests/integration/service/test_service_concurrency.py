@@ -7,7 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from service_helpers import BILLING, GUIDE, Service
+from service_helpers import BILLING, GUIDE, Service, ServiceFactory
 
 from ragstrata.service.keys import Principal
 
@@ -83,3 +83,20 @@ def test_reads_wait_for_a_running_ingest(service: Service) -> None:
     assert len(counts) == 20
     after = collection.search("Paragraph about invoices", top_k=20)
     assert {h.chunk.source.rsplit("/", 1)[-1] for h in after.hits} >= {"page-0.md", "page-11.md"}
+
+
+def test_read_gives_503_when_a_write_outlasts_read_wait(service_factory: ServiceFactory) -> None:
+    service = service_factory(read_wait_s=0.2)
+    headers = service.key("acme")
+    assert service.upload_texts(headers, "docs", {"guide.md": GUIDE})["state"] == "succeeded"
+    collection = service.state.registry.collection(Principal("t", "acme", ("read",)), "docs")
+    with collection._lock.write():  # what an ingest job holds while it runs
+        response = service.client.post(
+            "/v1/collections/docs/search", headers=headers, json={"query": "ERR_CONN_RESET"}
+        )
+    assert response.status_code == 503 and response.json()["error"]["code"] == "RS503"
+    assert response.headers["retry-after"] == "2"
+    again = service.client.post(
+        "/v1/collections/docs/search", headers=headers, json={"query": "ERR_CONN_RESET"}
+    )
+    assert again.status_code == 200

@@ -162,6 +162,22 @@ def test_page_and_openapi_are_served(module_service: Service) -> None:
     assert c.get("/static/app.js").status_code == 200
     spec = c.get("/openapi.json").json()
     assert "/v1/collections/{name}/ask" in spec["paths"]
+    refs: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            refs.extend(v for k, v in node.items() if k == "$ref")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    assert "#/components/schemas/TextUpload" in refs
+    for ref in refs:  # every reference resolves inside the document
+        assert ref.startswith("#/components/schemas/"), ref
+        assert ref.rsplit("/", 1)[1] in spec["components"]["schemas"], ref
     assert c.get("/healthz").json() == {"status": "ok"}
     missing = c.get("/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "RS706"

@@ -170,3 +170,15 @@ def test_keys_create_verify_revoke(tmp_path: Path) -> None:
 )
 def test_error_status_map(error: RagError, status: int) -> None:
     assert http_status(error) == status
+
+
+def test_unverified_keys_share_a_bucket(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys.json", max_verifications_per_s=1.0)
+    key, _ = store.create("acme")
+    wrong = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
+    with pytest.raises(AuthenticationError):
+        store.verify(wrong)  # costs one scrypt
+    with pytest.raises(RateLimitedError):
+        store.verify(wrong)  # the next within the second is refused before hashing
+    with pytest.raises(AuthenticationError):
+        store.verify("rsk_short")  # malformed keys never reach scrypt nor the bucket

@@ -80,6 +80,7 @@ async function* readEvents(response) {
 
 // ------------------------------------------------------------------ rendering
 function resetAnswer() {
+  delete document.body.dataset.state;
   $("answer-box").hidden = false;
   $("answer").textContent = "";
   $("answer").hidden = false;
@@ -200,6 +201,7 @@ async function ask(event) {
     if (!response.ok) {
       setStatus(await errorMessage(response));
       $("answer-box").hidden = true;
+      document.body.dataset.state = "error";
       return;
     }
     let text = "";
@@ -229,6 +231,7 @@ async function ask(event) {
     }
   } catch (err) {
     setStatus(`Error: ${err}`);
+    document.body.dataset.state = "error";
   } finally {
     $("ask").disabled = false;
   }

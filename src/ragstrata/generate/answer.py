@@ -1,0 +1,239 @@
+"""The grounded LLM answer, step by step, as a stream of events.
+
+retrieved hits → version conflicts resolved (newest wins) → evidence score (refuse under the
+threshold, before any LLM call) → context (parent sections, generator-token budget, strongest
+sources first and last) → prompt → LLM tokens (streamed) → refusal detection → citations parsed,
+renumbered and verified → :class:`~ragstrata.types.Answer`.
+
+:class:`TokenEvent` carries answer text as the model writes it (raw: markers as the model wrote
+them); the last event is always one :class:`AnswerEvent` with the final, rewritten answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragstrata.assemble.context import ParentLookup, assemble, conflicts_json, resolve_versions
+from ragstrata.config import LLMConfig
+from ragstrata.generate.base import Generator, Usage
+from ragstrata.generate.citations import CitationChecker, ground
+from ragstrata.generate.evidence import Evidence, evidence
+from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message
+from ragstrata.index.analyzer import Analyzer
+from ragstrata.types import Answer, Hit
+
+PROMPT_OVERHEAD_TOKENS = 450
+"""Tokens reserved for the rules, tags, legend and question around the sources."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """A piece of the answer as the model writes it."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerEvent:
+    """The final answer (always the last event)."""
+
+    answer: Answer
+
+
+AskEvent = TokenEvent | AnswerEvent
+
+
+def answer_from_events(events: Iterator[AskEvent]) -> Answer:
+    """The final answer of an event stream (tokens are discarded)."""
+    final: Answer | None = None
+    for event in events:
+        if isinstance(event, AnswerEvent):
+            final = event.answer
+    if final is None:  # pragma: no cover - every stream ends with an AnswerEvent
+        raise RuntimeError("the answer stream ended without an answer")
+    return final
+
+
+class LLMAnswerer:
+    """Runs the steps above for one question over already retrieved hits.
+
+    ``min_evidence``: refusal threshold on :func:`~ragstrata.generate.evidence.evidence`'s
+    score; ``checker``: citation verifier (``None`` skips verification); ``parents``: parent
+    section lookup for context expansion (``None``: no expansion).
+    """
+
+    def __init__(
+        self,
+        generator: Generator,
+        analyzer: Analyzer,
+        config: LLMConfig,
+        *,
+        min_evidence: float,
+        checker: CitationChecker | None,
+        display_source: Callable[[str], str] = str,
+    ) -> None:
+        self.generator = generator
+        self.analyzer = analyzer
+        self.config = config
+        self.min_evidence = min_evidence
+        self.checker = checker
+        self.display_source = display_source
+
+    def budget(self) -> int:
+        """Source tokens: ``llm.context_tokens``, capped so that prompt + answer fit the
+        model's window."""
+        room = self.generator.context_window - self.config.max_tokens - PROMPT_OVERHEAD_TOKENS
+        return max(64, min(self.config.context_tokens, room))
+
+    def stream(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        *,
+        timings: dict[str, float],
+        started: float,
+        parents: ParentLookup | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Iterator[AskEvent]:
+        meta: dict[str, Any] = dict(metadata or {})
+        kept, conflicts = resolve_versions(hits)
+        if conflicts:
+            meta["conflict"] = conflicts_json(conflicts)
+        ev: Evidence = evidence(question, kept, self.analyzer)
+        meta["evidence"] = ev.to_json()
+        meta["min_evidence"] = self.min_evidence
+        refusal = refusal_message(question)
+
+        def finish(answer: Answer) -> AnswerEvent:
+            timings["total"] = (time.perf_counter() - started) * 1000
+            return AnswerEvent(answer)
+
+        name = self.generator.name
+        if not kept or ev.score < self.min_evidence:
+            meta["refused_by"] = "evidence"
+            yield finish(
+                Answer(question, refusal, True, (), (), timings, {}, name, bool(conflicts), meta)
+            )
+            return
+        t = time.perf_counter()
+        context = assemble(
+            kept,
+            counter=self.generator.counter,
+            budget_tokens=self.budget(),
+            display_source=self.display_source,
+            parents=parents,
+            parent_tokens=self.config.parent_tokens,
+            order="edges",
+        )
+        messages = build_messages(question, context, display_source=self.display_source)
+        timings["assemble"] = (time.perf_counter() - t) * 1000
+        meta["context_tokens"] = context.tokens
+        t = time.perf_counter()
+        parts: list[str] = []
+        usage = Usage(0, 0)
+        first_token: float | None = None
+        for delta in self.generator.stream(messages):
+            if delta.text:
+                if first_token is None:
+                    first_token = time.perf_counter()
+                parts.append(delta.text)
+                yield TokenEvent(delta.text)
+            if delta.done:
+                usage = delta.usage or usage
+                meta["finish_reason"] = delta.finish_reason
+        timings["generate"] = (time.perf_counter() - t) * 1000
+        if first_token is not None:
+            timings["first_token"] = (first_token - started) * 1000
+        raw = "".join(parts).strip()
+        if not raw or is_refusal(raw):
+            meta["refused_by"] = "llm"
+            yield finish(
+                Answer(
+                    question,
+                    refusal,
+                    True,
+                    (),
+                    (),
+                    timings,
+                    usage.to_json(),
+                    name,
+                    bool(conflicts),
+                    meta,
+                )
+            )
+            return
+        t = time.perf_counter()
+        checker = self.checker if self.config.verify_citations else None
+        grounded = ground(raw, context, checker, unsupported=self.config.unsupported)  # type: ignore[arg-type]
+        timings["verify"] = (time.perf_counter() - t) * 1000
+        meta.update(grounded.diagnostics)
+        meta["raw_answer"] = raw
+        if not grounded.citations:
+            # nothing in the answer points at a source: ungrounded (or a document's injected
+            # instruction was obeyed); never shown as an answer
+            meta["refused_by"] = "no_citations"
+            yield finish(
+                Answer(
+                    question,
+                    refusal,
+                    True,
+                    (),
+                    (),
+                    timings,
+                    usage.to_json(),
+                    name,
+                    bool(conflicts),
+                    meta,
+                )
+            )
+            return
+        yield finish(
+            Answer(
+                question,
+                grounded.text,
+                False,
+                grounded.citations,
+                grounded.legend,
+                timings,
+                usage.to_json(),
+                name,
+                bool(conflicts),
+                meta,
+            )
+        )
+
+
+def load_generator(config: LLMConfig, *, env: Any = None) -> Generator | None:
+    """The generator ``config`` describes (``None`` for ``provider = "none"``); nothing is
+    loaded until first use."""
+    if config.provider == "none":
+        return None
+    if config.provider == "openai":
+        from ragstrata.generate.openai_client import OpenAIGenerator
+
+        return OpenAIGenerator(
+            base_url=config.base_url,
+            model=config.model,
+            api_key=config.resolve_api_key(env),
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            tokenizer=config.tokenizer,
+            context_window=config.n_ctx,
+            seed=config.seed,
+        )
+    from ragstrata.generate.llama_local import LlamaGenerator
+
+    return LlamaGenerator(
+        model_path=config.model_path,
+        local_model=config.local_model,
+        n_ctx=config.n_ctx,
+        threads=config.threads,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+    )

