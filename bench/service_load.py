@@ -55,6 +55,12 @@ QUESTIONS = (
 )
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (results stay machine-neutral)."""
+    resolved = path.resolve()
+    return resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT) else str(path)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -201,6 +207,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
     parser.add_argument("--ops", default="search,ask", help="phases, in order")
     parser.add_argument("--out", type=Path, default=RESULTS / "service_load.json")
+    parser.add_argument("--server-log", type=Path, help="also keep the server's log here")
     args = parser.parse_args()
 
     load_before = os.getloadavg()
@@ -230,6 +237,9 @@ def main() -> None:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            server_log = (Path(tmp) / "server.log").read_text(encoding="utf-8", errors="replace")
+            if args.server_log is not None:
+                args.server_log.write_text(server_log, encoding="utf-8")
 
     print(f"corpus: {stats['documents']} documents, {stats['chunks']} chunks ({args.docs})")
     print(f"load average before/after: {load_before[0]:.1f} / {os.getloadavg()[0]:.1f}")
@@ -251,7 +261,7 @@ def main() -> None:
         },
         "command": "python bench/service_load.py " + " ".join(sys.argv[1:]),
         "corpus": {
-            "path": str(args.docs),
+            "path": _shown(args.docs),
             "documents": stats["documents"],
             "chunks": stats["chunks"],
         },
@@ -261,6 +271,8 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if any(r["errors"] for r in rows):
+        print("errors:", [r["error_samples"] for r in rows])
+        print("server log (end):", server_log[-3000:])
         raise SystemExit(1)
 
 

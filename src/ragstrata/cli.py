@@ -699,6 +699,7 @@ def serve(
         port=cfg.service.port,
         log_level=log_level,
         workers=1,
+        timeout_keep_alive=cfg.service.keep_alive_s,
         timeout_graceful_shutdown=30,
     )
 

@@ -371,7 +371,9 @@ class ServiceConfig:
     per upload request; ``rate_limit_per_s`` / ``rate_limit_burst``: per-API-key token bucket
     (sustained requests per second, bucket size; over it gets 429 with ``Retry-After``);
     ``read_wait_s``: how long a search/ask waits for an ingest running on the same collection
-    before failing with RS503 (503); ``ingest_workers``: ingestion jobs run at once.
+    before failing with RS503 (503); ``ingest_workers``: ingestion jobs run at once;
+    ``keep_alive_s``: seconds an idle HTTP connection stays open (above a proxy's or client's
+    own idle timeout, so that they never reuse a connection the server is closing).
     """
 
     host: str = "127.0.0.1"
@@ -383,6 +385,7 @@ class ServiceConfig:
     rate_limit_burst: int = 40
     read_wait_s: float = 30.0
     ingest_workers: int = 1
+    keep_alive_s: int = 75
 
     def __post_init__(self) -> None:
         if isinstance(self.data_dir, str):  # from TOML or RAGSTRATA_SERVICE_DATA_DIR
@@ -403,6 +406,8 @@ class ServiceConfig:
             raise ConfigError(f"service.read_wait_s={self.read_wait_s} must be >= 0 seconds")
         if self.ingest_workers < 1:
             raise ConfigError(f"service.ingest_workers={self.ingest_workers} must be >= 1")
+        if self.keep_alive_s < 1:
+            raise ConfigError(f"service.keep_alive_s={self.keep_alive_s} must be >= 1 second")
 
     def data_path(self, home: Path) -> Path:
         """The data directory: ``data_dir``, else ``<home>/service``."""
