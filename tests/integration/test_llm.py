@@ -50,7 +50,7 @@ def local_llm() -> Any:
         _need(module)
     from ragstrata.generate.llama_local import LlamaGenerator
 
-    gen = LlamaGenerator(local_model="0.5b", threads=1, n_ctx=4096, max_tokens=160)
+    gen = LlamaGenerator(local_model="0.5b", threads=1, n_ctx=4096, max_tokens=120)
     gen.warm_up()
     return gen
 
@@ -132,11 +132,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_server(local_llm: Any) -> Iterator[str]:
+def llama_server(local_llm: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """llama-cpp-python's OpenAI-compatible server on loopback, on the packaged model."""
     _need("llama_cpp.server")
     port = _free_port()
     model = local_llm.resolved_model_path()
+    log = tmp_path_factory.mktemp("server") / "llama_server.log"
+    logfile = open(log, "wb")  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -155,22 +157,25 @@ def llama_server(local_llm: Any) -> Iterator[str]:
             "--model_alias",
             "qwen",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=logfile,
+        stderr=subprocess.STDOUT,  # a pipe nobody reads would fill up and block the server
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode()[-2000:] if proc.stderr else "")
+                raise RuntimeError(log.read_text(errors="replace")[-2000:])
             try:
                 if httpx.get(f"{base}/models", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(1)
         else:
-            raise RuntimeError("llama_cpp.server did not start in 180 s")
+            raise RuntimeError(
+                "llama_cpp.server did not start in 300 s: "
+                + log.read_text(errors="replace")[-2000:]
+            )
         yield base
     finally:
         proc.terminate()
@@ -178,6 +183,7 @@ def llama_server(local_llm: Any) -> Iterator[str]:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        logfile.close()
 
 
 def test_openai_client_against_llama_cpp_server(llama_server: str, engine: Ragstrata) -> None:
@@ -194,7 +200,7 @@ def test_openai_client_against_llama_cpp_server(llama_server: str, engine: Ragst
     assert "".join(d.text for d in deltas).strip()
     # the whole grounded pipeline through the HTTP client
     local = engine._generator
-    gen.max_tokens = 160
+    gen.max_tokens = 120
     engine._generator = gen
     try:
         answer = engine.ask("How do you declare a path parameter in FastAPI?")

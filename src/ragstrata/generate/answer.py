@@ -171,10 +171,10 @@ class LLMAnswerer:
         timings["verify"] = (time.perf_counter() - t) * 1000
         meta.update(grounded.diagnostics)
         meta["raw_answer"] = raw
-        if not grounded.citations:
-            # nothing in the answer points at a source: ungrounded (or a document's injected
-            # instruction was obeyed); never shown as an answer
-            meta["refused_by"] = "no_citations"
+        if not grounded.citations or (checker is not None and not meta["verified_claims"]):
+            # nothing in the answer is backed by a source: ungrounded (or a document's
+            # injected instruction was obeyed); never shown as an answer
+            meta["refused_by"] = "no_citations" if not grounded.citations else "unsupported"
             yield finish(
                 Answer(
                     question,

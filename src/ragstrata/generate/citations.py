@@ -327,6 +327,7 @@ def ground(
     checker: CitationChecker | None,
     *,
     unsupported: Unsupported = "flag",
+    attribute: bool = True,
 ) -> Grounded:
     """Parse ``answer``'s citations against ``context``, verify each (claim, cited source)
     pair with ``checker`` (``None``: not verified, ``verified`` stays ``True`` and ``support``
@@ -334,14 +335,22 @@ def ground(
 
     A citation is ``verified`` when every claim citing it is supported by its passage. With
     ``unsupported="remove"`` the markers of unsupported (claim, source) pairs are removed and
-    sources left uncited disappear from the citations. Diagnostics: ``invalid_labels``
-    (out-of-range labels, removed from the text), ``unsupported`` (claims with the labels
-    that do not support them), ``uncited`` (claims without any valid citation),
-    ``claims`` (number of claims).
+    sources left uncited disappear from the citations. With ``attribute`` (and a checker), a
+    claim the model left without any citation gets the source that supports it best, when one
+    does (post-hoc attribution; small models often forget markers); its marker is inserted
+    before the sentence's final punctuation. Diagnostics: ``invalid_labels`` (out-of-range
+    labels, removed from the text), ``unsupported`` (claims with the labels that do not
+    support them), ``uncited`` (claims left without any valid citation), ``attributed``
+    (claims that got their citation from the checker), ``claims`` (number of claims),
+    ``verified_claims`` (claims with at least one supporting citation).
     """
     sources = {s.label: s for s in context.sources}
     parsed = parse_answer(answer, len(context.sources))
+    labels_of = {ci: list(c.labels) for ci, c in enumerate(parsed.claims)}
     pairs = [(ci, label) for ci, c in enumerate(parsed.claims) for label in c.labels]
+    bare = [ci for ci, c in enumerate(parsed.claims) if not c.labels]
+    if attribute and checker is not None:
+        pairs += [(ci, label) for ci in bare for label in sources]
     supports: dict[tuple[int, int], Support] = {}
     if checker is not None and pairs:
         found = checker.features(
@@ -349,18 +358,28 @@ def ground(
             [sources[label].body for _, label in pairs],
         )
         supports = dict(zip(pairs, found, strict=True))
+    attributed: list[int] = []
+    if attribute and checker is not None:
+        for ci in bare:
+            options = [supports[ci, lab] for lab in sources if supports[ci, lab].verified]
+            if options:
+                best = max(
+                    sources, key=lambda lab: (supports[ci, lab].verified, supports[ci, lab].score)
+                )
+                labels_of[ci] = [best]
+                attributed.append(ci)
     keep: dict[int, list[int]] = {}
     unsupported_claims: list[dict[str, Any]] = []
     for ci, claim in enumerate(parsed.claims):
         bad = [
-            lab for lab in claim.labels if (ci, lab) in supports and not supports[ci, lab].verified
+            lab for lab in labels_of[ci] if (ci, lab) in supports and not supports[ci, lab].verified
         ]
         if bad:
             unsupported_claims.append({"sentence": claim.text, "labels": bad})
-        keep[ci] = [lab for lab in claim.labels if unsupported == "flag" or lab not in bad]
+        keep[ci] = [lab for lab in labels_of[ci] if unsupported == "flag" or lab not in bad]
     order = list(dict.fromkeys(lab for ci in keep for lab in keep[ci]))
     renumber = {old: new for new, old in enumerate(order, start=1)}
-    text = _rewrite(parsed, keep, renumber)
+    text = _rewrite(parsed, keep, renumber, set(attributed))
     citations: list[Citation] = []
     legend: list[str] = []
     legend_by_label = dict(zip((s.label for s in context.sources), context.legend, strict=True))
@@ -370,14 +389,21 @@ def ground(
             supports[ci, old] for ci in keep if old in keep[ci] and (ci, old) in supports
         ]
         verified = all(s.verified for s in claim_supports) if claim_supports else True
-        best = max(claim_supports, key=lambda s: s.score, default=None)
-        citations.append(_citation(renumber[old], source, best, verified))
+        best_support = max(claim_supports, key=lambda s: s.score, default=None)
+        citations.append(_citation(renumber[old], source, best_support, verified))
         legend.append(re.sub(r"^\[\d+\]", f"[{renumber[old]}]", legend_by_label[old]))
+    verified_claims = sum(
+        1
+        for ci in keep
+        if any((ci, lab) not in supports or supports[ci, lab].verified for lab in keep[ci])
+    )
     diagnostics: dict[str, Any] = {
         "claims": len(parsed.claims),
+        "verified_claims": verified_claims,
         "invalid_labels": parsed.invalid,
         "unsupported": unsupported_claims,
-        "uncited": [c.text for c in parsed.claims if not c.labels],
+        "uncited": [parsed.claims[ci].text for ci in keep if not keep[ci]],
+        "attributed": [parsed.claims[ci].text for ci in attributed],
     }
     return Grounded(text, tuple(citations), tuple(legend), diagnostics)
 
@@ -406,9 +432,15 @@ def _citation(label: int, source: Source, support: Support | None, verified: boo
     )
 
 
-def _rewrite(parsed: ParsedAnswer, keep: dict[int, list[int]], renumber: dict[int, int]) -> str:
+def _rewrite(
+    parsed: ParsedAnswer,
+    keep: dict[int, list[int]],
+    renumber: dict[int, int],
+    attributed: set[int] | None = None,
+) -> str:
     """The answer with each claim's markers replaced by one canonical group at the position of
-    its first marker (other markers removed); markers outside claims are removed."""
+    its first marker (other markers removed); markers outside claims are removed. Claims in
+    ``attributed`` (no marker of their own) get their group before their final punctuation."""
     text = parsed.text
     edits: list[tuple[int, int, str]] = []
     claim_of: dict[int, int] = {}
@@ -424,7 +456,14 @@ def _rewrite(parsed: ParsedAnswer, keep: dict[int, list[int]], renumber: dict[in
             placed.add(owner)
             replacement = "".join(f"[{renumber[lab]}]" for lab in keep[owner] if lab in renumber)
         edits.append((start, end, replacement))
-    for start, end, replacement in reversed(edits):
+    for ci in sorted(attributed or ()):
+        claim = parsed.claims[ci]
+        end = claim.start + len(text[claim.start : claim.end].rstrip())
+        if end > claim.start and text[end - 1] in ".!?:":
+            end -= 1
+        group = "".join(f"[{renumber[lab]}]" for lab in keep[ci] if lab in renumber)
+        edits.append((end, end, f" {group}"))
+    for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
     text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)
     return re.sub(r"[ \t]{2,}", " ", text).strip()

@@ -118,3 +118,17 @@ def test_negated_claims_need_a_negated_source(checker: CitationChecker) -> None:
     assert not checker.check("The installer does not need Python 3.11.", PASSAGE).verified
     negative = "The installer does not need root access."
     assert checker.check("The installer does not need root access.", negative).verified
+
+
+def test_uncited_supported_sentences_are_attributed(checker: CitationChecker) -> None:
+    hits = [
+        make_hit("billing", "Invoices are emailed on the first day of each month.", 1),
+        make_hit("install", PASSAGE, 2),
+    ]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
+    out = ground("The installer needs Python 3.11. It is great.", ctx, checker)
+    assert out.text == "The installer needs Python 3.11 [1]. It is great."
+    assert [c.doc_id for c in out.citations] == ["install"] and out.citations[0].verified
+    assert out.diagnostics["attributed"] == ["The installer needs Python 3.11."]
+    assert out.diagnostics["uncited"] == ["It is great."]
+    assert ground("The installer needs Python 3.11.", ctx, checker, attribute=False).citations == ()
