@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from ragstrata.config import RagConfig
-from ragstrata.errors import ConfigError, RagError
+from ragstrata.errors import ConfigError, IndexNotFoundError, RagError
 from ragstrata.pipeline import Ragstrata, display_path
 from ragstrata.types import Answer, Hit
 
@@ -130,7 +131,11 @@ def ingest(
                 )
 
             result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
-            stats = engine.stats()
+            try:
+                stats = engine.stats()
+            except IndexNotFoundError:  # a dry run on a new index writes nothing
+                stats = {"index": str(engine.index_dir), "documents": 0, "chunks": 0}
+                stats["size_bytes"] = 0
     except RagError as exc:
         raise _fail(exc) from exc
     data = result.to_json() | {"index": stats}
@@ -146,17 +151,22 @@ def ingest(
             + f"; {result.chunks} chunks written ({result.embedded} embedded) "
             f"in {result.seconds:.1f}s; "
             f"index has {stats['documents']} documents, {stats['chunks']} chunks "
-            f"({stats['size_bytes'] / 1e6:.1f} MB) at {stats['index']}"
+            f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(str(stats['index']))}"
         )
         if not (result.added or result.updated or result.unchanged or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for failure in result.failures:
             err.print(
-                f"[yellow]skipped[/] {failure.path}: [{failure.code}] {failure.reason}",
+                f"[yellow]skipped[/] {escape(failure.path)}: {escape(f'[{failure.code}]')} "
+                f"{escape(failure.reason)}",
                 highlight=False,
             )
     if result.status != "ok":
         raise typer.Exit(EXIT_PARTIAL if result.status == "partial" else 1)
+
+
+def _pages(start: int, end: int | None) -> str:
+    return str(start) if end in (None, start) else f"{start}-{end}"
 
 
 def _hit_json(hit: Hit) -> dict[str, Any]:
@@ -198,7 +208,7 @@ def search(
         }
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    table = Table(show_lines=False, title=f"{len(result.hits)} hits for {query!r}")
+    table = Table(show_lines=False, title=escape(f"{len(result.hits)} hits for {query!r}"))
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     if explain:
@@ -216,9 +226,11 @@ def search(
                 e = next((x for x in hit.explain if x.retriever == name), None)
                 row.append(f"{e.rank} / {e.score:.3f}" if e else "-")
         where = display_path(hit.chunk.source)
-        row.append(f"{where} > {hit.chunk.heading}" if hit.chunk.heading else where)
+        if hit.chunk.page_start is not None:
+            where += f" p. {_pages(hit.chunk.page_start, hit.chunk.page_end)}"
+        row.append(escape(f"{where} > {hit.chunk.heading}" if hit.chunk.heading else where))
         snippet = " ".join(hit.chunk.text.split())
-        row.append(snippet[:160] + ("…" if len(snippet) > 160 else ""))
+        row.append(escape(snippet[:160] + ("…" if len(snippet) > 160 else "")))
         table.add_row(*row)
     out.print(table)
     out.print(f"[dim]{result.timings_ms['total']:.1f} ms[/]")
@@ -254,7 +266,7 @@ def ask(
         typer.Option(
             "--llm",
             help="Answerer: none (extractive), local (packaged GGUF model), openai "
-            "(OpenAI-compatible server, see [llm] in the config). Default: llm.provider.",
+            "(OpenAI-compatible server, see the llm section of the config). Default: llm.provider.",
         ),
     ] = None,
     stream: Annotated[
@@ -293,23 +305,27 @@ def ask(
             streamed = False
     if not streamed:
         style = "yellow" if answer.refusal else "bold"
-        out.print(f"[{style}]{answer.text}[/]", highlight=False)
+        out.print(f"[{style}]{escape(answer.text)}[/]", highlight=False)
     if answer.citations:
         out.print()
         for c in answer.citations:
             heading = " > ".join(c.heading_path)
             where = display_path(c.source)
+            if c.page_start is not None:
+                where += f" p. {_pages(c.page_start, c.page_end)}"
             check = ""
             if c.support is not None:
                 check = " [green]verified[/]" if c.verified else " [red]NOT verified[/]"
             out.print(
-                f"[{c.label}] {where}{' > ' + heading if heading else ''}{check} "
+                escape(f"[{c.label}] {where}{' > ' + heading if heading else ''}") + f"{check} "
                 f"[dim](chars {c.start}-{c.end}, chunk {c.chunk_id[:12]})[/]",
                 highlight=False,
             )
     if answer.conflict:
         kept = ", ".join(str(c.get("kept")) for c in answer.metadata.get("conflict", []))
-        out.print(f"[yellow]note[/] sources disagree across versions; used the newest ({kept})")
+        out.print(
+            f"[yellow]note[/] sources disagree across versions; used the newest ({escape(kept)})"
+        )
     if answer.usage:
         u = answer.usage
         out.print(

@@ -636,9 +636,27 @@ def _build(kind: type[Any], section: str, values: Mapping[str, Any]) -> Any:
     return kind(**kwargs)
 
 
+def _check_type(name: str, type_name: str, value: Any) -> Any:
+    """Reject TOML values of the wrong type (``top_k = 3.7``, ``top_k = true``) at load time."""
+    base = type_name.split("|")[0].strip()
+    if value is None and "None" in type_name:
+        return value
+    if base == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{name}={value!r} must be an integer")
+    if base == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{name}={value!r} must be a number")
+        return float(value)
+    if base == "bool" and not isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r} must be true or false")
+    if base == "str" and not isinstance(value, str):
+        raise ConfigError(f"{name}={value!r} must be a string")
+    return value
+
+
 def _coerce(name: str, type_name: str, value: Any) -> Any:
     if not isinstance(value, str):
-        return value
+        return _check_type(name, type_name, value)
     try:
         if type_name.startswith("int"):
             return None if value.lower() in ("", "none") and "None" in type_name else int(value)

@@ -341,6 +341,15 @@ class Ragstrata:
         """
         started = time.perf_counter()
         report = IngestReport()
+        if dry_run and not (self.index_dir / catalog.MANIFEST).exists():
+            # no index yet: everything would be added, and a dry run writes nothing
+            for item in documents:
+                if isinstance(item, IngestFailure):
+                    report.failures.append(item)
+                else:
+                    report.added += 1
+            report.seconds = time.perf_counter() - started
+            return report
         self._hold_lock(wait_s=0.0, purpose="write")
         try:
             manifest = catalog.read_manifest(self.index_dir)

@@ -196,3 +196,24 @@ def test_configs_are_frozen() -> None:
     config = RetrievalConfig()
     with pytest.raises(AttributeError):
         config.top_k = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        "[retrieval]\ntop_k = 3.7\n",
+        "[retrieval]\ntop_k = true\n",
+        "[answer]\nmin_dense_score = true\n",
+        '[answer]\nmin_dense_score = "x"\n',
+    ],
+)
+def test_toml_values_of_the_wrong_type_fail_at_load(tmp_path: Path, toml: str) -> None:
+    (tmp_path / "config.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+
+
+def test_toml_int_for_a_float_setting_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[answer]\nmin_dense_score = 0\n", encoding="utf-8")
+    config = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    assert config.answer.min_dense_score == 0.0

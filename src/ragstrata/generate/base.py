@@ -31,6 +31,10 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant"]
 
+STOP = ("</source>", "<source", "\nQuestion:")
+"""Stop sequences of every grounded generation: a model that starts echoing the prompt's
+source blocks or a new question has finished its answer."""
+
 
 @dataclass(frozen=True, slots=True)
 class ChatMessage:

@@ -51,6 +51,9 @@ MARKER = re.compile(
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
+MIN_CLAIM_WORDS = 2
+"""A sentence needs this many words (2+ letters) to be a claim."""
+
 
 def marker_labels(marker: str) -> list[int]:
     """The labels inside one marker, in order (``"(Source-2, Source-4)"`` → ``[2, 4]``)."""
@@ -111,7 +114,8 @@ def _segments(text: str, masked: str) -> list[tuple[int, int]]:
 def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
     """Split ``text`` into :class:`Claim` sentences and read their citation markers.
 
-    Lines inside fenced code blocks and sentences without letters or digits are not claims;
+    Lines inside fenced code blocks and sentences of fewer than :data:`MIN_CLAIM_WORDS` words
+    are not claims;
     markers there are still listed in ``markers``. Labels outside ``1..n_sources`` go to
     ``invalid``.
     """
@@ -130,8 +134,8 @@ def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
             plain = plain[: m_start - start] + plain[m_end - start :]
         plain = re.sub(r"\s+", " ", plain).strip()
         plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
-        if not re.search(r"\w", plain):
-            continue
+        if len(re.findall(r"[^\W\d_]{2,}", plain)) < MIN_CLAIM_WORDS:
+            continue  # markup residue ("/// note", "</source>"), not a claim
         labels = [lab for mk in inside for lab in mk[2]]
         valid = tuple(dict.fromkeys(lab for lab in labels if 1 <= lab <= n_sources))
         invalid = tuple(dict.fromkeys(lab for lab in labels if not 1 <= lab <= n_sources))

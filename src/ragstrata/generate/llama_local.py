@@ -32,11 +32,22 @@ from typing import Any
 
 from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
-from ragstrata.generate.base import ChatMessage, Completion, Delta, FunctionCounter, Usage, collect
+from ragstrata.generate.base import (
+    STOP,
+    ChatMessage,
+    Completion,
+    Delta,
+    FunctionCounter,
+    Usage,
+    collect,
+)
 
 logger = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
+
+REPEAT_PENALTY = 1.1
+"""llama.cpp's repetition penalty: without it the 0.5B model loops on long sources."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +242,8 @@ class LlamaGenerator:
             "temperature": self.temperature,
             "max_tokens": max_tokens or self.max_tokens,
             "seed": self.seed,
+            "stop": list(STOP),
+            "repeat_penalty": REPEAT_PENALTY,
         }
 
     def complete(

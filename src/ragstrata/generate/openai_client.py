@@ -21,7 +21,7 @@ from typing import Any
 
 from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
-from ragstrata.generate.base import ChatMessage, Completion, Delta, FunctionCounter, Usage
+from ragstrata.generate.base import STOP, ChatMessage, Completion, Delta, FunctionCounter, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +129,7 @@ class OpenAIGenerator:
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "temperature": self.temperature,
             "max_tokens": max_tokens or self.max_tokens,
+            "stop": list(STOP),
         }
         if self.seed is not None:
             body["seed"] = self.seed

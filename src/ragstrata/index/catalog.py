@@ -229,8 +229,14 @@ class IndexLock:
     @classmethod
     def acquire(cls, index_dir: Path, *, wait_s: float = 0.0, purpose: str = "write") -> IndexLock:
         """Take the lock, polling up to ``wait_s`` seconds; raises IndexLockedError after that."""
-        index_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(index_dir / ".lock", "a+")  # noqa: SIM115 - held until release()
+        try:
+            index_dir.mkdir(parents=True, exist_ok=True)
+            handle = open(index_dir / ".lock", "a+")  # noqa: SIM115 - held until release()
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open the index directory {index_dir}: {exc.strerror}; choose a writable "
+                "location with --index or RAGSTRATA_HOME"
+            ) from exc
         deadline = time.monotonic() + wait_s
         while True:
             try:

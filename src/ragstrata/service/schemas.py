@@ -107,6 +107,9 @@ class HitOut(_Response):
     chunk_index: int
     chunk_total: int
     text: str
+    language: str = Field(default="und", description="Detected language (ISO 639-1) or und.")
+    page_start: int | None = Field(default=None, description="First page (PDF only), 1-based.")
+    page_end: int | None = Field(default=None, description="Last page (PDF only), 1-based.")
     explain: dict[str, RetrieverRank] = Field(
         description="Each retriever's 1-based rank and raw score (dense: cosine, bm25: BM25)."
     )
@@ -128,6 +131,9 @@ class CitationOut(_Response):
     end: int
     score: float
     quote: str
+    page_start: int | None = Field(default=None, description="First page (PDF only), 1-based.")
+    page_end: int | None = Field(default=None, description="Last page (PDF only), 1-based.")
+    verified: bool = Field(default=True, description="The citing claims were checked as supported.")
     passage: str = Field(description="The cited chunk's text.")
     highlight_start: int | None = Field(
         description="Offset of ``quote`` in ``passage`` (characters), or null if not found."

@@ -36,6 +36,9 @@ def hit_json(hit: Hit, *, source: SourceView = _same) -> dict[str, Any]:
         "chunk_index": c.index,
         "chunk_total": c.total,
         "text": c.rendered,
+        "language": c.language,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
         "explain": {e.retriever: {"rank": e.rank, "score": e.score} for e in hit.explain},
     }
 
@@ -54,13 +57,21 @@ def citation_json(citation: Citation, *, source: SourceView = _same) -> dict[str
         "end": c.end,
         "score": c.score,
         "quote": c.quote,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "verified": c.verified,
     }
 
 
 def legend_line(citation: Citation, *, source: SourceView = _same) -> str:
     """``[n] = source > heading path`` (the answer's legend line for one citation)."""
     heading = " > ".join(citation.heading_path)
-    return f"[{citation.label}] = {source(citation.source)}{' > ' + heading if heading else ''}"
+    pages = ""
+    if citation.page_start is not None:
+        first, last = citation.page_start, citation.page_end
+        pages = f" (p. {first})" if last in (None, first) else f" (p. {first}-{last})"
+    where = f"{source(citation.source)}{pages}"
+    return f"[{citation.label}] = {where}{' > ' + heading if heading else ''}"
 
 
 def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str, Any]:

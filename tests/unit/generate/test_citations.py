@@ -24,8 +24,8 @@ WORDS = FunctionCounter(lambda t: t.split())
     ("text", "labels"),
     [
         ("Uses Pydantic [1].", [(1,)]),
-        ("Fast [1][2].", [(1, 2)]),
-        ("Works [1, 3].", [(1, 3)]),
+        ("It is fast [1][2].", [(1, 2)]),
+        ("It works [1, 3].", [(1, 3)]),
         ("Según la guía funciona [Fuente-2].", [(2,)]),
         ("Both say so (Source-2, Source-4).", [(2, 4)]),
         ("Ambas lo dicen [Fuente 1; Fuente 3].", [(1, 3)]),
@@ -39,14 +39,18 @@ def test_parses_every_marker_form(text: str, labels: list[tuple[int, ...]]) -> N
 
 
 def test_out_of_range_and_non_citations() -> None:
-    parsed = parse_answer("Real [1]. Invented [7]. Zero [0]. Index items[1] is code.", 2)
+    parsed = parse_answer(
+        "A real one [1]. An invented one [7]. Zero here [0]. Index items[1] is code.", 2
+    )
     assert [c.labels for c in parsed.claims] == [(1,), (), (), ()]
     assert parsed.invalid == [7, 0]
     assert marker_labels("(Source-2, Source-4)") == [2, 4]
     # a number in parentheses is not a citation, nor is code in fences
     assert parse_answer("Python (3) is required.", 3).claims[0].labels == ()
-    fenced = parse_answer("Run this [1].\n```\nx = a[2]\n```\nDone [2].", 3)
-    assert [c.text for c in fenced.claims] == ["Run this.", "Done."]
+    fenced = parse_answer(
+        "Run this [1].\n```\nx = a[2]\n```\nAll done [2].\n/// note\n</source>", 3
+    )
+    assert [c.text for c in fenced.claims] == ["Run this.", "All done."]
 
 
 def test_decimals_do_not_split_sentences() -> None:
@@ -92,11 +96,12 @@ def test_ground_renumbers_verifies_and_flags(checker: CitationChecker) -> None:
     ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
     answer = (
         "The installer needs Python 3.11 [2]. Invoices arrive every day at noon [1]. "
-        "Extra claim [5]."
+        "An extra claim [5]."
     )
     out = ground(answer, ctx, checker)
     assert out.text == (
-        "The installer needs Python 3.11 [1]. Invoices arrive every day at noon [2]. Extra claim."
+        "The installer needs Python 3.11 [1]. Invoices arrive every day at noon [2]. "
+        "An extra claim."
     )
     assert [c.doc_id for c in out.citations] == ["install", "billing"]
     assert [c.verified for c in out.citations] == [True, False]
@@ -104,7 +109,7 @@ def test_ground_renumbers_verifies_and_flags(checker: CitationChecker) -> None:
     assert out.legend[0].startswith("[1] = /corpus/install.md")
     assert out.diagnostics["invalid_labels"] == [5]
     assert out.diagnostics["unsupported"][0]["labels"] == [1]
-    assert out.diagnostics["uncited"] == ["Extra claim."]
+    assert out.diagnostics["uncited"] == ["An extra claim."]
 
     removed = ground(answer, ctx, checker, unsupported="remove")
     assert [c.doc_id for c in removed.citations] == ["install"]

@@ -1,0 +1,68 @@
+"""CLI output: document text and paths print literally; dry runs write nothing; PDF pages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdf_builder import Page, build_pdf
+from ragstrata.cli import EXIT_PARTIAL, app
+
+pytestmark = pytest.mark.slow
+
+
+def test_brackets_in_text_and_paths_are_not_rich_markup(tmp_path: Path) -> None:
+    corpus = tmp_path / "brk"
+    corpus.mkdir()
+    (corpus / "[draft] notes.md").write_text(
+        "# Tags\n\nThe closing tag [/bold] ends a style; the option [balance] invokes flushend.\n",
+        encoding="utf-8",
+    )
+    (corpus / "a[").mkdir()
+    (corpus / "a[/x].md").write_bytes(b"")  # an empty file whose path holds "[/x]"
+    index = str(tmp_path / "idx")
+    runner = CliRunner()
+    ingest = runner.invoke(app, ["ingest", str(corpus), "--index", index])
+    assert ingest.exit_code == EXIT_PARTIAL, ingest.output
+    assert "a[/x].md" in ingest.output
+    search = runner.invoke(app, ["search", "closing tag option balance", "--index", index])
+    assert search.exit_code == 0, search.output
+    assert "[/bold]" in search.output and "[balance]" in search.output
+    as_json = runner.invoke(app, ["search", "closing tag", "--index", index, "--json"])
+    assert json.loads(as_json.output)["hits"][0]["source"].endswith("[draft] notes.md")
+    ask = runner.invoke(app, ["ask", "What does the option [balance] invoke?", "--index", index])
+    assert ask.exit_code == 0, ask.output
+    assert "[draft] notes.md" in ask.output
+
+
+def test_dry_run_on_a_new_index_writes_nothing(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nSome text about dry runs.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    result = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "1 added" in result.output
+    assert not index.exists()
+
+
+def test_pdf_pages_reach_search_json_and_citations(tmp_path: Path) -> None:
+    corpus = tmp_path / "pdf"
+    corpus.mkdir()
+    pages = [
+        Page().lines(72, 700, ["The first page talks about installing the product."]),
+        Page().lines(72, 700, ["Backups are kept for thirty days on the second page."]),
+    ]
+    (corpus / "manual.pdf").write_bytes(build_pdf(pages))
+    index = str(tmp_path / "idx")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(corpus), "--index", index]).exit_code == 0
+    found = runner.invoke(app, ["search", "backups thirty days", "--index", index, "--json"])
+    hits = json.loads(found.output)["hits"]
+    assert hits and hits[0]["page_end"] == 2 and hits[0]["language"] == "en"
+    asked = runner.invoke(app, ["ask", "How long are backups kept?", "--index", index, "--json"])
+    citations = json.loads(asked.output)["citations"]
+    assert citations and citations[0]["page_end"] == 2
