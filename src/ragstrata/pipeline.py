@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -513,6 +514,7 @@ class Ragstrata:
         store.upsert(chunks, vectors, sparse)
         store.flush()
         signature = self._index_signature()
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         offset = 0
         for doc, doc_chunks in batch:
             n = len(doc_chunks)
@@ -525,6 +527,7 @@ class Ragstrata:
                 signature=signature,
                 embed_hashes=tuple(hashes[offset : offset + n]),
                 file_hash=doc.file_hash,
+                indexed_at=now,
             )
             offset += n
         manifest.bm25_docs = docs

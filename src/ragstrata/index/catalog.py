@@ -47,7 +47,8 @@ class DocEntry:
     ``embed_hashes[i]`` identifies the exact text embedded for ``chunk_ids[i]`` (first 16 hex
     digits of its SHA-256), so a re-index can reuse the stored vector of any chunk whose
     embedded text did not change; ``file_hash`` is the SHA-256 of the source file's bytes, so an
-    unchanged file is skipped without being parsed.
+    unchanged file is skipped without being parsed; ``indexed_at`` is when the document was last
+    (re)indexed (ISO-8601, UTC).
     """
 
     source: str
@@ -58,6 +59,7 @@ class DocEntry:
     signature: str = ""
     embed_hashes: tuple[str, ...] = ()
     file_hash: str = ""
+    indexed_at: str = ""
 
 
 @dataclass(slots=True)
@@ -117,6 +119,7 @@ class Manifest:
                 signature=v.get("signature") or legacy,
                 embed_hashes=tuple(v.get("embed_hashes") or ()),
                 file_hash=v.get("file_hash", ""),
+                indexed_at=v.get("indexed_at", ""),
             )
             for k, v in data.get("documents", {}).items()
         }
