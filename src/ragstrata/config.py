@@ -442,7 +442,8 @@ class LLMConfig:
     the evidence score is below it; unset = the value calibrated for the embedder, see
     docs/evaluation.md), ``verify_citations``, ``unsupported`` (``flag``: keep unsupported
     citations with ``verified=false``; ``remove``: drop them and their markers) and ``hyde``
-    (hypothetical-answer query expansion; off by default, see docs/evaluation.md).
+    (hypothetical-answer query expansion; off by default, not measured yet, see
+    docs/generation.md).
     """
 
     provider: str = "none"

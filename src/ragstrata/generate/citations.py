@@ -469,5 +469,19 @@ def _rewrite(
         edits.append((end, end, f" {group}"))
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
-    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
+    return _tidy(text)
+
+
+def _tidy(text: str) -> str:
+    """Spaces left by removed markers cleaned up, outside fenced code only (code keeps its
+    indentation)."""
+    out: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence:
+            line = re.sub(r"(?<=\S)[ \t]+([.,;:!?])", r"\1", line)
+            line = re.sub(r"(?<=\S)[ \t]{2,}(?=\S)", " ", line)
+        out.append(line)
+    return "\n".join(out).strip()

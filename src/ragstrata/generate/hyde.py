@@ -4,8 +4,8 @@ Retrieval without Relevance Labels").
 The LLM writes a short passage that would answer the question; the passage is embedded with the
 document encoder, averaged with the query vector (both unit length, then re-normalized), and
 the dense ranking of that vector is fused by RRF with the normal hybrid ranking (dense + BM25 of
-the question itself). Off by default (``llm.hyde``): on SciFact it did not pay for its LLM call,
-see docs/evaluation.md.
+the question itself). Off by default (``llm.hyde``): its effect has not been measured yet
+(``bench/hyde_scifact.py`` measures it on a SciFact subset, see docs/generation.md).
 """
 
 from __future__ import annotations

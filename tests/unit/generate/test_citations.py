@@ -137,3 +137,11 @@ def test_uncited_supported_sentences_are_attributed(checker: CitationChecker) ->
     assert out.diagnostics["attributed"] == ["The installer needs Python 3.11."]
     assert out.diagnostics["uncited"] == ["It is great."]
     assert ground("The installer needs Python 3.11.", ctx, checker, attribute=False).citations == ()
+
+
+def test_rewrite_keeps_code_indentation(checker: CitationChecker) -> None:
+    hits = [make_hit("install", PASSAGE, 1)]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
+    answer = "The installer needs Python 3.11 [1].\n```python\ndef f():\n    return  1\n```"
+    out = ground(answer, ctx, checker)
+    assert out.text.endswith("def f():\n    return  1\n```")
