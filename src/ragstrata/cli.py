@@ -81,7 +81,11 @@ def _main(
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest (recursively).")],
+    paths: Annotated[
+        list[Path],
+        # readable=False: an unreadable file is reported as RS205 with the rest ingested
+        typer.Argument(help="Files or folders to ingest (recursively).", readable=False),
+    ],
     index: IndexOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
