@@ -28,6 +28,26 @@ ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as t
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def _check_api_key_env(section: str, name: str, *, example: str) -> None:
+    """``<section>.api_key_env`` must be empty or an environment variable name. The value is
+    never echoed: it may be the key itself, pasted into the wrong setting."""
+    if name and not _ENV_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{section}.api_key_env (a value of {len(name)} characters) is not an environment "
+            f"variable name; name the variable that holds the key (e.g. {example!r}), or leave "
+            "it empty for no key"
+        )
+
+
+def _read_api_key(name: str, env: Mapping[str, str] | None) -> str | None:
+    """The value of the variable ``name`` (``os.environ`` unless ``env`` is given), stripped;
+    ``None`` when ``name`` is empty or the variable unset or empty."""
+    if not name:
+        return None
+    value = (os.environ if env is None else env).get(name, "").strip()
+    return value or None
+
+
 def _check_range(
     name: str, value: float, low: float, high: float, *, high_open: bool = False
 ) -> None:
@@ -117,13 +137,7 @@ class EmbedderConfig:
                 f"embedder.dimensions={self.dimensions} must be >= 1, or unset to use the "
                 "model's native size"
             )
-        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
-            # never echo the value: it may be the key itself, pasted into the wrong setting
-            raise ConfigError(
-                f"embedder.api_key_env (a value of {len(self.api_key_env)} characters) is not "
-                "an environment variable name; name the variable that holds the key (e.g. "
-                "'OPENAI_API_KEY'), or leave it empty for no key"
-            )
+        _check_api_key_env("embedder", self.api_key_env, example="OPENAI_API_KEY")
         if not self.timeout_s > 0:
             raise ConfigError(f"embedder.timeout_s={self.timeout_s!r} must be > 0 seconds")
         if not 0 <= self.max_retries <= 20:
@@ -144,10 +158,7 @@ class EmbedderConfig:
         """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
         is given); ``None`` when ``api_key_env`` is empty or the variable unset or empty (then
         no ``Authorization`` header is sent)."""
-        if not self.api_key_env:
-            return None
-        value = (os.environ if env is None else env).get(self.api_key_env, "").strip()
-        return value or None
+        return _read_api_key(self.api_key_env, env)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,13 +288,7 @@ class StoreConfig:
             raise ConfigError(
                 f"store.collection={self.collection!r} must be 1-255 letters, digits, '_' or '-'"
             )
-        if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
-            # never echo the value: it may be the key itself, pasted into the wrong setting
-            raise ConfigError(
-                f"store.api_key_env (a value of {len(self.api_key_env)} characters) is not an "
-                "environment variable name; name the variable that holds the key (e.g. "
-                "'QDRANT_API_KEY'), or leave it empty for no key"
-            )
+        _check_api_key_env("store", self.api_key_env, example="QDRANT_API_KEY")
         if not self.timeout_s > 0:
             raise ConfigError(f"store.timeout_s={self.timeout_s!r} must be > 0 seconds")
         for name in ("shard_number", "replication_factor", "write_consistency_factor"):
@@ -307,10 +312,7 @@ class StoreConfig:
     def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
         """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
         is given); ``None`` when ``api_key_env`` is empty or the variable unset or empty."""
-        if not self.api_key_env:
-            return None
-        value = (os.environ if env is None else env).get(self.api_key_env, "").strip()
-        return value or None
+        return _read_api_key(self.api_key_env, env)
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,12 +483,7 @@ class LLMConfig:
             )
         if not self.model.strip():
             raise ConfigError("llm.model is empty; set the server's model id (e.g. gpt-4o-mini)")
-        if self.api_key_env and not _ENV_NAME.fullmatch(self.api_key_env):
-            raise ConfigError(
-                f"llm.api_key_env (a value of {len(self.api_key_env)} characters) is not an "
-                "environment variable name; name the variable that holds the key (e.g. "
-                "'OPENAI_API_KEY'), or leave it empty for no key"
-            )
+        _check_api_key_env("llm", self.api_key_env, example="OPENAI_API_KEY")
         if not self.timeout_s > 0:
             raise ConfigError(f"llm.timeout_s={self.timeout_s!r} must be > 0 seconds")
         if not 0 <= self.max_retries <= 20:
@@ -518,10 +515,7 @@ class LLMConfig:
     def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
         """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
         is given); ``None`` when ``api_key_env`` is empty or the variable unset or empty."""
-        if not self.api_key_env:
-            return None
-        value = (os.environ if env is None else env).get(self.api_key_env, "").strip()
-        return value or None
+        return _read_api_key(self.api_key_env, env)
 
 
 def default_home() -> Path:
