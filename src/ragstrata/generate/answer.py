@@ -112,11 +112,15 @@ class LLMAnswerer:
             return AnswerEvent(answer)
 
         name = self.generator.name
-        if not kept or ev.score < self.min_evidence:
-            meta["refused_by"] = "evidence"
-            yield finish(
-                Answer(question, refusal, True, (), (), timings, {}, name, bool(conflicts), meta)
+
+        def refuse(reason: str, used: dict[str, int]) -> AnswerEvent:
+            meta["refused_by"] = reason
+            return finish(
+                Answer(question, refusal, True, (), (), timings, used, name, bool(conflicts), meta)
             )
+
+        if not kept or ev.score < self.min_evidence:
+            yield refuse("evidence", {})
             return
         t = time.perf_counter()
         context = assemble(
@@ -149,21 +153,7 @@ class LLMAnswerer:
             timings["first_token"] = (first_token - started) * 1000
         raw = "".join(parts).strip()
         if not raw or is_refusal(raw):
-            meta["refused_by"] = "llm"
-            yield finish(
-                Answer(
-                    question,
-                    refusal,
-                    True,
-                    (),
-                    (),
-                    timings,
-                    usage.to_json(),
-                    name,
-                    bool(conflicts),
-                    meta,
-                )
-            )
+            yield refuse("llm", usage.to_json())
             return
         t = time.perf_counter()
         checker = self.checker if self.config.verify_citations else None
@@ -174,21 +164,8 @@ class LLMAnswerer:
         if not grounded.citations or (checker is not None and not meta["verified_claims"]):
             # nothing in the answer is backed by a source: ungrounded (or a document's
             # injected instruction was obeyed); never shown as an answer
-            meta["refused_by"] = "no_citations" if not grounded.citations else "unsupported"
-            yield finish(
-                Answer(
-                    question,
-                    refusal,
-                    True,
-                    (),
-                    (),
-                    timings,
-                    usage.to_json(),
-                    name,
-                    bool(conflicts),
-                    meta,
-                )
-            )
+            reason = "no_citations" if not grounded.citations else "unsupported"
+            yield refuse(reason, usage.to_json())
             return
         yield finish(
             Answer(
