@@ -223,8 +223,11 @@ class StructureChunker:
             header_end = _table_header_end(text, block.start, block.end)
             if header_end is not None:
                 header = text[block.start : header_end] + "\n"
-                tables.append((block.start, header_end, block.end, header))
-                reserve = self.counter.count(header) + 1
+                header_tokens = self.counter.count(header) + 1
+                # a header wider than half the budget is not repeated: the rows would not fit
+                if header_tokens <= budget // 2:
+                    tables.append((block.start, header_end, block.end, header))
+                    reserve = header_tokens
         inner = [f for f in fences if f.open_start < block.end and f.close_end > block.start]
         if inner:
             reserve = max(

@@ -179,6 +179,19 @@ def test_oversized_table_repeats_header_and_code_reopens_fence() -> None:
         assert fence_lines(c.rendered) == 2
 
 
+def test_table_header_wider_than_half_the_budget_is_not_repeated() -> None:
+    # a wide export table: its header alone is over half a 64-token chunk
+    cols = [f"column_{i}_label" for i in range(12)]
+    header = "| " + " | ".join(cols) + " |\n|" + " --- |" * len(cols) + "\n"
+    rows = "\n".join("| " + " | ".join(f"v{r}{c}" for c in range(12)) + " |" for r in range(30))
+    ch = chunker(64)
+    chunks = ch.chunk(make_doc("# T\n\n" + header + rows))
+    assert len(chunks) > 2
+    assert all(c.token_count <= 64 for c in chunks)
+    assert all(not c.header for c in chunks)
+    assert sum("v29" in c.text for c in chunks) >= 1
+
+
 def test_sections_carry_heading_path_and_parent_id() -> None:
     text = "# Guide\n\n## Install\n\nRun it.\n\n### Linux\n\nUse apt.\n\n## Use\n\nAsk questions."
     chunks = chunker(256).chunk(make_doc(text))
