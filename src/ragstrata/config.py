@@ -262,7 +262,12 @@ class StoreConfig:
     applied only when ragstrata creates the collection (unset = the server's defaults; the
     consistency factor cannot exceed the replication factor). ``write_ordering``: ``weak``,
     ``medium`` or ``strong`` (default; keeps a commit's delete-then-upsert in order on every
-    replica).
+    replica). ``quantization``: ``none`` (float32 vectors), ``int8`` (scalar quantization, 4x
+    less vector memory) or ``binary`` (1 bit per dimension); ``on_disk``: keep the float32
+    vectors memory-mapped on disk (with quantization, only the quantized copy stays in RAM);
+    both apply when the index or collection is created. ``oversampling``: in [1, 16]; a
+    quantized search scores ``limit x oversampling`` candidates and rescores them with the
+    float32 vectors (docs/benchmarks.md has the memory and recall figures).
     """
 
     url: str = ""
@@ -274,6 +279,9 @@ class StoreConfig:
     replication_factor: int | None = None
     write_consistency_factor: int | None = None
     write_ordering: str = "strong"
+    quantization: str = "none"
+    on_disk: bool = False
+    oversampling: float = 2.0
 
     def __post_init__(self) -> None:
         url = self.url
@@ -308,6 +316,12 @@ class StoreConfig:
             raise ConfigError(
                 f"store.write_ordering={self.write_ordering!r}; choose weak, medium or strong"
             )
+        if self.quantization not in ("none", "int8", "binary"):
+            raise ConfigError(
+                f"store.quantization={self.quantization!r}; choose none, int8 or binary"
+            )
+        if not 1.0 <= self.oversampling <= 16.0:
+            raise ConfigError(f"store.oversampling={self.oversampling!r} must be in [1, 16]")
 
     def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
         """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``
@@ -489,9 +503,7 @@ class LLMConfig:
         if not 0 <= self.max_retries <= 20:
             raise ConfigError(f"llm.max_retries={self.max_retries} must be in [0, 20]")
         if self.tokenizer not in ("o200k_base", "cl100k_base"):
-            raise ConfigError(
-                f"llm.tokenizer={self.tokenizer!r}; choose o200k_base or cl100k_base"
-            )
+            raise ConfigError(f"llm.tokenizer={self.tokenizer!r}; choose o200k_base or cl100k_base")
         if self.local_model not in LOCAL_LLMS:
             raise ConfigError(
                 f"llm.local_model={self.local_model!r}; choose one of {', '.join(LOCAL_LLMS)}"

@@ -348,6 +348,22 @@ class TestEdgeStore(StoreContract):
         return lambda: EdgeStore(tmp_path / "shard", dim=DIM)
 
 
+class TestEdgeStoreInt8OnDisk(StoreContract):
+    """Scalar int8 quantization in RAM, float32 originals memory-mapped; searches rescore."""
+
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
+        return lambda: EdgeStore(tmp_path / "shard", dim=DIM, quantization="int8", on_disk=True)
+
+
+class TestEdgeStoreBinary(StoreContract):
+    """Binary quantization (1 bit per dimension) with rescoring by the float32 vectors."""
+
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
+        return lambda: EdgeStore(tmp_path / "shard", dim=DIM, quantization="binary")
+
+
 # ---------------------------------------------------------------------- QdrantStore backends
 class QdrantStoreContract(StoreContract):
     """The shared contract plus what only the Qdrant backend offers: server-side hybrid (Query

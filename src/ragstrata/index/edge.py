@@ -26,6 +26,20 @@ _BATCH = 512
 _INDEXED_FIELDS = ("doc_id", "source", "language")
 
 
+QUANTIZATIONS = ("none", "int8", "binary")
+
+
+def _quantization_config(qe: Any, quantization: str) -> Any:
+    """Qdrant quantization for the dense vector: ``int8`` = scalar (4x smaller, kept in RAM),
+    ``binary`` = 1 bit per dimension (32x smaller); ``none`` = float32 only. Searches over a
+    quantized vector rescore the oversampled candidates with the float32 originals."""
+    if quantization == "int8":
+        return qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
+    if quantization == "binary":
+        return qe.BinaryQuantizationConfig(always_ram=True)
+    return None
+
+
 def _point_id(chunk_id: str) -> str:
     return str(uuid.UUID(hex=chunk_id[:32]))
 
@@ -87,11 +101,25 @@ def _optional_int(value: Any) -> int | None:
 class EdgeStore:
     """:class:`~ragstrata.index.base.VectorStore` on a Qdrant Edge shard at ``path``.
 
-    Creates the shard when ``path`` holds none. Raises MissingDependencyError without
-    ``qdrant-edge-py``; StoreError when the shard cannot be opened.
+    Creates the shard when ``path`` holds none; ``hnsw_m``, ``ef_construct``, ``quantization``
+    (``none``, ``int8``, ``binary``) and ``on_disk`` (float32 vectors memory-mapped from disk
+    instead of held in RAM) apply only then, an existing shard keeps its own. ``oversampling``:
+    with quantization, ``limit x oversampling`` candidates are scored on the quantized vectors
+    and rescored with the originals. Raises MissingDependencyError without ``qdrant-edge-py``;
+    StoreError when the shard cannot be opened or the quantization is unknown.
     """
 
-    def __init__(self, path: Path, *, dim: int, hnsw_m: int = 16, ef_construct: int = 100) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        dim: int,
+        hnsw_m: int = 16,
+        ef_construct: int = 100,
+        quantization: str = "none",
+        on_disk: bool = False,
+        oversampling: float = 2.0,
+    ) -> None:
         try:
             import qdrant_edge as qe
         except ImportError as exc:
@@ -99,11 +127,22 @@ class EdgeStore:
         self._qe = qe
         self._dim = dim
         self.path = path
+        if quantization not in QUANTIZATIONS:
+            raise StoreError(f"unknown quantization {quantization!r}; choose {QUANTIZATIONS}")
+        self._search_params = (
+            qe.SearchParams(
+                quantization=qe.QuantizationSearchParams(rescore=True, oversampling=oversampling)
+            )
+            if quantization != "none"
+            else None
+        )
         config = qe.EdgeConfig(
             vectors={
                 DENSE: qe.EdgeVectorParams(
                     size=dim,
                     distance=qe.Distance.Cosine,
+                    on_disk=on_disk or None,
+                    quantization_config=_quantization_config(qe, quantization),
                     hnsw_config=qe.HnswIndexConfig(
                         m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000
                     ),
@@ -201,7 +240,11 @@ class EdgeStore:
 
     def _query(self, query: Any, limit: int, filters: Filters | None) -> list[tuple[str, float]]:
         request = self._qe.QueryRequest(
-            limit=limit, query=query, filter=self._filter(filters), with_payload=False
+            limit=limit,
+            query=query,
+            filter=self._filter(filters),
+            with_payload=False,
+            params=self._search_params,
         )
         try:
             points = self._shard.query(request)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 _BATCH = 256
 """Points per upsert request (a REST body of ~256 chunks stays well under the 32 MB limit)."""
 _SCROLL_PAGE = 1024
+QUANTIZATIONS = ("none", "int8", "binary")
 WRITE_ORDERINGS = ("weak", "medium", "strong")
 LOCAL_PREFIX = "local:"
 MEMORY = ":memory:"
@@ -89,6 +90,9 @@ class QdrantStore:
         write_ordering: str = "strong",
         hnsw_m: int = 16,
         ef_construct: int = 100,
+        quantization: str = "none",
+        on_disk: bool = False,
+        oversampling: float = 2.0,
     ) -> None:
         if dim < 1:
             raise ConfigError(f"dim={dim} must be >= 1")
@@ -103,6 +107,19 @@ class QdrantStore:
             raise MissingDependencyError("qdrant-client", "qdrant") from exc
         self._models = models
         self._dim = dim
+        if quantization not in QUANTIZATIONS:
+            raise ConfigError(f"store.quantization={quantization!r}; choose {QUANTIZATIONS}")
+        self._quantization = quantization
+        self._on_disk = on_disk
+        self._search_params = (
+            models.SearchParams(
+                quantization=models.QuantizationSearchParams(
+                    rescore=True, oversampling=oversampling
+                )
+            )
+            if quantization != "none"
+            else None
+        )
         self.collection = collection
         self.location = location
         self._ordering = models.WriteOrdering(write_ordering)
@@ -176,6 +193,9 @@ class QdrantStore:
             replication_factor=config.replication_factor,
             write_consistency_factor=config.write_consistency_factor,
             write_ordering=config.write_ordering,
+            quantization=config.quantization,
+            on_disk=config.on_disk,
+            oversampling=config.oversampling,
         )
         if expected_chunks > 0 and store.count() == 0:
             store.close()
@@ -195,6 +215,20 @@ class QdrantStore:
         return f"QdrantStore({self.location!r}, collection={self.collection!r}, dim={self._dim})"
 
     # ------------------------------------------------------------------ schema
+    def _quantization_config(self) -> Any:
+        """The collection's quantization (same meaning as the embedded store's, see
+        :func:`ragstrata.index.edge._quantization_config`)."""
+        m = self._models
+        if self._quantization == "int8":
+            return m.ScalarQuantization(
+                scalar=m.ScalarQuantizationConfig(
+                    type=m.ScalarType.INT8, quantile=0.99, always_ram=True
+                )
+            )
+        if self._quantization == "binary":
+            return m.BinaryQuantization(binary=m.BinaryQuantizationConfig(always_ram=True))
+        return None
+
     def _ensure_collection(
         self,
         *,
@@ -218,6 +252,7 @@ class QdrantStore:
                                 hnsw_config=m.HnswConfigDiff(
                                     m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000
                                 ),
+                                on_disk=self._on_disk or None,
                             )
                         },
                         sparse_vectors_config={
@@ -226,6 +261,7 @@ class QdrantStore:
                         shard_number=shard_number,
                         replication_factor=replication_factor,
                         write_consistency_factor=write_consistency_factor,
+                        quantization_config=self._quantization_config(),
                     )
                 except Exception:
                     # another worker may have created it in the meantime: then check its schema
@@ -367,7 +403,15 @@ class QdrantStore:
         if weights is not None and min(weights) < 0:
             raise ConfigError(f"rrf weights {weights} must be >= 0")
         flt = self._filter(filters)
-        prefetch = [m.Prefetch(query=self._dense(dense), using=DENSE, limit=candidates, filter=flt)]
+        prefetch = [
+            m.Prefetch(
+                query=self._dense(dense),
+                using=DENSE,
+                limit=candidates,
+                filter=flt,
+                params=self._search_params,
+            )
+        ]
         weight_list = list(weights) if weights is not None else None
         if sparse:
             prefetch.append(
@@ -384,6 +428,7 @@ class QdrantStore:
                 query_filter=flt,
                 limit=limit,
                 with_payload=False,
+                search_params=self._search_params,
                 timeout=self._timeout,
             ).points
         except Exception as exc:
@@ -416,6 +461,7 @@ class QdrantStore:
                 query_filter=self._filter(filters),
                 limit=limit,
                 with_payload=False,
+                search_params=self._search_params,
                 timeout=self._timeout,
             ).points
         except Exception as exc:

@@ -41,6 +41,8 @@ def test_accepted_urls(url: str) -> None:
         ({"replication_factor": 0}, "store.replication_factor"),
         ({"replication_factor": 2, "write_consistency_factor": 3}, "store.write_consistency"),
         ({"write_ordering": "eventual"}, "store.write_ordering"),
+        ({"quantization": "int4"}, "store.quantization"),
+        ({"oversampling": 0.5}, "store.oversampling"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs: dict[str, object], field: str) -> None:
@@ -121,3 +123,25 @@ def test_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setitem(sys.modules, "qdrant_client", None)
     with pytest.raises(MissingDependencyError, match=r"ragstrata\[qdrant\]"):
         QdrantStore(":memory:", dim=4)
+
+
+@pytest.mark.parametrize(
+    ("quantization", "kind"),
+    [("int8", "ScalarQuantization"), ("binary", "BinaryQuantization"), ("none", "NoneType")],
+)
+def test_server_collection_quantization_config(quantization: str, kind: str) -> None:
+    """The collection a server gets: qdrant-client's own models (local mode does not keep the
+    quantization config, so the object handed to create_collection is what can be checked)."""
+    pytest.importorskip("qdrant_client")
+    from ragstrata.index.qdrant import QdrantStore
+
+    store = QdrantStore(":memory:", dim=8, quantization=quantization, on_disk=True)
+    try:
+        config = store._quantization_config()
+        assert type(config).__name__ == kind
+        if quantization == "int8":
+            assert config.scalar.type.value == "int8" and config.scalar.always_ram is True
+        info = store._client.get_collection(store.collection)
+        assert info.config.params.vectors["dense"].on_disk is True
+    finally:
+        store.close()
