@@ -224,7 +224,14 @@ class Ragstrata:
                     expected_chunks=manifest.n_chunks,
                 )
             else:
-                self._store = EdgeStore(self.index_dir / "shard", dim=manifest.dim)
+                store_cfg = self.config.store
+                self._store = EdgeStore(
+                    self.index_dir / "shard",
+                    dim=manifest.dim,
+                    quantization=store_cfg.quantization,
+                    on_disk=store_cfg.on_disk,
+                    oversampling=store_cfg.oversampling,
+                )
         return self._store
 
     def manifest(self) -> Manifest:
@@ -643,9 +650,7 @@ class Ragstrata:
             self._generator_loaded = True
         return self._generator
 
-    def ask_stream(
-        self, question: str, *, filters: Filters | None = None
-    ) -> Iterator[AskEvent]:
+    def ask_stream(self, question: str, *, filters: Filters | None = None) -> Iterator[AskEvent]:
         """:meth:`ask` as events: :class:`~ragstrata.generate.answer.TokenEvent` pieces of the
         answer as the LLM writes them, then one final
         :class:`~ragstrata.generate.answer.AnswerEvent` (see docs/generation.md). Without an
