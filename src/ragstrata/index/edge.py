@@ -178,11 +178,12 @@ class EdgeStore:
             )
         if len(sparse) != len(chunks):
             raise StoreError(f"{len(sparse)} sparse vectors for {len(chunks)} chunks")
+        rows: list[list[float]] = dense.astype(np.float32, copy=False).tolist()
         for lo in range(0, len(chunks), _BATCH):
             points = []
             for i in range(lo, min(lo + _BATCH, len(chunks))):
                 terms = sorted(sparse[i].items())
-                vector: dict[str, Any] = {DENSE: dense[i].astype(np.float32).tolist()}
+                vector: dict[str, Any] = {DENSE: rows[i]}
                 if terms:
                     vector[SPARSE] = qe.SparseVector(
                         indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
