@@ -151,6 +151,10 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+_TEXT_KEYS = ("version",)
+"""Front-matter keys whose numeric-looking values stay text (``1.10`` is not ``1.1``)."""
+
+
 def _front_matter(content: str) -> dict[str, Any]:
     """Front matter as a dict; invalid YAML or a non-mapping yields ``{}`` (logged)."""
     try:
@@ -163,7 +167,15 @@ def _front_matter(content: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         logger.warning("ignoring front matter that is not a mapping: %r", type(data).__name__)
         return {}
-    return {str(key): value for key, value in data.items()}
+    out = {str(key): value for key, value in data.items()}
+    if any(type(out.get(key)) in (int, float) for key in _TEXT_KEYS):
+        # YAML reads `version: 1.10` as the float 1.1; keep the text as written
+        node = yaml.compose(content)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value in _TEXT_KEYS and isinstance(value_node, yaml.ScalarNode):
+                    out[key_node.value] = value_node.value
+    return out
 
 
 def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:

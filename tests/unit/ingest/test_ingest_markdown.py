@@ -152,3 +152,13 @@ def test_blocks_cover_document_property(
 def test_arbitrary_text_property(check_blocks: Callable[..., None], raw: str) -> None:
     text = normalize_text(raw)
     check_blocks(text, parse_markdown(text).blocks)
+
+
+def test_front_matter_version_keeps_its_text() -> None:
+    from ragstrata.assemble.context import version_key
+    from ragstrata.ingest.markdown import parse_markdown
+
+    new = parse_markdown("---\nversion: 1.10\nweight: 1.5\n---\n# T\n\nBody.\n").metadata
+    old = parse_markdown("---\nversion: 1.9\n---\n# T\n\nBody.\n").metadata
+    assert new["version"] == "1.10" and new["weight"] == 1.5
+    assert version_key(new["version"]) > version_key(old["version"])
