@@ -400,6 +400,32 @@ def stage_query_child(work: Path, n: int, variant: str) -> None:
         store.dense_search_ids(v, limit=50, filters=es)
         timings["dense_filtered"].append((time.perf_counter() - t) * 1000)
     rss_store = rss_mb()
+    quant_modes: dict[str, dict[str, float]] = {}
+    if quantization != "none":
+        # the recall cost of quantization, measured on this index: quantized scores only,
+        # quantized + rescoring (the default), and the float32 vectors alone (quantization off)
+        import qdrant_edge as qe
+
+        default_params = store._search_params
+        for mode, qparams in (
+            ("quantized_no_rescore", qe.QuantizationSearchParams(rescore=False)),
+            ("float_only", qe.QuantizationSearchParams(ignore=True)),
+        ):
+            store._search_params = qe.SearchParams(quantization=qparams)
+            walls, recalls = [], []
+            for v, gold in zip(qvec, truth, strict=True):
+                t = time.perf_counter()
+                top = store.dense_search_ids(v, limit=50)
+                walls.append((time.perf_counter() - t) * 1000)
+                recalls.append(len({c for c, _ in top[:10]} & set(gold)) / 10)
+            p50, p95 = percentiles(walls)
+            quant_modes[mode] = {
+                "recall_at_10": round(statistics.fmean(recalls), 4),
+                "dense_p50_ms": round(p50, 2),
+                "dense_p95_ms": round(p95, 2),
+            }
+        store._search_params = default_params
+    rss_quant_modes = rss_mb()
     embedder = load_embedder("minilm-onnx")
     embedder.embed_query("warm-up")
     retriever = HybridRetriever(store, embedder, analyzer, RetrievalConfig())
@@ -408,8 +434,10 @@ def stage_query_child(work: Path, n: int, variant: str) -> None:
         timings[name + "_store"] = []
         for q in queries:
             result = retriever.search(q, top_k=5, filters=flt)
-            timings[name].append(result.timings["total"])
-            timings[name + "_store"].append(result.timings["total"] - result.timings["embed_query"])
+            timings[name].append(result.timings_ms["total"])
+            timings[name + "_store"].append(
+                result.timings_ms["total"] - result.timings_ms["embed_query"]
+            )
     retriever.close()
     row: dict[str, Any] = {
         "n": n,
@@ -420,7 +448,9 @@ def stage_query_child(work: Path, n: int, variant: str) -> None:
         "rss_store_queries_mb": round(rss_store),
         "rss_final_mb": round(rss_mb()),
         "peak_rss_mb": round(peak_rss_mb()),
+        "rss_after_quantization_modes_mb": round(rss_quant_modes),
         "recall_at_10": round(statistics.fmean(hits10), 4),
+        "quantization_modes": quant_modes,
         "filter_selectivity": round(selectivity, 3),
         "queries": len(queries),
     }
