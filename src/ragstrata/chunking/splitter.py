@@ -459,7 +459,11 @@ def find_fences(text: str) -> list[Fence]:
             marker = m.group(1)
             if open_fence is None:
                 if not (marker[0] == "`" and "`" in m.group(2)):
-                    open_fence = (pos, line_end, marker, line.strip())
+                    # a split chunk re-opens the fence with its language only: info strings
+                    # such as MDX line highlights (```js [[1, 7, "fn"], ...]) can be longer
+                    # than a whole chunk
+                    info = m.group(2).split()
+                    open_fence = (pos, line_end, marker, marker + (info[0] if info else ""))
             elif (
                 marker[0] == open_fence[2][0]
                 and len(marker) >= len(open_fence[2])

@@ -192,6 +192,21 @@ def test_table_header_wider_than_half_the_budget_is_not_repeated() -> None:
     assert sum("v29" in c.text for c in chunks) >= 1
 
 
+def test_long_fence_info_string_reopens_with_the_language_only() -> None:
+    # MDX line highlights make the opening line longer than a 64-token chunk
+    info = ", ".join(f'[{i}, {i + 3}, "someFunction(argument{i})"]' for i in range(12))
+    code = f"```js [{info}]\n" + "\n".join(f"const x{i} = f({i});" for i in range(60)) + "\n```"
+    doc = make_doc("# T\n\n" + code)
+    chunks = chunker(64).chunk(doc)
+    assert all(c.token_count <= 64 for c in chunks)
+    opener_end = doc.text.index("\n", doc.text.index("```js"))
+    body = [c for c in chunks if c.start > opener_end]
+    assert len(body) > 2  # the code lines, split, each chunk a valid fence
+    for c in body:
+        assert c.rendered.startswith("```js\n")
+        assert fence_lines(c.rendered) == 2
+
+
 def test_sections_carry_heading_path_and_parent_id() -> None:
     text = "# Guide\n\n## Install\n\nRun it.\n\n### Linux\n\nUse apt.\n\n## Use\n\nAsk questions."
     chunks = chunker(256).chunk(make_doc(text))
