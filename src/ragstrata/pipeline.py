@@ -29,7 +29,9 @@ from ragstrata.errors import (
     MissingDependencyError,
     StoreError,
 )
-from ragstrata.generate.extractive import ExtractiveAnswerer
+from ragstrata.generate.evidence import check_evidence, min_evidence_for
+from ragstrata.generate.extractive import ExtractiveAnswerer, quoted_labels, render
+from ragstrata.generate.prompt import refusal_message
 from ragstrata.index import catalog
 from ragstrata.index.analyzer import Analyzer, bm25_document_weights
 from ragstrata.index.base import Filters
@@ -186,7 +188,7 @@ class Ragstrata:
 
         c = self.chunker
         return (
-            f"parser-{PARSER_VERSION}:structure-v1:max={c.max_tokens}:overlap={c.overlap_ratio}"
+            f"parser-{PARSER_VERSION}:structure-v2:max={c.max_tokens}:overlap={c.overlap_ratio}"
             f":prefix={c.max_prefix_tokens}"
         )
 
@@ -650,11 +652,19 @@ class Ragstrata:
             self._generator_loaded = True
         return self._generator
 
-    def ask_stream(self, question: str, *, filters: Filters | None = None) -> Iterator[AskEvent]:
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        filters: Filters | None = None,
+        display_source: Callable[[str], str] = display_path,
+    ) -> Iterator[AskEvent]:
         """:meth:`ask` as events: :class:`~ragstrata.generate.answer.TokenEvent` pieces of the
         answer as the LLM writes them, then one final
         :class:`~ragstrata.generate.answer.AnswerEvent` (see docs/generation.md). Without an
         LLM the extractive answer is split into word tokens after it is complete.
+        ``display_source`` names the documents in the LLM's prompt and legend (the service
+        passes the file name inside the tenant's collection, never a server path).
         """
         from ragstrata.generate.answer import AnswerEvent, TokenEvent
 
@@ -665,10 +675,14 @@ class Ragstrata:
                 yield TokenEvent(piece)
             yield AnswerEvent(answer)
             return
-        yield from self._ask_llm(question, generator, filters)
+        yield from self._ask_llm(question, generator, filters, display_source)
 
     def _ask_llm(
-        self, question: str, generator: Generator, filters: Filters | None
+        self,
+        question: str,
+        generator: Generator,
+        filters: Filters | None,
+        display_source: Callable[[str], str] = display_path,
     ) -> Iterator[AskEvent]:
         from ragstrata.generate.answer import LLMAnswerer
         from ragstrata.generate.citations import CitationChecker
@@ -695,7 +709,7 @@ class Ragstrata:
             cfg,
             min_evidence=min_evidence_for(manifest.embedder, cfg.min_evidence),
             checker=CitationChecker(self.embedder, self.analyzer),
-            display_source=display_path,
+            display_source=display_source,
         )
         yield from answerer.stream(
             question, hits, timings=timings, started=t0, parents=parents, metadata=meta
@@ -734,9 +748,13 @@ class Ragstrata:
 
         With an LLM configured (``llm.provider``) the answer is generated from the assembled
         context and its citations are verified (see :meth:`ask_stream`). Otherwise the
-        extractive answerer quotes sentences; it refuses (``refusal=True``, no citations) when
-        nothing was retrieved, or when the best dense score is under ``answer.min_dense_score``
-        and no retrieved chunk contains at least half of the question's BM25 terms.
+        extractive answerer quotes sentences. Both refuse (``refusal=True``, no citations, the
+        message in the question's language) on the same decision,
+        :func:`~ragstrata.generate.evidence.check_evidence`: nothing was retrieved, or the
+        evidence score is under ``llm.min_evidence`` (unset: calibrated for the index's
+        embedder), or the best cross-encoder logit is under ``rerank.min_score``. The extractive
+        answer also refuses when no retrieved sentence can be quoted. ``metadata`` holds
+        ``evidence``, ``min_evidence`` and, on a refusal, ``refused_by``.
         """
         if self.generator is not None:
             from ragstrata.generate.answer import answer_from_events
@@ -745,6 +763,22 @@ class Ragstrata:
         t0 = time.perf_counter()
         result = self.search(question, filters=filters)
         timings = dict(result.timings_ms)
+        check = check_evidence(
+            question,
+            result.hits,
+            self.analyzer,
+            min_evidence=self._min_evidence(),
+            min_rerank=self.config.rerank.min_score,
+        )
+        meta: dict[str, Any] = check.metadata()
+
+        def refuse(reason: str) -> Answer:
+            meta["refused_by"] = reason
+            timings["total"] = (time.perf_counter() - t0) * 1000
+            return Answer(question, refusal_message(question), True, (), (), timings, metadata=meta)
+
+        if check.refused_by is not None:
+            return refuse(check.refused_by)
         t = time.perf_counter()
         context = assemble(
             result.hits,
@@ -753,28 +787,16 @@ class Ragstrata:
             display_source=display_path,
         )
         timings["assemble"] = (time.perf_counter() - t) * 1000
-        refusal_text = _refusal(question)
-        if not context.sources or not self._has_evidence(question, result):
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            return Answer(question, refusal_text, True, (), (), timings)
         t = time.perf_counter()
         generated = ExtractiveAnswerer(
             self.embedder, self.analyzer, max_sentences=self.config.answer.max_sentences
         ).generate(question, context)
         timings["generate"] = (time.perf_counter() - t) * 1000
         if not generated.quotes:
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            return Answer(question, refusal_text, True, (), (), timings)
+            return refuse("no_quotes")
         by_label = {s.label: s for s in context.sources}
         # cited sources are renumbered 1..n in order of first citation; the legend lists them
-        renumber = {
-            old: new for new, old in enumerate(dict.fromkeys(q.label for q in generated.quotes), 1)
-        }
-        text = re.sub(
-            r"\[(\d+)\]",
-            lambda m: f"[{renumber.get(int(m.group(1)), int(m.group(1)))}]",
-            generated.text,
-        )
+        renumber = {old: new for new, old in enumerate(quoted_labels(generated.quotes), 1)}
         legend_by_label = {
             s.label: line for s, line in zip(context.sources, context.legend, strict=True)
         }
@@ -802,28 +824,13 @@ class Ragstrata:
                 )
             )
         timings["total"] = (time.perf_counter() - t0) * 1000
-        return Answer(question, text, False, tuple(citations), legend, timings)
+        text = render(generated.quotes, renumber)
+        return Answer(question, text, False, tuple(citations), legend, timings, metadata=meta)
 
-    def _has_evidence(self, question: str, result: SearchResult) -> bool:
-        min_score = self.config.rerank.min_score
-        best_rerank = max(
-            (s for h in result.hits if (s := h.retriever_score("rerank")) is not None),
-            default=None,
-        )
-        if min_score is not None and best_rerank is not None and best_rerank < min_score:
-            return False
-        best_dense = max(
-            (s for h in result.hits if (s := h.retriever_score("dense")) is not None), default=-1.0
-        )
-        if best_dense >= self.config.answer.min_dense_score:
-            return True
-        terms = set(self.analyzer.terms(question))
-        if not terms:
-            return False
-        return any(
-            len(terms & set(self.analyzer.terms(h.chunk.rendered))) / len(terms) >= 0.5
-            for h in result.hits
-        )
+    def _min_evidence(self) -> float:
+        """The refusal threshold: ``llm.min_evidence``, else the one calibrated for the index's
+        embedder (see :func:`~ragstrata.generate.evidence.min_evidence_for`)."""
+        return min_evidence_for(self.manifest().embedder, self.config.llm.min_evidence)
 
     # ------------------------------------------------------------------ admin
     def stats(self) -> dict[str, Any]:
@@ -892,32 +899,7 @@ def _walk_files(root: Path) -> Iterator[Path]:
             yield Path(dirpath) / name
 
 
-_SPANISH_HINTS = frozenset(
-    [
-        "qué",
-        "cómo",
-        "cuál",
-        "cuáles",
-        "dónde",
-        "cuándo",
-        "por",
-        "para",
-        "el",
-        "la",
-        "los",
-        "las",
-        "es",
-        "un",
-        "una",
-        "del",
-    ]
-)
-
-
 def _refusal(question: str) -> str:
-    words = set(question.lower().replace("¿", " ").replace("?", " ").split())
-    if "¿" in question or len(words & _SPANISH_HINTS) >= 2:
-        return (
-            "No encontré información suficiente en los documentos para responder a esta pregunta."
-        )
-    return "I could not find enough information in the documents to answer this question."
+    """The refusal sentence in the question's language (the LLM path's own, see
+    :func:`~ragstrata.generate.prompt.refusal_message`)."""
+    return refusal_message(question)

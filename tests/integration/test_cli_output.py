@@ -33,9 +33,10 @@ def test_brackets_in_text_and_paths_are_not_rich_markup(tmp_path: Path) -> None:
     assert "[/bold]" in search.output and "[balance]" in search.output
     as_json = runner.invoke(app, ["search", "closing tag", "--index", index, "--json"])
     assert json.loads(as_json.output)["hits"][0]["source"].endswith("[draft] notes.md")
-    ask = runner.invoke(app, ["ask", "What does the option [balance] invoke?", "--index", index])
+    question = "What does the option [balance] invoke at the end of a style?"
+    ask = runner.invoke(app, ["ask", question, "--index", index])
     assert ask.exit_code == 0, ask.output
-    assert "[draft] notes.md" in ask.output
+    assert "[draft] notes.md" in ask.output and "the option [balance] invokes" in ask.output
 
 
 def test_dry_run_on_a_new_index_writes_nothing(tmp_path: Path) -> None:

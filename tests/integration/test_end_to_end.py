@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from ragstrata.cli import app
-from ragstrata.config import RagConfig
+from ragstrata.config import AnswerConfig, LLMConfig, RagConfig
 from ragstrata.embed.local import MiniLMEmbedder
 from ragstrata.errors import EmbedderMismatchError, IndexNotFoundError
+from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE
+from ragstrata.generate.prompt import REFUSALS, Language
 from ragstrata.index import catalog
 from ragstrata.pipeline import Ragstrata
+from ragstrata.types import Answer
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -94,6 +97,112 @@ def test_refuses_without_evidence_in_the_question_language(engine: Ragstrata, co
     assert en.refusal and not en.citations and "could not find" in en.text
     es = engine.ask("¿Quién ganó el mundial de fútbol de 1986?")
     assert es.refusal and "No encontré" in es.text
+
+
+# ---------------------------------------------------------------- the demo corpus (README)
+# The old extractive rule refused only when the best cosine was under 0.30 and no chunk held
+# half of the question's terms. It answered the keyword-style English questions below (a chunk
+# holds half of their terms) and every off-topic Spanish question over the Spanish pages (the
+# English-only MiniLM gives them cosines of 0.37-0.51) by quoting unrelated React text, as a
+# new-user trial got LaTeX text quoted. The evidence score under the calibrated threshold
+# refuses them all.
+OFF_TOPIC_DOCS = [
+    ("What is the capital of Australia?", "en"),
+    ("python list comprehension", "en"),
+    ("sql join example", "en"),
+    ("¿Cuál es la capital de Australia?", "es"),
+    ("¿Quién ganó el mundial de fútbol de 1986?", "es"),
+]
+ON_TOPIC_DOCS = [
+    ("What does error RS503 mean?", "troubleshooting.md"),
+    ("How does hybrid retrieval fuse rankings?", "architecture.md"),
+    ("How are PDF tables extracted?", "pdf.md"),
+]
+OFF_TOPIC_ES = [
+    "¿Cuál es la capital de Australia?",
+    "¿Quién ganó el mundial de fútbol de 1986?",
+    "¿Cómo se prepara una paella?",
+]
+ON_TOPIC_ES = [
+    ("¿Cómo actualizo el estado de un componente?", "managing-state.md"),
+    ("¿Qué devuelve useState?", "state-a-components-memory.md"),
+    ("¿Qué es el estado de un componente?", "state-a-components-memory.md"),
+]
+
+
+@pytest.fixture(scope="module")
+def demo_docs(
+    tmp_path_factory: pytest.TempPathFactory, minilm: MiniLMEmbedder
+) -> Iterator[Ragstrata]:
+    """The README's first demo: the project's own docs/ in a fresh index."""
+    eng = Ragstrata(RagConfig(home=tmp_path_factory.mktemp("demo-docs")), embedder=minilm)
+    eng.ingest([REPO / "docs"])
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def demo_es(
+    tmp_path_factory: pytest.TempPathFactory,
+    minilm: MiniLMEmbedder,
+    shared_corpus: Callable[[str], Path],
+) -> Iterator[Ragstrata]:
+    """Spanish documents: two React pages (the README's Spanish demo corpus) and a LaTeX
+    cheat sheet (PDF), unrelated text of the kind the old rule quoted for off-topic questions."""
+    learn = shared_corpus("react-docs-es-mdx") / "content" / "learn"
+    files = [
+        learn / "state-a-components-memory.md",
+        learn / "managing-state.md",
+        shared_corpus("pdf-es") / "latexsheet-esmx.pdf",
+    ]
+    eng = Ragstrata(RagConfig(home=tmp_path_factory.mktemp("demo-es")), embedder=minilm)
+    assert eng.ingest(files).added == 3
+    yield eng
+    eng.close()
+
+
+def _assert_refused(answer: Answer, language: Language) -> None:
+    assert answer.refusal and not answer.citations and answer.legend == ()
+    assert answer.text == REFUSALS[language]
+    meta = answer.metadata
+    assert meta["refused_by"] == "evidence"
+    assert meta["min_evidence"] == CALIBRATED_MIN_EVIDENCE["minilm"]
+    assert meta["evidence"]["score"] < meta["min_evidence"]
+
+
+def _assert_answered(answer: Answer, source: str) -> None:
+    assert not answer.refusal and "[1]" in answer.text
+    assert source in {Path(c.source).name for c in answer.citations}
+    meta = answer.metadata
+    assert "refused_by" not in meta and meta["evidence"]["score"] >= meta["min_evidence"]
+
+
+@pytest.mark.parametrize(("question", "language"), OFF_TOPIC_DOCS)
+def test_demo_docs_refuse_off_topic_questions(
+    demo_docs: Ragstrata, question: str, language: Language
+) -> None:
+    _assert_refused(demo_docs.ask(question), language)
+
+
+@pytest.mark.parametrize(("question", "source"), ON_TOPIC_DOCS)
+def test_demo_docs_answer_on_topic_questions(
+    demo_docs: Ragstrata, question: str, source: str
+) -> None:
+    _assert_answered(demo_docs.ask(question), source)
+
+
+@pytest.mark.parametrize("question", OFF_TOPIC_ES)
+def test_spanish_demo_refuses_off_topic_questions_in_spanish(
+    demo_es: Ragstrata, question: str
+) -> None:
+    _assert_refused(demo_es.ask(question), "es")
+
+
+@pytest.mark.parametrize(("question", "source"), ON_TOPIC_ES)
+def test_spanish_demo_answers_on_topic_questions(
+    demo_es: Ragstrata, question: str, source: str
+) -> None:
+    _assert_answered(demo_es.ask(question), source)
 
 
 def test_reingest_is_idempotent_and_replaces_changed_documents(
@@ -248,9 +357,12 @@ def test_one_engine_at_a_time_holds_the_index(
 
 def test_citations_are_numbered_in_order_of_use(engine: Ragstrata, corpus: Path) -> None:
     engine.ingest([corpus])
+    # two topics in one question: the evidence score of the best single chunk is low, so
+    # the refusal threshold is turned off to get an answer that quotes both documents
     engine.config = RagConfig(
         home=engine.config.home,
-        answer=type(engine.config.answer)(max_sentences=3, min_dense_score=-1.0),
+        answer=AnswerConfig(max_sentences=3),
+        llm=LLMConfig(min_evidence=0.0),
     )
     answer = engine.ask("When are invoices sent and what does ERR_CONN_RESET mean?")
     labels = [int(x) for x in re.findall(r"\[(\d+)\]", answer.text)]

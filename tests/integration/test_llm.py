@@ -222,7 +222,12 @@ def test_cli_ask_llm_local_streams_and_cites(tmp_path: Path, local_llm: Any) -> 
         "La instalación necesita Python 3.11 y cuatro gigabytes de memoria.\n",
         encoding="utf-8",
     )
-    env = {"RAGSTRATA_HOME": str(tmp_path / "home"), "RAGSTRATA_LLM_THREADS": "1"}
+    # the default model is 1.5b; the CLI path is the same with the faster 0.5b
+    env = {
+        "RAGSTRATA_HOME": str(tmp_path / "home"),
+        "RAGSTRATA_LLM_THREADS": "1",
+        "RAGSTRATA_LLM_LOCAL_MODEL": "0.5b",
+    }
     runner = CliRunner()
     ingested = runner.invoke(app, ["ingest", str(docs)], env=env)
     assert ingested.exit_code == 0, ingested.output

@@ -203,8 +203,8 @@ def test_configs_are_frozen() -> None:
     [
         "[retrieval]\ntop_k = 3.7\n",
         "[retrieval]\ntop_k = true\n",
-        "[answer]\nmin_dense_score = true\n",
-        '[answer]\nmin_dense_score = "x"\n',
+        "[retrieval]\ndense_weight = true\n",
+        '[retrieval]\ndense_weight = "x"\n',
     ],
 )
 def test_toml_values_of_the_wrong_type_fail_at_load(tmp_path: Path, toml: str) -> None:
@@ -214,6 +214,27 @@ def test_toml_values_of_the_wrong_type_fail_at_load(tmp_path: Path, toml: str) -
 
 
 def test_toml_int_for_a_float_setting_is_accepted(tmp_path: Path) -> None:
-    (tmp_path / "config.toml").write_text("[answer]\nmin_dense_score = 0\n", encoding="utf-8")
+    (tmp_path / "config.toml").write_text("[retrieval]\ndense_weight = 1\n", encoding="utf-8")
     config = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
-    assert config.answer.min_dense_score == 0.0
+    assert config.retrieval.dense_weight == 1.0
+
+
+@pytest.mark.parametrize(
+    ("toml", "env"),
+    [
+        ("[answer]\nmin_dense_score = 0.30\n", {}),
+        ("", {"RAGSTRATA_ANSWER_MIN_DENSE_SCORE": "0.3"}),
+    ],
+)
+def test_the_removed_min_dense_score_names_its_replacement(
+    tmp_path: Path, toml: str, env: dict[str, str]
+) -> None:
+    (tmp_path / "config.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"answer\.min_dense_score=0\.3 was removed.*llm\.min_evidence"
+    ):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), **env})
+    unset = RagConfig.load(
+        env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_ANSWER_MIN_DENSE_SCORE": ""}
+    )
+    assert unset.answer.min_dense_score is None

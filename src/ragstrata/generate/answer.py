@@ -20,7 +20,7 @@ from ragstrata.assemble.context import ParentLookup, assemble, conflicts_json, r
 from ragstrata.config import LLMConfig
 from ragstrata.generate.base import Generator, Usage
 from ragstrata.generate.citations import CitationChecker, ground
-from ragstrata.generate.evidence import Evidence, evidence
+from ragstrata.generate.evidence import check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message
 from ragstrata.index.analyzer import Analyzer
 from ragstrata.types import Answer, Hit
@@ -60,9 +60,10 @@ def answer_from_events(events: Iterator[AskEvent]) -> Answer:
 class LLMAnswerer:
     """Runs the steps above for one question over already retrieved hits.
 
-    ``min_evidence``: refusal threshold on :func:`~ragstrata.generate.evidence.evidence`'s
-    score; ``checker``: citation verifier (``None`` skips verification); ``parents``: parent
-    section lookup for context expansion (``None``: no expansion).
+    ``min_evidence``: refusal threshold of
+    :func:`~ragstrata.generate.evidence.check_evidence` (the extractive answerer's too);
+    ``checker``: citation verifier (``None`` skips verification); ``parents``: parent section
+    lookup for context expansion (``None``: no expansion).
     """
 
     def __init__(
@@ -102,9 +103,8 @@ class LLMAnswerer:
         kept, conflicts = resolve_versions(hits)
         if conflicts:
             meta["conflict"] = conflicts_json(conflicts)
-        ev: Evidence = evidence(question, kept, self.analyzer)
-        meta["evidence"] = ev.to_json()
-        meta["min_evidence"] = self.min_evidence
+        check = check_evidence(question, kept, self.analyzer, min_evidence=self.min_evidence)
+        meta.update(check.metadata())
         refusal = refusal_message(question)
 
         def finish(answer: Answer) -> AnswerEvent:
@@ -119,8 +119,8 @@ class LLMAnswerer:
                 Answer(question, refusal, True, (), (), timings, used, name, bool(conflicts), meta)
             )
 
-        if not kept or ev.score < self.min_evidence:
-            yield refuse("evidence", {})
+        if check.refused_by is not None:
+            yield refuse(check.refused_by, {})
             return
         t = time.perf_counter()
         context = assemble(

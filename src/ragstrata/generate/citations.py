@@ -14,11 +14,21 @@ cited passage when
    ``camelCase``, ``dotted.names``, ``call()``, backticked text) and capitalized words that do
    not start the sentence,
 3. a negated claim (``not``, ``never``, ``no``, ``nunca``…) is backed by a negated passage
-   sentence (the closest one), and
-4. ``semantic_weight · cos + (1 − semantic_weight) · coverage >= threshold``, where ``cos`` is
+   sentence (the closest one),
+4. the claim's code is backed by the passage: its import claims, inline ``code`` spans and
+   the fenced code blocks attached to it pass the lexical test of
+   :mod:`ragstrata.generate.code_check` (imported names come from the module the passage
+   names; every other identifier occurs in the passage), and
+5. ``semantic_weight · cos + (1 − semantic_weight) · coverage >= threshold``, where ``cos`` is
    the best cosine similarity between the claim and one or two consecutive sentences of the
    passage (the engine's embedder, document-side encoding on both sides) and ``coverage`` the
    share of the claim's BM25 terms (stemmed, stop words removed) found in the passage.
+
+A fenced code block is not a claim of its own: it belongs to the sentence that introduces it
+(the one just before it) when that sentence cites a source, else to the sentence just after it
+when that one does, else to both, and is checked against the sources of the sentence it belongs
+to (for an uncited sentence: the sources post-hoc attribution tries). Marker-like text inside
+code (``x = [1]``) is code, not a citation.
 
 The weights were chosen on the development half of a labeled sample and the precision/recall
 measured on the other half (``ragstrata eval-citations``, docs/evaluation.md).
@@ -28,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -36,6 +46,7 @@ import numpy as np
 from ragstrata.assemble.context import Context, Source
 from ragstrata.chunking.splitter import sentence_spans
 from ragstrata.embed.base import Embedder
+from ragstrata.generate.code_check import INLINE_CODE, unbacked_code
 from ragstrata.index.analyzer import Analyzer
 from ragstrata.types import Citation
 
@@ -64,13 +75,15 @@ def marker_labels(marker: str) -> list[int]:
 class Claim:
     """One sentence of an answer. ``start``/``end``: its span in the answer (markers
     included); ``text``: the sentence without markers; ``labels``: valid cited labels in order
-    of appearance (no repeats); ``invalid``: cited labels outside ``1..n``."""
+    of appearance (no repeats); ``invalid``: cited labels outside ``1..n``; ``code``: the
+    fenced code blocks that belong to it (their lines, without the fences)."""
 
     start: int
     end: int
     text: str
     labels: tuple[int, ...]
     invalid: tuple[int, ...]
+    code: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +128,21 @@ def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
     """Split ``text`` into :class:`Claim` sentences and read their citation markers.
 
     Lines inside fenced code blocks and sentences of fewer than :data:`MIN_CLAIM_WORDS` words
-    are not claims;
-    markers there are still listed in ``markers``. Labels outside ``1..n_sources`` go to
-    ``invalid``.
+    are not claims; markers in such sentences (and on fence lines) are still listed in
+    ``markers``. Text inside code (between the fences, or in an inline ``code`` span) holds no
+    markers. Each fenced block is attached to a claim (see the module docstring). Labels
+    outside ``1..n_sources`` go to ``invalid``.
     """
-    markers = [(m.start(), m.end(), tuple(marker_labels(m.group()))) for m in MARKER.finditer(text)]
+    fenced = _fenced_ranges(text)
+    code = [_inner(text, a, b) for a, b in fenced] + [m.span() for m in INLINE_CODE.finditer(text)]
+    markers = [
+        (m.start(), m.end(), tuple(marker_labels(m.group())))
+        for m in MARKER.finditer(text)
+        if not any(a <= m.start() < b for a, b in code)
+    ]
     masked = list(text)
     for start, end, _ in markers:
         masked[start:end] = "\x00" * (end - start)
-    fenced = _fenced_ranges(text)
     claims: list[Claim] = []
     for start, end in _segments(text, "".join(masked)):
         if any(a <= start < b for a, b in fenced):
@@ -140,7 +159,34 @@ def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
         valid = tuple(dict.fromkeys(lab for lab in labels if 1 <= lab <= n_sources))
         invalid = tuple(dict.fromkeys(lab for lab in labels if not 1 <= lab <= n_sources))
         claims.append(Claim(start, end, plain, valid, invalid))
+    blocks: dict[int, list[str]] = {}
+    for a, b in fenced:
+        inner_start, inner_end = _inner(text, a, b)
+        for owner in _code_owners(claims, a, b):
+            blocks.setdefault(owner, []).append(text[inner_start:inner_end])
+    claims = [replace(c, code=tuple(blocks.get(ci, ()))) for ci, c in enumerate(claims)]
     return ParsedAnswer(text, tuple(claims), tuple(markers))
+
+
+def _inner(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of a fenced block's code: its fence lines excluded."""
+    first = text.find("\n", start, end)
+    inner_start = end if first < 0 else first + 1
+    last = text.rfind("\n", inner_start, end)
+    closed = last >= 0 and _FENCE.match(text[last + 1 : end]) is not None
+    return inner_start, (last if closed else end)
+
+
+def _code_owners(claims: Sequence[Claim], start: int, end: int) -> list[int]:
+    """The claims a fenced block at ``start:end`` belongs to: the claim just before it when it
+    cites a source, else the one just after it when that one does, else both (whichever gets a
+    citation by post-hoc attribution then vouches for the code too)."""
+    before = max((i for i, c in enumerate(claims) if c.end <= start), default=None)
+    after = min((i for i, c in enumerate(claims) if c.start >= end), default=None)
+    for candidate in (before, after):
+        if candidate is not None and claims[candidate].labels:
+            return [candidate]
+    return [i for i in (before, after) if i is not None]
 
 
 def _fenced_ranges(text: str) -> list[tuple[int, int]]:
@@ -231,13 +277,15 @@ class Support:
 @dataclass(frozen=True, slots=True)
 class CheckerSettings:
     """``semantic_weight`` in [0, 1]; ``threshold`` on the blended score; ``check_names``:
-    require the claim's names/identifiers in the passage. Defaults chosen by
-    ``ragstrata eval-citations`` on its development half with ``minilm-onnx``
-    (docs/evaluation.md)."""
+    require the claim's names/identifiers in the passage; ``check_code``: require the claim's
+    code to be backed by the passage (:func:`~ragstrata.generate.code_check.unbacked_code`).
+    Defaults chosen by ``ragstrata eval-citations`` on its development half with
+    ``minilm-onnx`` (docs/evaluation.md)."""
 
     semantic_weight: float = 0.4
     threshold: float = 0.6
     check_names: bool = True
+    check_code: bool = True
 
 
 class CitationChecker:
@@ -267,10 +315,17 @@ class CitationChecker:
         pairs = [(spans[i][0], spans[i + 1][1]) for i in range(len(spans) - 1)]
         return spans + pairs
 
-    def features(self, claims: Sequence[str], passages: Sequence[str]) -> list[Support]:
+    def features(
+        self,
+        claims: Sequence[str],
+        passages: Sequence[str],
+        *,
+        code: Sequence[Sequence[str]] | None = None,
+    ) -> list[Support]:
         """:class:`Support` of ``claims[i]`` by ``passages[i]`` (same length), with the
-        configured settings. Embeds all claims and passage windows in two batches."""
-        if len(claims) != len(passages):
+        configured settings; ``code[i]``: the fenced code blocks of claim ``i`` (none when
+        ``code`` is ``None``). Embeds all claims and passage windows in two batches."""
+        if len(claims) != len(passages) or (code is not None and len(code) != len(claims)):
             raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
         if not claims:
             return []
@@ -285,11 +340,17 @@ class CitationChecker:
             rows = [index[passage[a:b]] for a, b in ws]
             sims = vectors[rows] @ claim_vecs[ci]
             best = int(np.argmax(sims))
-            out.append(self._decide(claim, passage, float(sims[best]), ws[best]))
+            blocks = code[ci] if code is not None else ()
+            out.append(self._decide(claim, passage, float(sims[best]), ws[best], blocks))
         return out
 
     def _decide(
-        self, claim: str, passage: str, cosine: float, evidence: tuple[int, int]
+        self,
+        claim: str,
+        passage: str,
+        cosine: float,
+        evidence: tuple[int, int],
+        blocks: Sequence[str] = (),
     ) -> Support:
         s = self.settings
         terms = set(self.analyzer.terms(claim))
@@ -300,13 +361,15 @@ class CitationChecker:
             missing += [n for n in sorted(claim_names(claim)) if _norm(n) not in folded]
         if _negated(claim) and not _negated(passage[evidence[0] : evidence[1]]):
             missing.append("(negation)")
+        if s.check_code:
+            missing += [m for m in unbacked_code(claim, blocks, passage) if m not in missing]
         score = s.semantic_weight * max(cosine, 0.0) + (1 - s.semantic_weight) * coverage
         verified = not missing and score >= s.threshold
         return Support(verified, round(score, 4), cosine, coverage, tuple(missing), evidence)
 
-    def check(self, claim: str, passage: str) -> Support:
-        """:class:`Support` of one pair."""
-        return self.features([claim], [passage])[0]
+    def check(self, claim: str, passage: str, *, code: Sequence[str] = ()) -> Support:
+        """:class:`Support` of one pair (``code``: the claim's fenced code blocks)."""
+        return self.features([claim], [passage], code=[code])[0]
 
 
 # ----------------------------------------------------------------------------- ground
@@ -344,9 +407,10 @@ def ground(
     does (post-hoc attribution; small models often forget markers); its marker is inserted
     before the sentence's final punctuation. Diagnostics: ``invalid_labels`` (out-of-range
     labels, removed from the text), ``unsupported`` (claims with the labels that do not
-    support them), ``uncited`` (claims left without any valid citation), ``attributed``
-    (claims that got their citation from the checker), ``claims`` (number of claims),
-    ``verified_claims`` (claims with at least one supporting citation).
+    support them, and ``missing``: what those sources lack, numbers, names or code),
+    ``uncited`` (claims left without any valid citation), ``attributed`` (claims that got their
+    citation from the checker), ``claims`` (number of claims), ``verified_claims`` (claims with
+    at least one supporting citation).
     """
     sources = {s.label: s for s in context.sources}
     parsed = parse_answer(answer, len(context.sources))
@@ -360,6 +424,7 @@ def ground(
         found = checker.features(
             [parsed.claims[ci].text for ci, _ in pairs],
             [sources[label].body for _, label in pairs],
+            code=[parsed.claims[ci].code for ci, _ in pairs],
         )
         supports = dict(zip(pairs, found, strict=True))
     attributed: list[int] = []
@@ -379,7 +444,10 @@ def ground(
             lab for lab in labels_of[ci] if (ci, lab) in supports and not supports[ci, lab].verified
         ]
         if bad:
-            unsupported_claims.append({"sentence": claim.text, "labels": bad})
+            missing = dict.fromkeys(m for lab in bad for m in supports[ci, lab].missing)
+            unsupported_claims.append(
+                {"sentence": claim.text, "labels": bad, "missing": list(missing)}
+            )
         keep[ci] = [lab for lab in labels_of[ci] if unsupported == "flag" or lab not in bad]
     order = list(dict.fromkeys(lab for ci in keep for lab in keep[ci]))
     renumber = {old: new for new, old in enumerate(order, start=1)}

@@ -1,11 +1,12 @@
-"""Evidence score: is there enough in the retrieved chunks to let the LLM answer?
+"""Evidence score: is there enough in the retrieved chunks to answer at all?
 
 ``score = best dense cosine + COVERAGE_WEIGHT × best lexical coverage`` over the hits, where
 lexical coverage is the share of the question's BM25 terms (stemmed, stop words removed) that a
-chunk contains. ``ask`` refuses before calling the LLM when the score is under
-``llm.min_evidence``; unset, the threshold calibrated for the index's embedder on SQuAD-es v2
-(:data:`CALIBRATED_MIN_EVIDENCE`, ``ragstrata eval-refusal``, docs/evaluation.md) applies.
-The coverage weight 0.5 is the one the calibration chose.
+chunk contains. ``ask`` refuses, before any answer is written (by the LLM or by the extractive
+answerer), when the score is under ``llm.min_evidence``; unset, the threshold calibrated for the
+index's embedder on SQuAD-es v2 (:data:`CALIBRATED_MIN_EVIDENCE`, ``ragstrata eval-refusal``,
+docs/evaluation.md) applies. The coverage weight 0.5 is the one the calibration chose.
+:func:`check_evidence` is that decision, shared by both answerers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from ragstrata.index.analyzer import Analyzer
 from ragstrata.types import Hit
@@ -33,8 +35,9 @@ CALIBRATED_MIN_EVIDENCE: dict[str, float] = {
 the threshold of best refusal F1 on the calibration half (docs/evaluation.md)."""
 
 UNCALIBRATED_MIN_EVIDENCE = 0.0
-"""For embedders without a calibration (``e5``, ``openai``): no refusal on evidence (the
-LLM's own refusal and the no-citation rule still apply); a warning says to calibrate."""
+"""For embedders without a calibration (``e5``, ``openai``): no refusal on evidence (only an
+empty retrieval, the LLM's own refusal and the no-citation rule, or an extractive answer with no
+sentence to quote, still refuse); a warning says to calibrate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +76,66 @@ def evidence(
     return Evidence(dense, coverage, max(dense, 0.0) + coverage_weight * coverage)
 
 
+RefusedBy = Literal["evidence", "rerank"]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceCheck:
+    """The refusal decision :func:`check_evidence` made. ``refused_by``: ``None`` (answer),
+    ``"evidence"`` (no hit, or ``evidence.score`` under ``min_evidence``) or ``"rerank"`` (the
+    best cross-encoder logit is under ``min_rerank``)."""
+
+    evidence: Evidence
+    min_evidence: float
+    refused_by: RefusedBy | None
+
+    @property
+    def refuse(self) -> bool:
+        return self.refused_by is not None
+
+    def metadata(self) -> dict[str, Any]:
+        """``evidence`` and ``min_evidence``, as every answer's ``metadata`` carries them."""
+        return {"evidence": self.evidence.to_json(), "min_evidence": self.min_evidence}
+
+
+def check_evidence(
+    question: str,
+    hits: Sequence[Hit],
+    analyzer: Analyzer,
+    *,
+    min_evidence: float,
+    min_rerank: float | None = None,
+) -> EvidenceCheck:
+    """Whether ``ask`` may answer ``question`` from ``hits``, for the LLM and the extractive
+    answerer alike: refuse when there is no hit, when the :func:`evidence` score is under
+    ``min_evidence``, or when reranked hits' best cross-encoder logit is under ``min_rerank``
+    (``rerank.min_score``; ``None``: no such check)."""
+    ev = evidence(question, hits, analyzer)
+    refused_by: RefusedBy | None = None
+    best_rerank = max(
+        (s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None
+    )
+    if not hits or ev.score < min_evidence:
+        refused_by = "evidence"
+    elif min_rerank is not None and best_rerank is not None and best_rerank < min_rerank:
+        refused_by = "rerank"
+    return EvidenceCheck(ev, min_evidence, refused_by)
+
+
+_warned: set[str] = set()
+
+
 def min_evidence_for(embedder: str, configured: float | None) -> float:
     """``configured`` when set, else the calibrated default for ``embedder`` (a manifest
-    name such as ``minilm-onnx:all-MiniLM-L6-v2``, or a config name such as ``e5``)."""
+    name such as ``minilm-onnx:all-MiniLM-L6-v2``, or a config name such as ``e5``). An
+    uncalibrated embedder gets :data:`UNCALIBRATED_MIN_EVIDENCE` and one warning per process."""
     if configured is not None:
         return configured
     key = embedder.split(":", 1)[0]
     if key not in CALIBRATED_MIN_EVIDENCE:
+        if key in _warned:
+            return UNCALIBRATED_MIN_EVIDENCE
+        _warned.add(key)
         logger.warning(
             "llm.min_evidence is not calibrated for embedder %r: no refusal on weak evidence; "
             "run `ragstrata eval-refusal` and set llm.min_evidence",

@@ -9,7 +9,7 @@ did not quote. Code inside fences, headings and table separators are not answer 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -150,10 +150,16 @@ class ExtractiveAnswerer:
                 continue
             seen.add(shown.lower())
             chosen.append(Quote(source.label, start, end, shown, score))
-        text = " ".join(f"{q.text} [{q.label}]" for q in chosen)
-        return Generated(text, tuple(chosen))
+        return Generated(render(chosen), tuple(chosen))
 
 
 def quoted_labels(quotes: Sequence[Quote]) -> list[int]:
     """Distinct labels in first-use order."""
     return list(dict.fromkeys(q.label for q in quotes))
+
+
+def render(quotes: Sequence[Quote], labels: Mapping[int, int] | None = None) -> str:
+    """The answer text: each quote followed by its marker ``[n]``, ``n`` = ``labels[label]``
+    (the quote's own label when ``labels`` is ``None``). Only the markers are numbered: text
+    inside a quote that looks like a marker (``[2]`` in a quoted code example) is left as is."""
+    return " ".join(f"{q.text} [{q.label if labels is None else labels[q.label]}]" for q in quotes)

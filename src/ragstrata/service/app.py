@@ -25,7 +25,6 @@ run one uvicorn worker.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -52,6 +51,7 @@ from starlette.types import Scope
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import IndexLockedError, RagError
+from ragstrata.generate.answer import TokenEvent
 from ragstrata.pipeline import Ragstrata
 from ragstrata.service import wire
 from ragstrata.service.bodylimit import BodyLimitMiddleware
@@ -85,6 +85,7 @@ from ragstrata.service.schemas import (
     SearchResponse,
     TextUpload,
 )
+from ragstrata.service.streaming import ThreadedEvents
 from ragstrata.service.tenancy import (
     COLLECTION_RE,
     AskOutcome,
@@ -508,26 +509,38 @@ def _add_routes(app: FastAPI) -> None:
             **_ERRORS,
             200: {
                 "description": "The answer as JSON, or as server-sent events with stream=true: "
-                "`token` events ({text}) in order, then `citations` ({citations}), `explain` "
-                "({hits}, with explain=true) and `done` ({refusal, answer, legend, timings_ms})",
+                "`token` events ({text}) as the answer is written, then `citations` "
+                "({citations}), `explain` ({hits}, with explain=true) and `done` (the JSON "
+                "answer without `retrieval`). An error after the first event ends the stream "
+                "with an `error` event ({error: {code, message}}).",
                 "content": {"text/event-stream": {"schema": _SSE_EVENT}},
             },
+            502: {"model": ErrorResponse, "description": "the LLM server failed (RS800)"},
         },
         tags=["query"],
     )
     async def ask(
         request: Request, principal: Reader, name: CollectionName, body: AskRequest
     ) -> Any:
-        """A cited answer from the collection, or a refusal when its documents do not say."""
+        """A cited answer from the collection, or a refusal when its documents do not say.
+        With an LLM (``llm.provider``), each citation says whether it was ``verified`` against
+        its source, and the answer carries the token ``usage`` and the version ``conflict``."""
         coll = await run_in_threadpool(_collection, request, principal, name)
-        outcome = await run_in_threadpool(
-            coll.ask, body.question, filters=body.filters, explain=body.explain
-        )
-        data = _answer_json(coll, outcome)
         if not body.stream:
-            return data
+            outcome = await run_in_threadpool(
+                coll.ask, body.question, filters=body.filters, explain=body.explain
+            )
+            return _answer_json(coll, outcome)
+        events = ThreadedEvents(
+            coll.ask_stream(body.question, filters=body.filters, explain=body.explain)
+        )
+        try:  # an error before the first event is an ordinary JSON error response
+            first = await anext(events)
+        except BaseException:
+            events.close()
+            raise
         return StreamingResponse(
-            _sse(data),
+            _sse(coll, first, events),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -560,7 +573,10 @@ _SSE_EVENT: dict[str, Any] = {
     "type": "object",
     "required": ["event", "data"],
     "properties": {
-        "event": {"type": "string", "enum": ["token", "citations", "explain", "done"]},
+        "event": {
+            "type": "string",
+            "enum": ["token", "citations", "explain", "done", "error"],
+        },
         "data": {"type": "string", "contentMediaType": "application/json"},
     },
 }
@@ -685,19 +701,38 @@ def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
     return data
 
 
-async def _sse(data: dict[str, Any]) -> AsyncIterator[bytes]:
-    """The answer as server-sent events: ``token`` pieces of the text in order (whitespace
-    kept, so their concatenation is the answer), then ``citations``, ``explain`` (when the
-    retrieval was asked for) and ``done``. The answer is complete before the first event today
-    (extractive answerer); an LLM generator can stream real tokens through the same events."""
-    for piece in re.findall(r"\S+\s*|\s+", data["answer"]):
-        yield _event("token", {"text": piece})
-        await asyncio.sleep(0)
-    yield _event("citations", {"citations": data["citations"]})
-    if data.get("retrieval") is not None:
-        yield _event("explain", {"hits": data["retrieval"]})
-    done = {k: data[k] for k in ("question", "answer", "refusal", "legend", "timings_ms")}
-    yield _event("done", done)
+async def _sse(
+    coll: Collection, first: TokenEvent | AskOutcome, rest: ThreadedEvents[TokenEvent | AskOutcome]
+) -> AsyncIterator[bytes]:
+    """The answer as server-sent events: ``token`` pieces as the generator writes them (with an
+    LLM its raw text, before the citations are checked; whitespace kept), then ``citations``,
+    ``explain`` (when the retrieval was asked for) and ``done``, which carries the JSON answer
+    without ``retrieval``: replace the streamed text with its ``answer``. An error after the
+    first event ends the stream with one ``error`` event. The generator is stopped when the
+    client goes away."""
+    try:
+        event = first
+        while isinstance(event, TokenEvent):
+            yield _event("token", {"text": event.text})
+            event = await anext(rest)
+        data = _answer_json(coll, event)
+        yield _event("citations", {"citations": data["citations"]})
+        if data.get("retrieval") is not None:
+            yield _event("explain", {"hits": data["retrieval"]})
+        yield _event("done", {k: v for k, v in data.items() if k != "retrieval"})
+    except RagError as exc:  # headers are sent: the status cannot change any more
+        if http_status(exc) >= 500:
+            logger.error("answer stream failed: %s", exc)
+        message = exc.args[0] if exc.args else str(exc)
+        yield _event("error", {"error": {"code": exc.code, "message": str(message)}})
+    except Exception:
+        logger.exception("answer stream of collection %s/%s failed", coll.tenant, coll.name)
+        yield _event(
+            "error",
+            {"error": {"code": ServiceError.code, "message": "internal error; see the server log"}},
+        )
+    finally:
+        rest.close()
 
 
 def _event(name: str, payload: dict[str, Any]) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ragstrata.errors import (
     ConfigError,
     EmbedderMismatchError,
+    GenerationError,
     IndexLockedError,
     IndexNotFoundError,
     IngestError,
@@ -99,6 +100,7 @@ _STATUS: tuple[tuple[type[RagError], int], ...] = (
     (IndexNotFoundError, 404),
     (IndexLockedError, 503),
     (EmbedderMismatchError, 409),
+    (GenerationError, 502),
     (MissingDependencyError, 500),
     (ConfigError, 422),
     (RetrievalError, 422),
@@ -107,8 +109,8 @@ _STATUS: tuple[tuple[type[RagError], int], ...] = (
 
 
 def http_status(error: RagError) -> int:
-    """The HTTP status of ``error``: 4xx for what the client can fix, 503 for a busy index, 500
-    for anything else (a server-side failure)."""
+    """The HTTP status of ``error``: 4xx for what the client can fix, 502 when the LLM server
+    failed, 503 for a busy index, 500 for anything else (a server-side failure)."""
     for kind, status in _STATUS:
         if isinstance(error, kind):
             return status

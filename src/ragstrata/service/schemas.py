@@ -133,7 +133,19 @@ class CitationOut(_Response):
     quote: str
     page_start: int | None = Field(default=None, description="First page (PDF only), 1-based.")
     page_end: int | None = Field(default=None, description="Last page (PDF only), 1-based.")
-    verified: bool = Field(default=True, description="The citing claims were checked as supported.")
+    verified: bool = Field(
+        default=True,
+        description="Every claim citing this source was checked against it and found supported "
+        "(an extractive quote is verbatim, so always true). With llm.unsupported = 'flag' an "
+        "unsupported citation is kept with verified=false.",
+    )
+    support: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="The citation checker's best score for this source, or null when no check "
+        "ran (extractive answers, llm.verify_citations = false).",
+    )
     passage: str = Field(description="The cited chunk's text.")
     highlight_start: int | None = Field(
         description="Offset of ``quote`` in ``passage`` (characters), or null if not found."
@@ -144,13 +156,54 @@ class CitationOut(_Response):
     )
 
 
+class UsageOut(_Response):
+    """Token counts of the LLM call behind an answer (the server's figures, or the local
+    tokenizer's when the server sends none)."""
+
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    total_tokens: int = Field(ge=0)
+
+
+class VersionConflictOut(_Response):
+    """Sources of one document in several versions: the newest was kept, the rest dropped."""
+
+    title: str
+    kept: str = Field(description="The version whose passages were used.")
+    dropped: list[str] = Field(description="Older versions, newest first.")
+
+
 class AskResponse(_Response):
+    """A cited answer or a refusal. Built by :func:`ragstrata.service.wire.answer_json`, the
+    same fields as ``ragstrata ask --json``; the ``done`` event of a stream carries it too
+    (without ``retrieval``)."""
+
     question: str
-    answer: str
+    answer: str = Field(
+        description="The answer, each sentence followed by its citation labels [n]; with an "
+        "LLM, its checked text (labels renumbered, unknown labels removed)."
+    )
     refusal: bool
     citations: list[CitationOut]
     legend: list[str]
-    timings_ms: dict[str, float]
+    timings_ms: dict[str, float] = Field(
+        description="Milliseconds per stage: embed_query, dense, bm25, fusion, rerank, hyde, "
+        "assemble, generate, first_token (LLM: until the first token), verify, total; only "
+        "the stages that ran."
+    )
+    usage: UsageOut | None = Field(
+        description="The LLM's token counts; null when no LLM was called (extractive "
+        "answerer, or a refusal before generation)."
+    )
+    generator: str = Field(
+        description="'extractive' or the LLM's name (e.g. 'openai:gpt-4o-mini').",
+        examples=["extractive"],
+    )
+    conflict: bool = Field(
+        description="The top sources came from several versions of one document and only the "
+        "newest version's passages were used (details in conflicts)."
+    )
+    conflicts: list[VersionConflictOut]
     retrieval: list[HitOut] | None = Field(
         default=None, description="The hits behind the answer (only with explain=true)."
     )

@@ -36,7 +36,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -44,6 +44,8 @@ from typing import Literal
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import IndexLockedError
+from ragstrata.generate.answer import AnswerEvent, TokenEvent
+from ragstrata.generate.prompt import refusal_message
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
 from ragstrata.pipeline import IngestReport, Ragstrata
@@ -215,19 +217,52 @@ class Collection:
     ) -> AskOutcome:
         """Answer from this collection. ``explain`` also runs the search behind the answer (for
         the per-retriever ranks). TenancyViolationError when a citation is not the tenant's."""
+        outcome: AskOutcome | None = None
+        for event in self.ask_stream(question, filters=filters, explain=explain):
+            if isinstance(event, AskOutcome):
+                outcome = event
+        if outcome is None:  # pragma: no cover - ask_stream always ends with the outcome
+            raise RuntimeError("the answer stream ended without an answer")
+        return outcome
+
+    def ask_stream(
+        self, question: str, *, filters: Filters | None = None, explain: bool = False
+    ) -> Generator[TokenEvent | AskOutcome, None, None]:
+        """:meth:`ask` as events (:meth:`Ragstrata.ask_stream
+        <ragstrata.pipeline.Ragstrata.ask_stream>`): :class:`TokenEvent` pieces of the answer as
+        the LLM writes them (the raw text, before its citations are checked; without an LLM the
+        finished answer's words), then one :class:`AskOutcome`, always last.
+
+        The read lock is taken at the first ``next()`` and held until the outcome is ready or
+        the generator is closed: close it when you stop early. Errors (IndexLockedError,
+        GenerationError, TenancyViolationError...) are raised by the ``next()`` that meets
+        them.
+        """
         with self._reading() as engine:
             if not self.has_index:
                 answer = _empty_refusal(question)
-                return AskOutcome(answer, {}, SearchResult(question, (), {}) if explain else None)
-            answer = engine.ask(question, filters=filters)
-            ids = [c.chunk_id for c in answer.citations]
+                for piece in re.findall(r"\S+\s*|\s+", answer.text):
+                    yield TokenEvent(piece)
+                yield AskOutcome(answer, {}, SearchResult(question, (), {}) if explain else None)
+                return
+            final: Answer | None = None
+            # the LLM's prompt names documents as the tenant sees them, never by server path
+            events = engine.ask_stream(question, filters=filters, display_source=self.display_name)
+            for event in events:
+                if isinstance(event, AnswerEvent):
+                    final = event.answer
+                else:
+                    yield event
+            if final is None:  # pragma: no cover - every stream ends with an AnswerEvent
+                raise RuntimeError("the answer stream ended without an answer")
+            ids = [c.chunk_id for c in final.citations]
             passages = {c.chunk_id: c for c in engine.retriever.store.get(ids)} if ids else {}
             search = engine.search(question, filters=filters) if explain else None
-        for citation in answer.citations:
+        for citation in final.citations:
             self.display_name(citation.source)  # raises on a foreign source
         for chunk in passages.values():
             self.display_name(chunk.source)
-        return AskOutcome(answer, passages, self._checked(search) if search else None)
+        yield AskOutcome(final, passages, self._checked(search) if search else None)
 
     def documents(self) -> list[DocumentInfo]:
         """Indexed documents, by file name."""
@@ -311,9 +346,7 @@ class Collection:
 
 def _empty_refusal(question: str) -> Answer:
     """What ``ask`` answers when nothing is retrieved, for a collection with no index yet."""
-    from ragstrata.pipeline import _refusal  # the pipeline's own refusal text (en/es)
-
-    return Answer(question, _refusal(question), True, (), (), {"total": 0.0})
+    return Answer(question, refusal_message(question), True, (), (), {"total": 0.0})
 
 
 class TenantRegistry:

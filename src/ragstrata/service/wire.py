@@ -7,7 +7,7 @@ shows the file name inside the tenant's upload directory (never a server path).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragstrata.types import Answer, Citation, Hit
@@ -45,7 +45,9 @@ def hit_json(hit: Hit, *, source: SourceView = _same) -> dict[str, Any]:
 
 def citation_json(citation: Citation, *, source: SourceView = _same) -> dict[str, Any]:
     """A numbered citation: its label, where it comes from (document, heading path, character
-    offsets of the chunk in the document) and the quoted sentence."""
+    offsets of the chunk in the document), the quoted sentence, and the citation check:
+    ``verified`` (the claims citing it are supported; extractive quotes always are) and
+    ``support`` (the checker's best score in [0, 1], ``None`` when no check ran)."""
     c = citation
     return {
         "label": c.label,
@@ -60,6 +62,7 @@ def citation_json(citation: Citation, *, source: SourceView = _same) -> dict[str
         "page_start": c.page_start,
         "page_end": c.page_end,
         "verified": c.verified,
+        "support": c.support,
     }
 
 
@@ -74,8 +77,36 @@ def legend_line(citation: Citation, *, source: SourceView = _same) -> str:
     return f"[{citation.label}] = {where}{' > ' + heading if heading else ''}"
 
 
+def usage_json(answer: Answer) -> dict[str, int] | None:
+    """The LLM's token counts (``prompt_tokens``, ``completion_tokens``, ``total_tokens``), or
+    ``None`` when no LLM was called (the extractive answerer, a refusal before generation)."""
+    if not answer.usage:
+        return None
+    prompt = int(answer.usage.get("prompt_tokens", 0))
+    completion = int(answer.usage.get("completion_tokens", 0))
+    total = int(answer.usage.get("total_tokens", prompt + completion))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+
+def conflicts_json(answer: Answer) -> list[dict[str, Any]]:
+    """The version conflicts behind ``answer.conflict``: per document ``title``, the version
+    ``kept`` (the newest) and the older versions ``dropped``; empty without a conflict."""
+    found = answer.metadata.get("conflict") or []
+    return [
+        {
+            "title": str(c.get("title", "")),
+            "kept": str(c.get("kept", "")),
+            "dropped": [str(v) for v in c.get("dropped", [])],
+        }
+        for c in found
+        if isinstance(c, Mapping)
+    ]
+
+
 def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str, Any]:
-    """An answer or refusal with its citations and legend. With ``source`` the legend is
+    """An answer or refusal with its citations, legend, timings and the generation's record:
+    ``usage`` (:func:`usage_json`), ``generator`` (``extractive`` or the LLM's name),
+    ``conflict`` and ``conflicts`` (:func:`conflicts_json`). With ``source`` the legend is
     rebuilt from the citations through it; without, the pipeline's legend is kept as is."""
     view = source or _same
     legend = (
@@ -90,4 +121,8 @@ def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str
         "citations": [citation_json(c, source=view) for c in answer.citations],
         "legend": legend,
         "timings_ms": dict(answer.timings_ms),
+        "usage": usage_json(answer),
+        "generator": answer.generator,
+        "conflict": answer.conflict,
+        "conflicts": conflicts_json(answer),
     }

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 from ragstrata.service.app import ServiceState
 
@@ -17,10 +17,11 @@ FINAL = ("succeeded", "partial", "failed", "cancelled")
 
 @dataclass
 class Service:
-    """An app, its test client and shared state, plus helpers."""
+    """An app, a client of it (a ``TestClient``, or ``httpx.Client`` on a real server) and its
+    shared state, plus helpers."""
 
     app: FastAPI
-    client: TestClient
+    client: httpx.Client
     state: ServiceState
 
     def key(self, tenant: str, *, read_only: bool = False) -> dict[str, str]:

@@ -74,6 +74,10 @@ def test_ask_json_cites_the_passage_and_highlights_the_sentence(
     assert first["explain"]["dense"]["rank"] >= 1
     assert data["legend"][0].startswith("[1] = guide.md > Operations guide")
     assert data["retrieval"] and data["retrieval"][0]["explain"]
+    # the extractive answerer: quotes are verbatim (verified, no checker score), no LLM call
+    assert first["verified"] is True and first["support"] is None
+    assert data["usage"] is None and data["generator"] == "extractive"
+    assert data["conflict"] is False and data["conflicts"] == []
     # no server path leaks into the answer
     assert str(module_service.state.data_dir) not in response.text
 
@@ -109,6 +113,10 @@ def test_ask_streams_server_sent_events(module_service: Service, acme: dict[str,
     assert "".join(tokens) == done["answer"] and done["refusal"] is False
     citations = events[len(tokens)][1]["citations"]
     assert citations[0]["source"] == "billing.html" and "first day" in citations[0]["quote"]
+    # done carries the JSON answer (without the retrieval, sent as explain)
+    assert done["citations"] == citations and "retrieval" not in done
+    assert done["usage"] is None and done["generator"] == "extractive"
+    assert done["conflict"] is False and "total" in done["timings_ms"]
     # a refusal streams too, with no citations
     refusal = module_service.client.post(
         "/v1/collections/docs/ask",

@@ -8,6 +8,7 @@ from fakes import HashEmbedder, make_hit
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.base import FunctionCounter
 from ragstrata.generate.citations import (
+    CheckerSettings,
     CitationChecker,
     claim_names,
     claim_numbers,
@@ -145,3 +146,89 @@ def test_rewrite_keeps_code_indentation(checker: CitationChecker) -> None:
     answer = "The installer needs Python 3.11 [1].\n```python\ndef f():\n    return  1\n```"
     out = ground(answer, ctx, checker)
     assert out.text.endswith("def f():\n    return  1\n```")
+
+
+# ------------------------------------------------------------------------- cited code
+
+FASTAPI_SOURCE = (  # a FastAPI page: it names pydantic, and says Annotated comes from typing
+    "Request data is validated with `pydantic` models.\n"
+    "To add validation, import `Query` from `fastapi` and `Annotated` from `typing`.\n\n"
+    "```python\n"
+    "from typing import Annotated\n\n"
+    "from fastapi import FastAPI, Query\n\n"
+    "app = FastAPI()\n\n\n"
+    '@app.get("/items/")\n'
+    "async def read_items(q: Annotated[str | None, Query(max_length=50)] = None):\n"
+    '    return {"q": q}\n'
+    "```\n"
+)
+ANSWER_CODE = (
+    "```python\n"
+    "from fastapi import FastAPI, Query\n"
+    "from {module} import Annotated\n\n"
+    "app = FastAPI()\n\n"
+    '@app.get("/items/")\n'
+    "async def read_items(q: Annotated[str | None, Query(max_length=50)] = None):\n"
+    "    results = {{}}\n"
+    "    if q:\n"
+    '        results.update({{"q": q}})\n'
+    "    return results\n"
+    "```"
+)
+
+
+def test_code_blocks_belong_to_a_citing_sentence_and_hold_no_markers() -> None:
+    parsed = parse_answer("Declare it so [1]:\n```python\nx = [2]\n```\nThen run it [2].", 3)
+    assert [c.code for c in parsed.claims] == [("x = [2]",), ()]
+    assert [m[2] for m in parsed.markers] == [(1,), (2,)]  # the [2] in the code is code
+    after = parse_answer("For example:\n```\nrun(x)\n```\nThis runs it [1].", 2)
+    assert [c.code for c in after.claims] == [(), ("run(x)",)]
+    uncited = parse_answer("For example:\n```\nrun(x)\n```\nThis runs it.", 2)
+    assert [c.code for c in uncited.claims] == [("run(x)",), ("run(x)",)]
+    inline = parse_answer("Write `items = [1]` to start [2].", 2)
+    assert inline.claims[0].labels == (2,) and len(inline.markers) == 1
+
+
+def test_a_wrong_import_in_cited_code_is_not_verified(checker: CitationChecker) -> None:
+    ctx = assemble([make_hit("query", FASTAPI_SOURCE, 1)], counter=WORDS, budget_tokens=1000)
+    intro = "To add validation, import `Query` and `Annotated` [1]:\n"
+    wrong = ground(intro + ANSWER_CODE.format(module="pydantic"), ctx, checker)
+    assert [c.verified for c in wrong.citations] == [False]
+    assert wrong.diagnostics["unsupported"][0]["missing"] == ["from pydantic import Annotated"]
+    assert wrong.diagnostics["verified_claims"] == 0
+    assert "from pydantic import Annotated" in wrong.text  # flagged, not rewritten
+    blind = CitationChecker(HashEmbedder(), Analyzer(), CheckerSettings(check_code=False))
+    assert ground(intro + ANSWER_CODE.format(module="pydantic"), ctx, blind).citations[0].verified
+
+    right = ground(intro + ANSWER_CODE.format(module="typing"), ctx, checker)
+    assert [c.verified for c in right.citations] == [True]
+    assert right.diagnostics["unsupported"] == []
+    assert right.text.endswith('        results.update({"q": q})\n    return results\n```')
+
+
+def test_import_claims_in_prose_and_inline_code_are_checked(checker: CitationChecker) -> None:
+    wrong = checker.check("To add validation, import `Annotated` from `pydantic`.", FASTAPI_SOURCE)
+    assert not wrong.verified and "`Annotated` from `pydantic`" in wrong.missing
+    right = checker.check("To add validation, import `Annotated` from `typing`.", FASTAPI_SOURCE)
+    assert right.verified, right.missing
+    inline = checker.check(
+        "To add validation, use `from pydantic import Annotated` and `Query`.", FASTAPI_SOURCE
+    )
+    assert not inline.verified and "from pydantic import Annotated" in inline.missing
+    invented = checker.check("To add validation, use `Query(max_len=50)`.", FASTAPI_SOURCE)
+    assert "max_len" in invented.missing
+    # every word of the wrong claim is in the source: only the code check catches it
+    off = CitationChecker(HashEmbedder(), Analyzer(), CheckerSettings(check_code=False))
+    assert off.check(
+        "To add validation, import `Annotated` from `pydantic`.", FASTAPI_SOURCE
+    ).verified
+
+
+def test_uncited_code_must_be_backed_by_the_attributed_source(checker: CitationChecker) -> None:
+    ctx = assemble([make_hit("query", FASTAPI_SOURCE, 1)], counter=WORDS, budget_tokens=1000)
+    intro = "To add validation, import `Query` and `Annotated`:\n"  # no marker: attributed
+    right = ground(intro + ANSWER_CODE.format(module="typing"), ctx, checker)
+    assert right.diagnostics["attributed"] == [intro.strip()]
+    assert [c.verified for c in right.citations] == [True]
+    wrong = ground(intro + ANSWER_CODE.format(module="pydantic"), ctx, checker)
+    assert wrong.citations == () and wrong.diagnostics["attributed"] == []

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ragstrata.assemble.context import assemble
-from ragstrata.generate.extractive import ExtractiveAnswerer, clean_sentence
+from ragstrata.generate.extractive import ExtractiveAnswerer, Quote, clean_sentence, render
 from ragstrata.index.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
@@ -37,6 +37,15 @@ def test_clean_sentence_strips_markup_but_keeps_placeholders() -> None:
         clean_sentence("- Use <Sandpack>the hook</Sandpack> {/*x*/} here.") == "Use the hook here."
     )
     assert clean_sentence("Set RAGSTRATA_<SECTION>_<FIELD>.") == "Set RAGSTRATA_<SECTION>_<FIELD>."
+
+
+def test_render_renumbers_the_markers_and_not_the_quoted_text() -> None:
+    quotes = [
+        Quote(2, 0, 24, "Write `[1] [2]` to cite.", 0.9),
+        Quote(1, 0, 14, "It is done now.", 0.8),
+    ]
+    assert render(quotes) == "Write `[1] [2]` to cite. [2] It is done now. [1]"
+    assert render(quotes, {2: 1, 1: 2}) == "Write `[1] [2]` to cite. [1] It is done now. [2]"
 
 
 @pytest.mark.slow

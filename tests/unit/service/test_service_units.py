@@ -1,5 +1,5 @@
 """Pure parts of the service: file-name sanitizing, content-type checks, token buckets, the
-readers-writer lock, API key hashing and the error -> HTTP status map."""
+readers-writer lock, API key hashing and the error -> HTTP status map (502 for a failing LLM)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ragstrata.errors import (
     ConfigError,
+    GenerationError,
     IndexLockedError,
     IndexNotFoundError,
     IngestError,
@@ -165,6 +166,7 @@ def test_keys_create_verify_revoke(tmp_path: Path) -> None:
         (RetrievalError("x"), 422),
         (IngestError("p", "x"), 422),
         (StoreError("x"), 500),
+        (GenerationError("x"), 502),
         (RagError("x"), 500),
     ],
 )

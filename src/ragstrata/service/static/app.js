@@ -116,6 +116,14 @@ function citationCard(c) {
   source.className = "source";
   source.textContent = where(c);
   head.append(label, " ", source);
+  if (c.verified === false) {
+    // an LLM claim citing this source was not supported by it (docs/generation.md)
+    const flag = document.createElement("span");
+    flag.className = "unverified";
+    flag.textContent = "not verified";
+    flag.title = "The sentence citing this source was not found to be supported by it.";
+    head.append(" ", flag);
+  }
 
   const passage = document.createElement("blockquote");
   passage.className = "passage";
@@ -226,7 +234,20 @@ async function ask(event) {
           document.body.dataset.state = "answered";
         }
         const total = data.timings_ms && data.timings_ms.total;
-        setStatus(total ? `Done in ${Math.round(total)} ms.` : "Done.");
+        let status = total ? `Done in ${Math.round(total)} ms.` : "Done.";
+        if (data.usage) {
+          status += ` ${data.generator}: ${data.usage.prompt_tokens} prompt + ` +
+            `${data.usage.completion_tokens} answer tokens.`;
+        }
+        if (data.conflict) {
+          const kept = (data.conflicts || []).map((c) => c.kept).join(", ");
+          status += ` Sources disagree across versions; used the newest (${kept}).`;
+        }
+        setStatus(status);
+      } else if (name === "error") {
+        // the stream broke off after it started (e.g. the LLM server failed)
+        setStatus(`${data.error.code}: ${data.error.message}`);
+        document.body.dataset.state = "error";
       }
     }
   } catch (err) {
