@@ -278,7 +278,9 @@ class StoreConfig:
     vectors memory-mapped on disk (with quantization, only the quantized copy stays in RAM);
     both apply when the index or collection is created. ``oversampling``: in [1, 16]; a
     quantized search scores ``limit x oversampling`` candidates and rescores them with the
-    float32 vectors (docs/benchmarks.md has the memory and recall figures).
+    float32 vectors (docs/benchmarks.md has the memory and recall figures). ``hnsw_ef``: HNSW
+    search beam width per query, in [4, 4096] (unset = the engine's default); the default 256
+    keeps dense recall@10 at 0.96 at 1M chunks (0.87 with the engine's default).
     """
 
     url: str = ""
@@ -293,6 +295,7 @@ class StoreConfig:
     quantization: str = "none"
     on_disk: bool = False
     oversampling: float = 2.0
+    hnsw_ef: int | None = 256
 
     def __post_init__(self) -> None:
         url = self.url
@@ -333,6 +336,8 @@ class StoreConfig:
             )
         if not 1.0 <= self.oversampling <= 16.0:
             raise ConfigError(f"store.oversampling={self.oversampling!r} must be in [1, 16]")
+        if self.hnsw_ef is not None and not 4 <= self.hnsw_ef <= 4096:
+            raise ConfigError(f"store.hnsw_ef={self.hnsw_ef!r} must be in [4, 4096] (or unset)")
 
     def resolve_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
         """The API key from the variable named by ``api_key_env`` (``os.environ`` unless ``env``

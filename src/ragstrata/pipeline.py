@@ -233,6 +233,7 @@ class Ragstrata:
                     quantization=store_cfg.quantization,
                     on_disk=store_cfg.on_disk,
                     oversampling=store_cfg.oversampling,
+                    hnsw_ef=store_cfg.hnsw_ef,
                 )
         return self._store
 

@@ -93,6 +93,7 @@ class QdrantStore:
         quantization: str = "none",
         on_disk: bool = False,
         oversampling: float = 2.0,
+        hnsw_ef: int | None = 256,
     ) -> None:
         if dim < 1:
             raise ConfigError(f"dim={dim} must be >= 1")
@@ -111,14 +112,11 @@ class QdrantStore:
             raise ConfigError(f"store.quantization={quantization!r}; choose {QUANTIZATIONS}")
         self._quantization = quantization
         self._on_disk = on_disk
-        self._search_params = (
-            models.SearchParams(
-                quantization=models.QuantizationSearchParams(
-                    rescore=True, oversampling=oversampling
-                )
-            )
+        self._search_params = models.SearchParams(
+            hnsw_ef=hnsw_ef,
+            quantization=models.QuantizationSearchParams(rescore=True, oversampling=oversampling)
             if quantization != "none"
-            else None
+            else None,
         )
         self.collection = collection
         self.location = location
@@ -196,6 +194,7 @@ class QdrantStore:
             quantization=config.quantization,
             on_disk=config.on_disk,
             oversampling=config.oversampling,
+            hnsw_ef=config.hnsw_ef,
         )
         if expected_chunks > 0 and store.count() == 0:
             store.close()

@@ -43,6 +43,7 @@ def test_accepted_urls(url: str) -> None:
         ({"write_ordering": "eventual"}, "store.write_ordering"),
         ({"quantization": "int4"}, "store.quantization"),
         ({"oversampling": 0.5}, "store.oversampling"),
+        ({"hnsw_ef": 2}, "store.hnsw_ef"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs: dict[str, object], field: str) -> None:
