@@ -321,12 +321,17 @@ class CitationChecker:
         passages: Sequence[str],
         *,
         code: Sequence[Sequence[str]] | None = None,
+        headings: Sequence[str] | None = None,
     ) -> list[Support]:
         """:class:`Support` of ``claims[i]`` by ``passages[i]`` (same length), with the
         configured settings; ``code[i]``: the fenced code blocks of claim ``i`` (none when
-        ``code`` is ``None``). Embeds all claims and passage windows in two batches."""
+        ``code`` is ``None``); ``headings[i]``: the passage's document title and heading path,
+        where the names check also looks (a section "Use CORSMiddleware" backs the name
+        ``CORSMiddleware``). Embeds all claims and passage windows in two batches."""
         if len(claims) != len(passages) or (code is not None and len(code) != len(claims)):
             raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
+        if headings is not None and len(headings) != len(claims):
+            raise ValueError(f"{len(headings)} headings for {len(claims)} claims")
         if not claims:
             return []
         windows = [self._windows(p) for p in passages]
@@ -341,7 +346,8 @@ class CitationChecker:
             sims = vectors[rows] @ claim_vecs[ci]
             best = int(np.argmax(sims))
             blocks = code[ci] if code is not None else ()
-            out.append(self._decide(claim, passage, float(sims[best]), ws[best], blocks))
+            heading = headings[ci] if headings is not None else ""
+            out.append(self._decide(claim, passage, float(sims[best]), ws[best], blocks, heading))
         return out
 
     def _decide(
@@ -351,13 +357,14 @@ class CitationChecker:
         cosine: float,
         evidence: tuple[int, int],
         blocks: Sequence[str] = (),
+        heading: str = "",
     ) -> Support:
         s = self.settings
         terms = set(self.analyzer.terms(claim))
         coverage = len(terms & set(self.analyzer.terms(passage))) / len(terms) if terms else 0.0
         missing = [n for n in sorted(claim_numbers(claim)) if not _number_in(n, passage)]
         if s.check_names:
-            folded = _norm(passage)
+            folded = _norm(passage) + "\n" + _norm(heading)
             missing += [n for n in sorted(claim_names(claim)) if _norm(n) not in folded]
         if _negated(claim) and not _negated(passage[evidence[0] : evidence[1]]):
             missing.append("(negation)")
@@ -367,9 +374,11 @@ class CitationChecker:
         verified = not missing and score >= s.threshold
         return Support(verified, round(score, 4), cosine, coverage, tuple(missing), evidence)
 
-    def check(self, claim: str, passage: str, *, code: Sequence[str] = ()) -> Support:
+    def check(
+        self, claim: str, passage: str, *, code: Sequence[str] = (), heading: str = ""
+    ) -> Support:
         """:class:`Support` of one pair (``code``: the claim's fenced code blocks)."""
-        return self.features([claim], [passage], code=[code])[0]
+        return self.features([claim], [passage], code=[code], headings=[heading])[0]
 
 
 # ----------------------------------------------------------------------------- ground
@@ -425,6 +434,7 @@ def ground(
             [parsed.claims[ci].text for ci, _ in pairs],
             [sources[label].body for _, label in pairs],
             code=[parsed.claims[ci].code for ci, _ in pairs],
+            headings=[_heading_of(sources[label]) for _, label in pairs],
         )
         supports = dict(zip(pairs, found, strict=True))
     attributed: list[int] = []
@@ -553,3 +563,9 @@ def _tidy(text: str) -> str:
             line = re.sub(r"(?<=\S)[ \t]{2,}(?=\S)", " ", line)
         out.append(line)
     return "\n".join(out).strip()
+
+
+def _heading_of(source: Source) -> str:
+    """The document title and heading path of a source, one per line (names check)."""
+    chunk = source.hit.chunk
+    return "\n".join([chunk.title, *chunk.section_path])

@@ -232,3 +232,23 @@ def test_uncited_code_must_be_backed_by_the_attributed_source(checker: CitationC
     assert [c.verified for c in right.citations] == [True]
     wrong = ground(intro + ANSWER_CODE.format(module="pydantic"), ctx, checker)
     assert wrong.citations == () and wrong.diagnostics["attributed"] == []
+
+
+def test_names_in_the_sources_heading_path_count_as_backed(checker: CitationChecker) -> None:
+    body = (
+        "The argument allow_credentials indicates that cookies should be supported for "
+        "cross-origin requests."
+    )
+    claim = (
+        "The CORSMiddleware argument allow_credentials indicates that cookies should be "
+        "supported for cross-origin requests."
+    )
+    hit = make_hit("cors", body, 1, path=("CORS", "Use CORSMiddleware"))
+    ctx = assemble([hit], counter=WORDS, budget_tokens=1000)
+    out = ground(claim + " [1]", ctx, checker)
+    assert [c.verified for c in out.citations] == [True]
+    # without the heading the name is unbacked
+    assert checker.check(claim, body).missing == ("CORSMiddleware",)
+    other = make_hit("cors", body, 1, path=("CORS", "Use GZipMiddleware"))
+    ctx_other = assemble([other], counter=WORDS, budget_tokens=1000)
+    assert [c.verified for c in ground(claim + " [1]", ctx_other, checker).citations] == [False]
