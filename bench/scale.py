@@ -334,8 +334,9 @@ def stage_build(work: Path, n: int, variant: str) -> None:
         order = np.argsort(-merged_s, axis=1)[:, :10]
         top_scores = np.take_along_axis(merged_s, order, axis=1)
         top_ids = np.take_along_axis(merged_i, order, axis=1)
+        before = done
         done += len(chunks)
-        if done % 100_000 == 0:
+        if done // 100_000 > before // 100_000 or done == n:
             print(f"  {done:,} upserted ({time.strftime('%H:%M:%S')})", flush=True)
     t = time.perf_counter()
     store.flush()
