@@ -106,7 +106,7 @@ class EdgeStore:
     instead of held in RAM) apply only then, an existing shard keeps its own. ``oversampling``:
     with quantization, ``limit x oversampling`` candidates are scored on the quantized vectors
     and rescored with the originals. ``hnsw_ef``: HNSW search beam width (``None`` = the engine's
-    default); 256 raised dense recall@10 at 1M chunks from 0.873 to 0.960 for +0.7 ms p95
+    default); 256 raised dense recall@10 at 1M chunks from 0.873 to 0.960 for +0.3 ms p95
     (docs/benchmarks.md, "Scale"). Raises MissingDependencyError without ``qdrant-edge-py``;
     StoreError when the shard cannot be opened or the quantization is unknown.
     """

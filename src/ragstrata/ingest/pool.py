@@ -87,6 +87,7 @@ def load_many(
     pending: deque[tuple[Path, Future[Document | IngestFailure]]] = deque()
     todo = deque(files)
     suspects: deque[Path] = deque()  # in flight when a worker died: retried one at a time
+
     def new_pool() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=workers,

@@ -30,6 +30,7 @@ from ragstrata.ingest.text import ParsedText, normalize_text
 
 pytest.importorskip("pypdfium2")
 
+
 def parse(data: bytes, fallback: str = "fallback") -> ParsedText:
     return parse_pdf(data, source="test.pdf", fallback_title=fallback)
 
