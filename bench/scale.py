@@ -632,6 +632,7 @@ def stage_report(work: Path) -> None:
             color="grey",
             label=f"disk ({variant})",
         )
+    axes[1].axhline(4096, color="red", linewidth=0.8, label="4 GiB target (1M x 384-d)")
     for ax, ylabel in ((axes[0], "latency p95 (ms)"), (axes[1], "MiB")):
         ax.set_xscale("log")
         ax.set_xlabel("chunks")
