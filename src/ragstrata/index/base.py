@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ragstrata.embed.base import FloatArray
 from ragstrata.types import Chunk
@@ -15,6 +15,24 @@ Paths: ``doc_id``, ``source``, ``title``, and ``meta.<key>`` for chunk metadata.
 
 SparseVector = Mapping[int, float]
 """Term id → weight (BM25 term-frequency component; the store applies IDF)."""
+
+QUANTIZATIONS = ("none", "int8", "binary")
+"""Dense-vector quantizations the Qdrant stores offer (``store.quantization``)."""
+
+
+def search_params(
+    models: Any, *, hnsw_ef: int | None, quantization: str, oversampling: float
+) -> Any:
+    """Qdrant ``SearchParams`` for a dense query: the HNSW beam ``hnsw_ef`` and, for a quantized
+    vector, rescoring of ``limit x oversampling`` candidates with the float32 originals.
+    ``models`` is the module holding ``SearchParams`` and ``QuantizationSearchParams``: the
+    same names and fields in ``qdrant_edge`` and ``qdrant_client.models``."""
+    return models.SearchParams(
+        hnsw_ef=hnsw_ef,
+        quantization=models.QuantizationSearchParams(rescore=True, oversampling=oversampling)
+        if quantization != "none"
+        else None,
+    )
 
 
 @runtime_checkable

@@ -17,16 +17,13 @@ import numpy as np
 
 from ragstrata.embed.base import FloatArray
 from ragstrata.errors import DimensionMismatchError, MissingDependencyError, StoreError
-from ragstrata.index.base import Filters, SparseVector
+from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
 from ragstrata.types import Chunk
 
 DENSE = "dense"
 SPARSE = "bm25"
 _BATCH = 512
 _INDEXED_FIELDS = ("doc_id", "source", "language")
-
-
-QUANTIZATIONS = ("none", "int8", "binary")
 
 
 def _quantization_config(qe: Any, quantization: str) -> Any:
@@ -132,11 +129,8 @@ class EdgeStore:
         self.path = path
         if quantization not in QUANTIZATIONS:
             raise StoreError(f"unknown quantization {quantization!r}; choose {QUANTIZATIONS}")
-        self._search_params = qe.SearchParams(
-            hnsw_ef=hnsw_ef,
-            quantization=qe.QuantizationSearchParams(rescore=True, oversampling=oversampling)
-            if quantization != "none"
-            else None,
+        self._search_params = search_params(
+            qe, hnsw_ef=hnsw_ef, quantization=quantization, oversampling=oversampling
         )
         config = qe.EdgeConfig(
             vectors={

@@ -28,7 +28,7 @@ import numpy as np
 
 from ragstrata.embed.base import FloatArray
 from ragstrata.errors import ConfigError, DimensionMismatchError, MissingDependencyError, StoreError
-from ragstrata.index.base import Filters, SparseVector
+from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
 from ragstrata.index.edge import (
     _INDEXED_FIELDS,
     DENSE,
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 _BATCH = 256
 """Points per upsert request (a REST body of ~256 chunks stays well under the 32 MB limit)."""
 _SCROLL_PAGE = 1024
-QUANTIZATIONS = ("none", "int8", "binary")
 WRITE_ORDERINGS = ("weak", "medium", "strong")
 LOCAL_PREFIX = "local:"
 MEMORY = ":memory:"
@@ -112,11 +111,8 @@ class QdrantStore:
             raise ConfigError(f"store.quantization={quantization!r}; choose {QUANTIZATIONS}")
         self._quantization = quantization
         self._on_disk = on_disk
-        self._search_params = models.SearchParams(
-            hnsw_ef=hnsw_ef,
-            quantization=models.QuantizationSearchParams(rescore=True, oversampling=oversampling)
-            if quantization != "none"
-            else None,
+        self._search_params = search_params(
+            models, hnsw_ef=hnsw_ef, quantization=quantization, oversampling=oversampling
         )
         self.collection = collection
         self.location = location
