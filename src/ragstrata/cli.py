@@ -367,8 +367,20 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
 
 @app.command("eval")
 def eval_cmd(
-    dataset: Annotated[Path, typer.Argument(help="BEIR folder or SQuAD JSON file/folder.")],
-    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
+    dataset: Annotated[
+        Path,
+        typer.Argument(
+            help="BEIR folder, SQuAD JSON file/folder, or parallel Markdown docs (es/, en/)."
+        ),
+    ],
+    split: Annotated[
+        str,
+        typer.Option(
+            "--split",
+            help="BEIR: qrels split. SQuAD: all, or the train/test half of the articles. "
+            "Parallel docs: es-en or en-es (query language-document language).",
+        ),
+    ] = "test",
     modes: Annotated[
         str, typer.Option("--modes", help="Comma-separated: bm25,dense,hybrid,hybrid+rerank.")
     ] = "bm25,dense,hybrid",
@@ -392,8 +404,9 @@ def eval_cmd(
 ) -> None:
     """Ablation on labeled data: nDCG@10, MRR@10, hit@k, recall@k, MAP and latency per mode.
 
-    The corpus is indexed once into --index (default $RAGSTRATA_HOME/eval/<dataset>-<embedder>)
-    and reused by later runs.
+    The corpus is indexed once into --index (default $RAGSTRATA_HOME/eval/<corpus>-<embedder>)
+    and reused by later runs; the SQuAD splits share one index. For SQuAD the default split,
+    test, is the held-out half of the articles: --split all scores every question.
     """
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     try:
@@ -439,7 +452,7 @@ def eval_refusal(
 
     try:
         cfg = RagConfig.load(config_file=config)
-        name = load_squad(dataset).name
+        name = load_squad(dataset).corpus_name
         if index is None:
             index = cfg.home / "eval" / f"{name}-{cfg.embedder.name}"
         err.print(f"indexing {dataset} into {index} (reused when unchanged)")
@@ -551,7 +564,7 @@ def _ablation(
     data = load_dataset(dataset, split=split)
     cfg = RagConfig.load(config_file=config)
     if index is None:
-        slug = data.name.replace("/", "-")
+        slug = data.corpus_name.replace("/", "-")
         index = cfg.home / "eval" / f"{slug}-{cfg.embedder.name}"
     engine = Ragstrata(cfg.with_index(index))
     err.print(f"indexing {len(data.corpus)} documents into {index} (reused when unchanged)")

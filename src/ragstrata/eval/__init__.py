@@ -5,9 +5,11 @@ Importing this package is cheap: only the standard library is loaded (numpy is i
 """
 
 from ragstrata.eval.datasets import (
+    SQUAD_SPLITS,
     CorpusDoc,
     EvalDataset,
     GoldenQuery,
+    article_split,
     load_beir,
     load_golden,
     load_squad,
@@ -30,12 +32,14 @@ from ragstrata.eval.metrics import (
 
 __all__ = [
     "METRIC_NAMES",
+    "SQUAD_SPLITS",
     "CorpusDoc",
     "EvalDataset",
     "EvalResult",
     "GoldenQuery",
     "Qrels",
     "Run",
+    "article_split",
     "average_precision_at_k",
     "evaluate",
     "hit_rate_at_k",

@@ -10,9 +10,13 @@ Formats:
   ``title``, ``text``; ``queries.jsonl[.gz]`` with ``_id``, ``text``; ``qrels/{split}.tsv``
   with the header ``query-id<TAB>corpus-id<TAB>score``.
 * SQuAD v1.1 / v2.0 (Rajpurkar et al. 2016, 2018): ``{"data": [{"title", "paragraphs":
-  [{"context", "qas": [{"id", "question", "is_impossible"?}]}]}]}``, plain or gzip.
+  [{"context", "qas": [{"id", "question", "is_impossible"?}]}]}]}``, plain or gzip. Its
+  questions can be split by article into a ``"train"`` half (tune there) and a ``"test"`` half
+  (report there), see :func:`article_split`.
 * Golden queries: JSONL (one object a line) or YAML (a list of mappings) with keys
   ``query``, ``expected`` and optionally ``id``.
+* Parallel Markdown docs (the same pages in two languages) are read by
+  :mod:`ragstrata.eval.parallel_docs`.
 """
 
 from __future__ import annotations
@@ -20,17 +24,21 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from ragstrata.errors import ConfigError, MissingDependencyError
 
 __all__ = [
+    "SQUAD_SPLITS",
+    "ArticleHalf",
     "CorpusDoc",
+    "CorpusFormat",
     "EvalDataset",
     "GoldenQuery",
+    "article_split",
     "load_beir",
     "load_golden",
     "load_squad",
@@ -38,14 +46,30 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+CorpusFormat = Literal["text", "markdown"]
+"""How an evaluation document's ``text`` is parsed when it is indexed: ``"text"`` (plain
+paragraphs under a ``# title`` heading) or ``"markdown"`` (the Markdown parser of a real ingest,
+:func:`ragstrata.ingest.loader.document_from_text`)."""
+
+ArticleHalf = Literal["train", "test"]
+
+SQUAD_SPLITS = ("all", "train", "test")
+"""Splits :func:`load_squad` accepts: every question, or one half of the articles."""
+
+_K = TypeVar("_K", bound=Hashable)
+
 
 @dataclass(frozen=True, slots=True)
 class CorpusDoc:
-    """One document of an evaluation corpus (``title`` is ``""`` when the source has none)."""
+    """One document of an evaluation corpus (``title`` is ``""`` when the source has none).
+
+    ``format`` says how ``text`` is parsed when indexed (see :data:`CorpusFormat`).
+    """
 
     doc_id: str
     title: str
     text: str
+    format: CorpusFormat = "text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +84,10 @@ class EvalDataset:
         unanswerable: query id -> question of the questions that have no answer in the corpus
             (SQuAD v2.0 ``is_impossible``); they are not in ``queries``/``qrels``. Empty for
             BEIR and SQuAD v1.1.
+        corpus_name: a label of the corpus alone, the same for every split that shares it
+            (``"dev-v1.1-es_small"`` for all three SQuAD splits): the default index folder and
+            the indexed documents' sources are named after it, so the splits share one index.
+            Left empty, it is ``name``.
     """
 
     name: str
@@ -67,6 +95,11 @@ class EvalDataset:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     unanswerable: dict[str, str] = field(default_factory=dict)
+    corpus_name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.corpus_name:
+            object.__setattr__(self, "corpus_name", self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,23 +276,56 @@ def _expect(value: Any, kind: type, where: str) -> Any:
     return value
 
 
-def load_squad(path: Path) -> EvalDataset:
-    """Load a SQuAD v1.1 or v2.0 JSON file (plain or ``.json.gz``) as a retrieval dataset.
+def article_split(articles: Sequence[_K]) -> dict[_K, ArticleHalf]:
+    """Split articles in two halves: in the order given, the first ``len(articles) // 2`` are
+    ``"train"`` (tune, calibrate), the others ``"test"`` (report).
 
-    * ``corpus``: every paragraph; doc id ``f"{article_index}-{paragraph_index}"`` (0-based),
-      title = the article title, text = the paragraph context.
-    * ``queries``/``qrels``: every answerable question (id -> question; its own paragraph
-      with relevance 1).
-    * ``unanswerable``: the v2.0 questions with ``is_impossible`` true (id -> question); they
-      are not in ``queries``/``qrels``. Empty for v1.1 files (no such flag).
-
-    ``name`` is the file name without ``.json``/``.json.gz``.
+    The one article split of the project: :func:`load_squad` passes the article indices of
+    the file (``range(len(data))``, so file order), and the refusal calibration
+    (:mod:`ragstrata.eval.refusal`) the sorted indices of the articles it has questions from.
+    Deterministic, and the halves differ in size by at most one article (the odd one goes to
+    ``"test"``). The halves depend on the file's article order: two files holding the same
+    articles in another order split them differently.
 
     Raises:
-        ConfigError: the file is missing or not JSON, the structure differs from SQuAD's
-            (the message names the JSON path, e.g. ``data[3].paragraphs[0].qas[2]``), or a
-            question id repeats.
+        ValueError: an article is listed twice.
     """
+    if len(set(articles)) != len(articles):
+        raise ValueError("article_split: every article must be listed once")
+    cut = len(articles) // 2
+    return {article: "train" if i < cut else "test" for i, article in enumerate(articles)}
+
+
+def load_squad(path: Path, *, split: str = "all") -> EvalDataset:
+    """Load a SQuAD v1.1 or v2.0 JSON file (plain or ``.json.gz``) as a retrieval dataset.
+
+    * ``corpus``: every paragraph, whatever the split; doc id
+      ``f"{article_index}-{paragraph_index}"`` (0-based), title = the article title, text =
+      the paragraph context.
+    * ``queries``/``qrels``: every answerable question of the split's articles (id ->
+      question; its own paragraph with relevance 1).
+    * ``unanswerable``: the v2.0 questions of the split's articles with ``is_impossible``
+      true (id -> question); they are not in ``queries``/``qrels``. Empty for v1.1 files (no
+      such flag).
+
+    ``split`` is ``"all"`` (every question), ``"train"`` (the first ``n // 2`` of the file's
+    ``n`` articles) or ``"test"`` (the other articles), see :func:`article_split`. The corpus
+    stays whole so that one index serves both halves, and a question of one half competes
+    with the paragraphs of the other.
+
+    ``name`` is the file name without ``.json``/``.json.gz``, followed by ``/train`` or
+    ``/test`` for a half; ``corpus_name`` is the file name alone for every split.
+
+    Raises:
+        ConfigError: an unknown ``split``, the file is missing or not JSON, the structure
+            differs from SQuAD's (the message names the JSON path, e.g.
+            ``data[3].paragraphs[0].qas[2]``), or a question id repeats.
+    """
+    if split not in SQUAD_SPLITS:
+        raise ConfigError(
+            f"SQuAD split {split!r} is not one of {', '.join(SQUAD_SPLITS)} "
+            "(train and test are halves of the articles, all is every question)"
+        )
     path = Path(path)
     try:
         root = json.loads(_read_text(path))
@@ -267,11 +333,13 @@ def load_squad(path: Path) -> EvalDataset:
         raise ConfigError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
     root = _expect(root, dict, f"{path}: top level")
     articles = _expect(root.get("data"), list, f"{path}: field 'data'")
+    halves = article_split(range(len(articles)))
 
     corpus: dict[str, CorpusDoc] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     unanswerable: dict[str, str] = {}
+    seen: set[str] = set()
     for ai, article in enumerate(articles):
         where_a = f"{path}: data[{ai}]"
         article = _expect(article, dict, where_a)
@@ -290,19 +358,27 @@ def load_squad(path: Path) -> EvalDataset:
                 qa = _expect(qa, dict, where_q)
                 qid = _str_field(qa, "id", where_q)
                 question = _str_field(qa, "question", where_q)
-                if qid in queries or qid in unanswerable:
+                if qid in seen:
                     raise ConfigError(f"{where_q}: question id {qid!r} appears twice")
+                seen.add(qid)
+                if split != "all" and halves[ai] != split:
+                    continue
                 if qa.get("is_impossible", False) is True:
                     unanswerable[qid] = question
                 else:
                     queries[qid] = question
                     qrels[qid] = {doc_id: 1}
 
-    name = path.name
+    stem = path.name
     for suffix in (".gz", ".json"):
-        name = name.removesuffix(suffix)
+        stem = stem.removesuffix(suffix)
     return EvalDataset(
-        name=name, corpus=corpus, queries=queries, qrels=qrels, unanswerable=unanswerable
+        name=stem if split == "all" else f"{stem}/{split}",
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        unanswerable=unanswerable,
+        corpus_name=stem,
     )
 
 

@@ -3,11 +3,13 @@ unanswerable questions, and which threshold should ``ask`` refuse under?
 
 Protocol: the dataset's paragraphs are indexed with the real pipeline; every question (both
 kinds) runs through ``search`` as ``ask`` runs it; its :class:`~ragstrata.generate.evidence.
-Evidence` is recorded. Articles are split in two halves by article index (first half:
-calibration, second: test), so no paragraph serves both. On the calibration half each coverage
-weight in :data:`WEIGHTS` and every threshold (the observed scores) are swept; the pair with the
-best refusal F1 is kept and scored on the test half. The positive class is "unanswerable":
-precision = refused unanswerable / refused, recall = refused unanswerable / unanswerable.
+Evidence` is recorded. Articles are split in two halves by article index with
+:func:`~ragstrata.eval.datasets.article_split` (first half: calibration, the articles of
+``ragstrata eval --split train``; second: test), so no paragraph serves both. On the
+calibration half each coverage weight in :data:`WEIGHTS` and every threshold (the observed
+scores) are swept; the pair with the best refusal F1 is kept and scored on the test half. The
+positive class is "unanswerable": precision = refused unanswerable / refused, recall = refused
+unanswerable / unanswerable.
 
 SQuAD v2's unanswerable questions were written against the same paragraph to look answerable
 (Rajpurkar et al. 2018, "Know What You Don't Know"), so retrieval evidence separates them
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragstrata.eval.datasets import _read_text, load_squad
+from ragstrata.eval.datasets import _read_text, article_split, load_squad
 from ragstrata.eval.runner import dataset_documents
 from ragstrata.generate.evidence import evidence
 
@@ -201,12 +203,11 @@ def collect_out_of_corpus(
     do not say" case that ``ask`` must refuse, on the same language and domain. The index must
     already hold the dataset (see :func:`collect`)."""
     dataset = load_squad(path)
-    articles = sorted({int(d.split("-")[0]) for d in dataset.corpus})
-    cut = articles[len(articles) // 2]
-    halves = (
-        [d for d in dataset.corpus if int(d.split("-")[0]) < cut],
-        [d for d in dataset.corpus if int(d.split("-")[0]) >= cut],
-    )
+    article_of = {d: int(d.split("-")[0]) for d in dataset.corpus}  # doc id "article-paragraph"
+    half = article_split(sorted(set(article_of.values())))
+    docs_of: dict[str, list[str]] = {"train": [], "test": []}
+    for doc_id, article in article_of.items():
+        docs_of[half[article]].append(doc_id)
     questions = [q for q in squad_questions(path) if not q[3]]
     if max_questions is not None and max_questions < len(questions):
         step = len(questions) / max_questions
@@ -214,7 +215,7 @@ def collect_out_of_corpus(
     out: list[QuestionEvidence] = []
     for n, (qid, article, question, _) in enumerate(questions, start=1):
         present = evidence(question, engine.search(question).hits, engine.analyzer)
-        other = halves[1] if article < cut else halves[0]
+        other = docs_of["test" if half[article] == "train" else "train"]
         hits = engine.search(question, filters={"doc_id": other}).hits
         absent = evidence(question, hits, engine.analyzer)
         out.append(QuestionEvidence(qid, article, False, present.dense, present.coverage))
@@ -231,12 +232,12 @@ def calibrate(
     embedder: str = "",
     weights: Sequence[float] = WEIGHTS,
 ) -> RefusalReport:
-    """Split by article, choose (weight, threshold) on the first half by F1, score the second.
-    Raises ValueError when either half is empty."""
-    articles = sorted({f.article for f in features})
-    cut = articles[len(articles) // 2] if len(articles) > 1 else articles[0] + 1
-    calib = [f for f in features if f.article < cut]
-    test = [f for f in features if f.article >= cut]
+    """Split by article (:func:`~ragstrata.eval.datasets.article_split` over the features'
+    article indices, sorted), choose (weight, threshold) on the first half by F1, score the
+    second. Raises ValueError when either half is empty."""
+    half = article_split(sorted({f.article for f in features}))
+    calib = [f for f in features if half[f.article] == "train"]
+    test = [f for f in features if half[f.article] == "test"]
     if not calib or not test:
         raise ValueError("need questions from at least two articles to calibrate")
     labels_c = [f.unanswerable for f in calib]

@@ -13,7 +13,7 @@ import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ragstrata.eval.datasets import EvalDataset, GoldenQuery
@@ -86,11 +86,33 @@ class AblationReport:
 
 
 def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
-    """Evaluation corpus as documents: ``# title`` heading (when present) + the text, split into
-    paragraphs on blank lines. ``doc_id`` is the dataset's own id, so qrels apply directly."""
+    """Evaluation corpus as documents. ``doc_id`` is the dataset's own id, so qrels apply
+    directly; ``source`` is ``f"{dataset.corpus_name}/{doc_id}"``.
+
+    * ``format="text"`` documents: a ``# title`` heading (when there is a title) + the text,
+      split into paragraphs on blank lines; documents without text are left out.
+    * ``format="markdown"`` documents: the text parsed by the Markdown parser of a real ingest
+      (:func:`ragstrata.ingest.loader.document_from_text`), so the chunker sees the headings,
+      code fences, lists and tables a user's ``ragstrata ingest`` would; the fallback title is
+      the doc id's file stem.
+
+    Raises:
+        EmptyDocumentError: a Markdown document holds no text blocks.
+    """
+    from ragstrata.ingest.loader import document_from_text
     from ragstrata.ingest.text import split_paragraphs
 
     for doc in dataset.corpus.values():
+        source = f"{dataset.corpus_name}/{doc.doc_id}"
+        if doc.format == "markdown":
+            yield document_from_text(
+                doc.text,
+                fmt="markdown",
+                doc_id=doc.doc_id,
+                source=source,
+                stem=PurePosixPath(doc.doc_id).stem,
+            )
+            continue
         title = doc.title.strip()
         head = f"# {title}\n\n" if title else ""
         text = head + doc.text.strip()
@@ -102,7 +124,7 @@ def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
             continue
         yield Document(
             doc_id=doc.doc_id,
-            source=f"{dataset.name}/{doc.doc_id}",
+            source=source,
             title=title,
             text=text,
             blocks=tuple(blocks),
@@ -318,20 +340,36 @@ def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: f
 
 
 def load_dataset(path: Path, *, split: str = "test") -> EvalDataset:
-    """BEIR folder (has corpus.jsonl[.gz]) or a SQuAD JSON file (or a folder holding exactly one
-    ``dev-v1.1*.json[.gz]``). Raises ConfigError otherwise."""
+    """Read an evaluation dataset, its format detected from ``path``:
+
+    * a BEIR folder (has ``corpus.jsonl[.gz]``): ``split`` names the qrels file
+      (``test``, ``train``, ``dev``...);
+    * a SQuAD JSON file, or a folder holding exactly one ``*v1.1*.json[.gz]``: ``split`` is
+      ``all``, ``train`` or ``test`` (halves of the articles, see
+      :func:`~ragstrata.eval.datasets.article_split`);
+    * a folder of parallel Markdown docs (language subfolders such as ``es/`` and ``en/``):
+      ``split`` is the direction, ``es-en`` or ``en-es`` (see
+      :mod:`ragstrata.eval.parallel_docs`).
+
+    Raises:
+        ConfigError: no format matches, or ``split`` does not fit the format (the message
+            lists the splits that do).
+    """
     from ragstrata.errors import ConfigError
     from ragstrata.eval.datasets import load_beir, load_squad
+    from ragstrata.eval.parallel_docs import language_folders, load_parallel_docs
 
     if path.is_dir() and any((path / n).exists() for n in ("corpus.jsonl", "corpus.jsonl.gz")):
         return load_beir(path, split=split)
     if path.is_file() and ".json" in path.name:
-        return load_squad(path)
+        return load_squad(path, split=split)
     if path.is_dir():
         squad = sorted(path.glob("*v1.1*.json*"))
         if len(squad) == 1:
-            return load_squad(squad[0])
+            return load_squad(squad[0], split=split)
+        if len(language_folders(path)) >= 2:
+            return load_parallel_docs(path, direction=split)
     raise ConfigError(
-        f"{path} is neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) nor a SQuAD "
-        "JSON file"
+        f"{path} is neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), a SQuAD "
+        "JSON file, nor a folder of parallel Markdown docs (es/, en/...)"
     )

@@ -30,7 +30,7 @@ from ragstrata.ingest.confluence import (
     parse_confluence,
 )
 from ragstrata.ingest.language import detect_language
-from ragstrata.ingest.text import ParsedText, decode_bytes, parse_text
+from ragstrata.ingest.text import ParsedText, decode_bytes, normalize_text, parse_text
 from ragstrata.types import Document
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "PARSER_VERSION",
     "discover",
     "doc_id_for",
+    "document_from_text",
     "load_document",
 ]
 
@@ -173,6 +174,48 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         language=detect_language(parsed.text),
         pages=parsed.pages,
         file_hash=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def document_from_text(text: str, *, fmt: str, doc_id: str, source: str, stem: str) -> Document:
+    """Parse text that does not come from a file (an evaluation corpus) as :func:`load_document`
+    parses a file's decoded bytes.
+
+    Args:
+        text: the document; normalized here (:func:`~ragstrata.ingest.text.normalize_text`),
+            as decoding a file would.
+        fmt: ``markdown``, ``html`` or ``text`` (PDF needs the bytes: use ``load_document``).
+        doc_id: the document id, kept as given.
+        source: the document's source label, kept as given.
+        stem: the fallback title (``load_document`` passes the file stem).
+
+    Returns:
+        A ``Document`` built as :func:`load_document` builds one, except that ``metadata`` holds
+        the front matter only (no file, so no ``modified``/``size_bytes``) and ``file_hash`` is
+        empty.
+
+    Raises:
+        UnsupportedFormatError: ``fmt`` is not ``markdown``, ``html`` or ``text``.
+        EmptyDocumentError: parsing yields no blocks.
+    """
+    if fmt not in ("markdown", "html", "text"):
+        raise UnsupportedFormatError(
+            source, f"format {fmt!r} cannot be parsed from text; use markdown, html or text"
+        )
+    normalized = normalize_text(text)
+    parsed = _parse(normalized, fmt=fmt, stem=stem)
+    if not parsed.blocks:
+        raise EmptyDocumentError(source, f"the {fmt} text holds no text blocks")
+    return Document(
+        doc_id=doc_id,
+        source=source,
+        title=parsed.title or stem,
+        text=parsed.text,
+        blocks=parsed.blocks,
+        content_hash=hashlib.sha256(parsed.text.encode("utf-8")).hexdigest(),
+        format=fmt,
+        metadata=dict(parsed.metadata),
+        language=detect_language(parsed.text),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from ragstrata.eval.datasets import (
     CorpusDoc,
     EvalDataset,
     GoldenQuery,
+    article_split,
     load_beir,
     load_golden,
     load_squad,
@@ -332,3 +334,130 @@ def test_load_golden_rejects_other_extensions(tmp_path: Path) -> None:
     path.write_text("[]", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"unsupported golden-query file extension '\.json'"):
         load_golden(path)
+
+
+# --------------------------------------------------------------------------- SQuAD article split
+
+
+def test_article_split_is_file_order_halves() -> None:
+    assert article_split(range(5)) == {0: "train", 1: "train", 2: "test", 3: "test", 4: "test"}
+    assert article_split(["b", "a"]) == {"b": "train", "a": "test"}
+    assert article_split(["only"]) == {"only": "test"}
+    assert article_split([]) == {}
+    with pytest.raises(ValueError, match="listed once"):
+        article_split([1, 2, 1])
+
+
+def squad_articles(n_articles: int) -> dict[str, Any]:
+    """``n_articles`` articles of 2 paragraphs; each paragraph one answerable and one
+    unanswerable question (ids ``a{article}p{paragraph}`` and ``...x``)."""
+
+    def paragraph(ai: int, pi: int) -> dict[str, Any]:
+        qid = f"a{ai}p{pi}"
+        return {
+            "context": f"context {ai}-{pi}",
+            "qas": [
+                {"id": qid, "question": f"{qid}?", "answers": [], "is_impossible": False},
+                {"id": qid + "x", "question": f"{qid}x?", "answers": [], "is_impossible": True},
+            ],
+        }
+
+    return {
+        "version": "v2.0",
+        "data": [
+            {"title": f"Art {ai}", "paragraphs": [paragraph(ai, pi) for pi in range(2)]}
+            for ai in range(n_articles)
+        ],
+    }
+
+
+@pytest.mark.parametrize("n_articles", [2, 5, 8])
+def test_load_squad_split_by_article(tmp_path: Path, n_articles: int) -> None:
+    path = tmp_path / "dev-v2.0.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        json.dump(squad_articles(n_articles), fh)
+    whole = load_squad(path)
+    train = load_squad(path, split="train")
+    test = load_squad(path, split="test")
+    assert (whole.name, train.name, test.name) == ("dev-v2.0", "dev-v2.0/train", "dev-v2.0/test")
+    assert whole.corpus_name == train.corpus_name == test.corpus_name == "dev-v2.0"
+    # the corpus is every paragraph in every split: one index serves both halves
+    assert train.corpus == test.corpus == whole.corpus
+    assert len(whole.corpus) == 2 * n_articles
+
+    def articles(ds: EvalDataset) -> set[str]:
+        return {ds.corpus[d].title for judged in ds.qrels.values() for d in judged}
+
+    # disjoint halves that cover every article, the first n // 2 of the file in train
+    assert articles(train) == {f"Art {ai}" for ai in range(n_articles // 2)}
+    assert articles(test) == {f"Art {ai}" for ai in range(n_articles // 2, n_articles)}
+    assert train.queries.keys() | test.queries.keys() == whole.queries.keys()
+    assert not train.queries.keys() & test.queries.keys()
+    assert {**train.qrels, **test.qrels} == whole.qrels
+    # unanswerable questions follow their article
+    assert set(train.unanswerable) == {q + "x" for q in train.queries}
+    assert set(test.unanswerable) == {q + "x" for q in test.queries}
+    # deterministic
+    again = load_squad(path, split="test")
+    assert again.queries == test.queries and again.qrels == test.qrels
+
+
+def test_load_squad_unknown_split(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(squad_articles(2)), encoding="utf-8")
+    with pytest.raises(ConfigError, match="'dev' is not one of all, train, test"):
+        load_squad(path, split="dev")
+
+
+def test_duplicate_ids_are_caught_across_the_halves(tmp_path: Path) -> None:
+    data = squad_articles(2)
+    data["data"][1]["paragraphs"][0]["qas"][0]["id"] = "a0p0"  # article 0 is train, 1 test
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    for split in ("train", "test"):
+        with pytest.raises(ConfigError, match="question id 'a0p0' appears twice"):
+            load_squad(path, split=split)
+
+
+def test_dataset_corpus_name_defaults_to_name() -> None:
+    ds = EvalDataset(name="beir-x/test", corpus={}, queries={}, qrels={})
+    assert ds.corpus_name == "beir-x/test"
+
+
+SQUAD_V11 = "dev-v1.1-es_small.json.gz"
+SQUAD_V20 = "dev-v2.0-es_small.json.gz"
+
+
+@pytest.mark.shared
+def test_squad_es_halves(shared_corpus: Callable[[str], Path]) -> None:
+    path = shared_corpus("squad-es-dev-small") / SQUAD_V11
+    whole, train, test = (load_squad(path, split=s) for s in ("all", "train", "test"))
+    assert len(train.corpus) == len(test.corpus) == 1_996
+    titles = {doc.title for doc in whole.corpus.values()}
+    assert len(titles) == 48  # titles are distinct, so they name the articles
+
+    def articles(ds: EvalDataset) -> set[str]:
+        return {ds.corpus[d].title for judged in ds.qrels.values() for d in judged}
+
+    assert len(articles(train)) == len(articles(test)) == 24
+    assert articles(train) | articles(test) == titles
+    assert not articles(train) & articles(test)
+    assert len(train.queries) + len(test.queries) == len(whole.queries) == 6_583
+    assert 0.4 < len(train.queries) / len(whole.queries) < 0.6
+    assert "Super Bowl _ 50" in articles(train)  # the first article of the file
+
+
+@pytest.mark.shared
+def test_refusal_calibration_uses_the_same_halves(shared_corpus: Callable[[str], Path]) -> None:
+    from ragstrata.eval.refusal import QuestionEvidence, calibrate, squad_questions
+
+    path = shared_corpus("squad-es-dev-small") / SQUAD_V20
+    features = [
+        QuestionEvidence(qid, article, impossible, 0.5, 0.5)
+        for qid, article, _, impossible in squad_questions(path)
+    ]
+    report = calibrate(features)
+    train = load_squad(path, split="train")
+    test = load_squad(path, split="test")
+    assert report.n_calibration == len(train.queries) + len(train.unanswerable)
+    assert report.n_test == len(test.queries) + len(test.unanswerable)

@@ -19,6 +19,7 @@ from ragstrata.errors import (
     UnsupportedFormatError,
 )
 from ragstrata.ingest import FORMATS, discover, doc_id_for, load_document
+from ragstrata.ingest.loader import document_from_text
 
 
 def test_formats_mapping() -> None:
@@ -44,6 +45,29 @@ def test_load_markdown(
     assert datetime.fromisoformat(doc.metadata["modified"]).utcoffset() is not None
     check_blocks(doc.text, doc.blocks)
     assert load_document(path) == doc  # deterministic
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("mdx_sample.md", "markdown"), ("notes.txt", "text")])
+def test_document_from_text_parses_as_load_document(
+    tmp_path: Path, fixtures_dir: Path, name: str, fmt: str
+) -> None:
+    path = tmp_path / name
+    if name == "notes.txt":
+        path.write_bytes(b"First paragraph.\r\n\r\nSecond one.\r\n")
+    else:
+        shutil.copy(fixtures_dir / name, path)
+    loaded = load_document(path)
+    raw = path.read_bytes().decode("utf-8")
+    doc = document_from_text(
+        raw, fmt=fmt, doc_id="my/id.md", source="corpus/my/id.md", stem=path.stem
+    )
+    assert (doc.doc_id, doc.source, doc.file_hash) == ("my/id.md", "corpus/my/id.md", "")
+    for attr in ("title", "text", "blocks", "content_hash", "format", "language"):
+        assert getattr(doc, attr) == getattr(loaded, attr), attr
+    with pytest.raises(EmptyDocumentError):
+        document_from_text(" \n", fmt=fmt, doc_id="e", source="e", stem="e")
+    with pytest.raises(UnsupportedFormatError):
+        document_from_text(raw, fmt="pdf", doc_id="e", source="e", stem="e")
 
 
 def test_load_html(tmp_path: Path, fixtures_dir: Path) -> None:
