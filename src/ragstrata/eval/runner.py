@@ -322,8 +322,12 @@ def compare(
 
 def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: float) -> list[str]:
     """Regressions: every ``mode``/``metric`` of ``baseline['modes']`` whose value in ``report``
-    is more than ``tolerance`` (absolute) below the baseline, or missing. Empty list = pass."""
-    failures: list[str] = []
+    is more than ``tolerance`` (absolute) below the baseline, or missing. Empty list = pass.
+
+    When the baseline has ``"fusion_margin": m``, fusion must also not lose to its arms: the
+    report's ``hybrid`` nDCG@10 must be at least ``max(bm25, dense) - m`` (all three modes
+    must be in the report)."""
+    failures: list[str] = fusion_failures(report, baseline.get("fusion_margin"))
     for mode, expected in baseline["modes"].items():
         actual = report.get("modes", {}).get(mode, {})
         for metric, value in expected.items():
@@ -337,6 +341,27 @@ def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: f
                     f"{mode} {metric}: {got:.4f} < baseline {value:.4f} - tolerance {tolerance}"
                 )
     return failures
+
+
+def fusion_failures(
+    report: Mapping[str, Any], margin: float | None, *, metric: str = "ndcg@10"
+) -> list[str]:
+    """``[]`` when ``margin`` is ``None`` or hybrid's ``metric`` is at least the best of bm25
+    and dense minus ``margin``; else one message naming the three values."""
+    if margin is None:
+        return []
+    modes = report.get("modes", {})
+    values = {m: modes.get(m, {}).get(metric) for m in ("bm25", "dense", "hybrid")}
+    if any(v is None for v in values.values()):
+        missing = ", ".join(m for m, v in values.items() if v is None)
+        return [f"fusion check needs bm25, dense and hybrid; missing: {missing}"]
+    best = max(values["bm25"], values["dense"])
+    if values["hybrid"] < best - margin:
+        return [
+            f"hybrid {metric} {values['hybrid']:.4f} < best arm {best:.4f} - margin {margin} "
+            f"(bm25 {values['bm25']:.4f}, dense {values['dense']:.4f})"
+        ]
+    return []
 
 
 def load_dataset(path: Path, *, split: str = "test") -> EvalDataset:

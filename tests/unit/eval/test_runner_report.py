@@ -45,3 +45,21 @@ def test_compare_p_value_detects_a_consistent_drop() -> None:
 def test_markdown_table_has_one_row_per_mode() -> None:
     table = markdown_table(report(0.71234, {}), metrics=["ndcg@10"])
     assert table.splitlines()[2] == "| hybrid | 0.7123 | 12.0 | 30.0 |"
+
+
+def three_modes(bm25: float, dense: float, hybrid: float) -> dict[str, Any]:
+    return {
+        "modes": {
+            m: {"ndcg@10": v} for m, v in (("bm25", bm25), ("dense", dense), ("hybrid", hybrid))
+        }
+    }
+
+
+def test_gate_fusion_margin_checks_hybrid_against_its_best_arm() -> None:
+    baseline: dict[str, Any] = {"modes": {}, "fusion_margin": 0.005}
+    assert gate(three_modes(0.80, 0.70, 0.795), baseline, tolerance=0.0) == []
+    failures = gate(three_modes(0.70, 0.80, 0.7949), baseline, tolerance=0.0)
+    assert len(failures) == 1 and "best arm 0.8000" in failures[0]
+    assert gate(three_modes(0.9, 0.9, 0.1), {"modes": {}}, tolerance=0.0) == []  # no margin
+    missing = gate({"modes": {"hybrid": {"ndcg@10": 1.0}}}, baseline, tolerance=0.0)
+    assert missing and "missing: bm25, dense" in missing[0]
