@@ -29,6 +29,7 @@ way Hugging Face converts a SentencePiece model: the charsmap as a ``Precompiled
 from __future__ import annotations
 
 import struct
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -232,38 +233,47 @@ def precompiled_charsmap(mapping: dict[str, str]) -> bytes:
             node = nxt
         leaf[node] = value
     units: list[int] = [0]
-    used = {0}
+    used = bytearray(1 << 16)  # used[p]: unit p taken (grows with the array)
+    used[0] = 1
     bases: set[int] = set()
     position = {0: 0}
-    queue = [0]
-    search_from = 1
+    queue = deque([0])
     while queue:
-        node = queue.pop(0)
+        node = queue.popleft()
         labels = sorted(children[node])
         slots = ([0] if node in leaf else []) + labels
         if not slots:
             continue
-        base = search_from
-        while base in bases or any((base ^ c) in used for c in slots):
-            base += 1
+        # darts-style search: try each free unit (found in C by bytearray.find) as the
+        # place of the first slot
+        candidate = used.find(0, 1)
+        while True:
+            if candidate < 0:
+                candidate = len(used)
+            base = candidate ^ slots[0]
+            if base not in bases and all(
+                (q := base ^ c) > 0 and (q >= len(used) or not used[q]) for c in slots
+            ):
+                break
+            candidate = used.find(0, candidate + 1) if candidate < len(used) else candidate + 1
         bases.add(base)
-        while search_from in used:
-            search_from += 1
+        top = max(base ^ c for c in slots) + 1
+        if top > len(used):
+            used.extend(bytearray(max(top, 2 * len(used)) - len(used)))
         pos = position[node]
         offset = pos ^ base
         if offset >= 1 << 21:
             raise ValueError("charsmap trie too large for darts offsets")
-        need = max(base ^ c for c in slots) + 1
-        if need > len(units):
-            units.extend([0] * (need - len(units)))
+        if top > len(units):
+            units.extend([0] * (top - len(units)))
         units[pos] = (units[pos] & (_LEAF_BIT | 0xFF)) | (offset << 10)
         if node in leaf:
             units[pos] |= _LEAF_BIT
             units[base] = leaf[node] | _VALUE_BIT
-            used.add(base)
+            used[base] = 1
         for c in labels:
             child_pos = base ^ c
-            used.add(child_pos)
+            used[child_pos] = 1
             units[child_pos] = c
             position[children[node][c]] = child_pos
             queue.append(children[node][c])

