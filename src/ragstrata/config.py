@@ -111,7 +111,7 @@ class EmbedderConfig:
     (>= 16; 8191 for OpenAI's text-embedding-3 models).
     """
 
-    name: str = "minilm-onnx"
+    name: str = "e5-onnx"
     batch_size: int = 32
     threads: int = 0
     base_url: str = "https://api.openai.com/v1"

@@ -25,7 +25,7 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
     assert config.bm25 == BM25Config(k1=1.2, b=0.75)
     assert config.retrieval.rrf_k == 60
     assert (config.retrieval.dense_weight, config.retrieval.bm25_weight) == (0.6, 0.4)
-    assert config.embedder.name == "minilm-onnx"
+    assert config.embedder.name == "e5-onnx"
     for kind in (
         ChunkerConfig,
         EmbedderConfig,
