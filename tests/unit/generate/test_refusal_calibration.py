@@ -56,7 +56,8 @@ def test_evidence_and_threshold_defaults() -> None:
         min_evidence_for("minilm-onnx:all-MiniLM-L6-v2", None)
         == CALIBRATED_MIN_EVIDENCE["minilm-onnx"]
     )
-    assert min_evidence_for("e5:multilingual-e5-small", None) == 0.0  # not calibrated
+    assert min_evidence_for("e5-onnx:multilingual-e5-small", None) == 1.10
+    assert min_evidence_for("openai:text-embedding-3-small", None) == 0.0  # not calibrated
     assert min_evidence_for("e5", 0.2) == 0.2
 
 
