@@ -40,7 +40,13 @@ import numpy.typing as npt
 from ragstrata.chunking.tokens import HFTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.embed.e5_format import QK, E5File, build_tokenizer, read_e5_file
-from ragstrata.embed.onnx import atomic_target, default_cache_dir, file_sha256, quantize_int8
+from ragstrata.embed.onnx import (
+    atomic_target,
+    cpu_session,
+    default_cache_dir,
+    file_sha256,
+    quantize_int8,
+)
 from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -380,25 +386,10 @@ class OnnxE5Embedder:
 
     def _load_session(self) -> Any:
         if self._session is None:
-            try:
-                import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
-            except ImportError as exc:
-                raise MissingDependencyError("onnxruntime", "onnx") from exc
             with self._lock:
                 if self._session is None:
                     path = ensure_e5_model(self._variant, cache_dir=self._cache_dir)
-                    options = ort.SessionOptions()
-                    options.intra_op_num_threads = self._threads
-                    options.inter_op_num_threads = 1
-                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                    try:
-                        self._session = ort.InferenceSession(
-                            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-                        )
-                    except Exception as exc:
-                        raise EmbeddingError(
-                            f"cannot load ONNX model {path}: {exc}; delete it to rebuild"
-                        ) from exc
+                    self._session = cpu_session(path, self._threads)
         return self._session
 
     def _encode(self, texts: list[str]) -> FloatArray:

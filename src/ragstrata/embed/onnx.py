@@ -257,6 +257,26 @@ def ensure_model(variant: Variant, *, cache_dir: Path | None = None) -> Path:
     return target
 
 
+def cpu_session(path: Path, threads: int) -> Any:
+    """An onnxruntime CPU ``InferenceSession`` of ``path``, all graph optimizations on,
+    ``intra_op_num_threads = threads`` (0: one per physical core). Raises
+    MissingDependencyError without onnxruntime, EmbeddingError when the model does not load."""
+    try:
+        import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
+    except ImportError as exc:
+        raise MissingDependencyError("onnxruntime", "onnx") from exc
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(
+            str(path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:
+        raise EmbeddingError(f"cannot load ONNX model {path}: {exc}; delete it to rebuild") from exc
+
+
 def mean_pool(hidden: npt.NDArray[np.floating], mask: npt.NDArray[np.integer]) -> FloatArray:
     """Mean of ``hidden`` (n, seq, dim) over the positions where ``mask`` (n, seq) is 1;
     returns float32 (n, dim), not normalized."""
@@ -351,23 +371,7 @@ class OnnxMiniLMEmbedder:
         return tok
 
     def _load_session(self) -> Any:
-        try:
-            import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
-        except ImportError as exc:
-            raise MissingDependencyError("onnxruntime", "onnx") from exc
-        path = ensure_model(self._variant, cache_dir=self._cache_dir)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        try:
-            return ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:
-            raise EmbeddingError(
-                f"cannot load ONNX model {path}: {exc}; delete it to re-export"
-            ) from exc
+        return cpu_session(ensure_model(self._variant, cache_dir=self._cache_dir), self._threads)
 
     def _encode(self, texts: list[str]) -> FloatArray:
         tok, session = self._load()
