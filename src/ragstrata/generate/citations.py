@@ -288,11 +288,29 @@ class CheckerSettings:
     check_code: bool = True
 
 
+CALIBRATED_CHECKER: dict[str, CheckerSettings] = {
+    name: CheckerSettings(semantic_weight=0.4, threshold=0.775)
+    for name in ("e5-onnx", "e5-onnx-q4", "e5-onnx-fp32", "e5")
+}
+"""Checker settings per embedder (the name's prefix before ``:``) where they differ from the
+defaults: chosen by ``ragstrata eval-citations`` on its development half with ``e5-onnx``
+(test half: precision 0.9405, recall 0.9875; docs/evaluation.md). e5's cosines sit higher than
+MiniLM's, so the same blend needs a higher threshold. Other embedders get
+:class:`CheckerSettings` ()."""
+
+
+def checker_settings_for(embedder: str) -> CheckerSettings:
+    """The calibrated :class:`CheckerSettings` of ``embedder`` (a name such as
+    ``e5-onnx:multilingual-e5-small``), else the defaults."""
+    return CALIBRATED_CHECKER.get(embedder.split(":", 1)[0], CheckerSettings())
+
+
 class CitationChecker:
     """Semantic + lexical support test of (claim, passage) pairs (see the module docstring).
 
     ``embedder`` embeds claims and passage sentences (document-side encoding, unit vectors);
-    ``analyzer`` gives BM25 terms. Raises nothing of its own; embedder errors propagate.
+    ``analyzer`` gives BM25 terms; ``settings`` default to those calibrated for the embedder
+    (:func:`checker_settings_for`). Raises nothing of its own; embedder errors propagate.
     """
 
     def __init__(
@@ -303,7 +321,7 @@ class CitationChecker:
     ) -> None:
         self.embedder = embedder
         self.analyzer = analyzer
-        self.settings = settings or CheckerSettings()
+        self.settings = settings or checker_settings_for(embedder.name)
         self._cache: dict[str, Any] = {}
 
     def _windows(self, passage: str) -> list[tuple[int, int]]:

@@ -252,3 +252,12 @@ def test_names_in_the_sources_heading_path_count_as_backed(checker: CitationChec
     other = make_hit("cors", body, 1, path=("CORS", "Use GZipMiddleware"))
     ctx_other = assemble([other], counter=WORDS, budget_tokens=1000)
     assert [c.verified for c in ground(claim + " [1]", ctx_other, checker).citations] == [False]
+
+
+def test_checker_settings_follow_the_embedder() -> None:
+    from ragstrata.generate.citations import CALIBRATED_CHECKER, checker_settings_for
+
+    assert checker_settings_for("minilm-onnx:all-MiniLM-L6-v2") == CheckerSettings()
+    e5 = checker_settings_for("e5-onnx:multilingual-e5-small")
+    assert e5 == CALIBRATED_CHECKER["e5-onnx"] and e5.threshold > CheckerSettings().threshold
+    assert CitationChecker(HashEmbedder(), Analyzer()).settings == CheckerSettings()
