@@ -42,12 +42,13 @@ from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.embed.e5_format import QK, E5File, build_tokenizer, read_e5_file
 from ragstrata.embed.onnx import (
     atomic_target,
+    check_embedder_args,
     cpu_session,
     default_cache_dir,
     file_sha256,
     quantize_int8,
 )
-from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
+from ragstrata.errors import EmbeddingError, MissingDependencyError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -322,14 +323,7 @@ class OnnxE5Embedder:
         threads: int = 0,
         cache_dir: Path | None = None,
     ) -> None:
-        if variant not in E5_VARIANTS:
-            raise ConfigError(
-                f"embedder variant={variant!r} is unknown; choose one of {', '.join(E5_VARIANTS)}"
-            )
-        if batch_size < 1:
-            raise ConfigError(f"embedder batch_size={batch_size} must be >= 1")
-        if threads < 0:
-            raise ConfigError(f"embedder threads={threads} must be >= 0 (0 = all cores)")
+        check_embedder_args(variant, E5_VARIANTS, batch_size=batch_size, threads=threads)
         self._variant: E5Variant = variant
         self._batch_size = batch_size
         self._threads = threads

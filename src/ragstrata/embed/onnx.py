@@ -257,6 +257,21 @@ def ensure_model(variant: Variant, *, cache_dir: Path | None = None) -> Path:
     return target
 
 
+def check_embedder_args(
+    variant: str, variants: Sequence[str], *, batch_size: int, threads: int
+) -> None:
+    """ConfigError naming the field when ``variant`` is not in ``variants``, ``batch_size < 1``
+    or ``threads < 0``; shared by the ONNX embedders' constructors."""
+    if variant not in variants:
+        raise ConfigError(
+            f"embedder variant={variant!r} is unknown; choose one of {', '.join(variants)}"
+        )
+    if batch_size < 1:
+        raise ConfigError(f"embedder batch_size={batch_size} must be >= 1")
+    if threads < 0:
+        raise ConfigError(f"embedder threads={threads} must be >= 0 (0 = all cores)")
+
+
 def cpu_session(path: Path, threads: int) -> Any:
     """An onnxruntime CPU ``InferenceSession`` of ``path``, all graph optimizations on,
     ``intra_op_num_threads = threads`` (0: one per physical core). Raises
@@ -310,14 +325,7 @@ class OnnxMiniLMEmbedder:
         threads: int = 0,
         cache_dir: Path | None = None,
     ) -> None:
-        if variant not in VARIANTS:
-            raise ConfigError(
-                f"embedder variant={variant!r} is unknown; choose one of {', '.join(VARIANTS)}"
-            )
-        if batch_size < 1:
-            raise ConfigError(f"embedder batch_size={batch_size} must be >= 1")
-        if threads < 0:
-            raise ConfigError(f"embedder threads={threads} must be >= 0 (0 = all cores)")
+        check_embedder_args(variant, VARIANTS, batch_size=batch_size, threads=threads)
         self._variant: Variant = variant
         self._batch_size = batch_size
         self._threads = threads
