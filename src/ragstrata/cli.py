@@ -378,7 +378,8 @@ def eval_cmd(
         typer.Option(
             "--split",
             help="BEIR: qrels split. SQuAD: all, or the train/test half of the articles. "
-            "Parallel docs: es-en or en-es (query language-document language).",
+            "Parallel docs: es-en or en-es (query language-document language), optionally "
+            "with :train or :test (halves of the pages).",
         ),
     ] = "test",
     modes: Annotated[

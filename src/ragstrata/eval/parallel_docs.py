@@ -34,6 +34,7 @@ show them.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import unicodedata
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragstrata.errors import ConfigError, IngestError
-from ragstrata.eval.datasets import CorpusDoc, EvalDataset
+from ragstrata.eval.datasets import ArticleHalf, CorpusDoc, EvalDataset, article_split
 
 __all__ = [
     "DROP_REASONS",
@@ -52,6 +53,7 @@ __all__ = [
     "language_folders",
     "load_parallel_docs",
     "normalize_heading",
+    "page_split",
     "read_pages",
     "select_heading_queries",
     "strip_heading_anchors",
@@ -216,6 +218,16 @@ def read_pages(folder: Path) -> dict[str, Page]:
     return pages
 
 
+def page_split(pages: Sequence[str]) -> dict[str, ArticleHalf]:
+    """Split pages (relative paths) in two halves for tuning (``"train"``) and reporting
+    (``"test"``): :func:`~ragstrata.eval.datasets.article_split` over the pages ordered by the
+    SHA-256 of their path, so that each half holds pages of every section of the docs (sorted
+    paths would put whole folders, ``advanced/`` against ``tutorial/``, on one side).
+    Deterministic; independent of the order given."""
+    ordered = sorted(set(pages), key=lambda rel: hashlib.sha256(rel.encode("utf-8")).hexdigest())
+    return article_split(ordered)
+
+
 def load_parallel_docs(
     path: Path, *, direction: str, min_words: int = 2, strip_anchors: bool = True
 ) -> EvalDataset:
@@ -225,7 +237,9 @@ def load_parallel_docs(
         path: a folder with one subfolder per language (see :func:`language_folders`), the
             same page at the same relative path in each.
         direction: ``"<query language>-<document language>"``, e.g. ``"es-en"``: Spanish
-            headings as queries, English pages as the corpus.
+            headings as queries, English pages as the corpus; ``"es-en:train"`` /
+            ``"es-en:test"`` keep the queries whose gold page is in that half of
+            :func:`page_split` (the corpus is always every page, so the halves share one index).
         min_words: headings with fewer words are not queries.
         strip_anchors: remove the ``{ #anchor }`` of the corpus pages' headings (see the
             module docstring); ``False`` keeps the pages byte for byte.
@@ -243,6 +257,12 @@ def load_parallel_docs(
             message lists them), or a file cannot be read.
     """
     path = Path(path)
+    direction, _, half = direction.partition(":")
+    if half not in ("", "all", "train", "test"):
+        raise ConfigError(
+            f"{path}: page half {half!r} of --split is not one of all, train, test "
+            "(e.g. es-en:train)"
+        )
     languages = language_folders(path)
     directions = [f"{a}-{b}" for a in languages for b in languages if a != b]
     parts = direction.split("-")
@@ -260,7 +280,10 @@ def load_parallel_docs(
         {rel: page.headings for rel, page in doc_pages.items()},
         min_words=min_words,
     )
-    name = f"{path.name}/{direction}"
+    if half in ("train", "test"):
+        halves = page_split(sorted({q.page for q in queries}))
+        queries = [q for q in queries if halves[q.page] == half]
+    name = f"{path.name}/{direction}" + (f":{half}" if half in ("train", "test") else "")
     logger.info(
         "%s: %d headings (levels 1-%d) in %d pages with a translation; dropped %s; kept %d",
         name,

@@ -373,7 +373,8 @@ def load_dataset(path: Path, *, split: str = "test") -> EvalDataset:
       ``all``, ``train`` or ``test`` (halves of the articles, see
       :func:`~ragstrata.eval.datasets.article_split`);
     * a folder of parallel Markdown docs (language subfolders such as ``es/`` and ``en/``):
-      ``split`` is the direction, ``es-en`` or ``en-es`` (see
+      ``split`` is the direction, ``es-en`` or ``en-es``, optionally with a half of the pages,
+      ``es-en:train`` / ``es-en:test`` (see
       :mod:`ragstrata.eval.parallel_docs`).
 
     Raises:

@@ -16,103 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal
 
 from ragstrata.assemble.context import Context
 from ragstrata.generate.base import ChatMessage
-
-Language = Literal["es", "en"]
-
-_ES_HINTS = frozenset(
-    [
-        "qué",
-        "como",
-        "cómo",
-        "cuál",
-        "cuáles",
-        "dónde",
-        "cuándo",
-        "quién",
-        "quiénes",
-        "cuánto",
-        "cuántos",
-        "por",
-        "para",
-        "el",
-        "la",
-        "los",
-        "las",
-        "es",
-        "son",
-        "un",
-        "una",
-        "del",
-        "al",
-        "se",
-        "con",
-        "sin",
-        "puedo",
-        "puede",
-        "debo",
-        "hay",
-        "hace",
-        "sirve",
-        "sobre",
-        "entre",
-        "desde",
-        "mi",
-        "mis",
-        "su",
-        "sus",
-        "lo",
-        "le",
-        "les",
-        "y",
-        "o",
-        "pero",
-        "si",
-        "también",
-        "muy",
-    ]
-)
-_EN_HINTS = frozenset(
-    [
-        "what",
-        "how",
-        "which",
-        "where",
-        "when",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "is",
-        "are",
-        "the",
-        "a",
-        "an",
-        "of",
-        "to",
-        "for",
-        "in",
-        "on",
-        "with",
-        "can",
-        "does",
-        "do",
-        "should",
-        "and",
-        "or",
-        "by",
-        "from",
-        "my",
-        "your",
-        "it",
-        "this",
-        "that",
-        "there",
-    ]
-)
+from ragstrata.language import Language, question_language
 
 REFUSALS: dict[Language, str] = {
     "es": "No encontré información suficiente en los documentos para responder a esta pregunta.",
@@ -122,18 +29,6 @@ REFUSALS: dict[Language, str] = {
 LLM is told to write when the sources do not answer the question."""
 
 _LANGUAGE_NAMES: dict[Language, str] = {"es": "Spanish (español)", "en": "English"}
-
-
-def question_language(question: str) -> Language:
-    """``es`` or ``en`` for a question: ``¿``/``¡``/``ñ`` or more Spanish than English
-    function words means Spanish; English otherwise (also for other languages)."""
-    lowered = question.lower()
-    if any(ch in lowered for ch in "¿¡ñ"):
-        return "es"
-    words = re.findall(r"[a-záéíóúüñ]+", lowered)
-    es = sum(w in _ES_HINTS for w in words) + 2 * sum(any(c in w for c in "áéíóú") for w in words)
-    en = sum(w in _EN_HINTS for w in words)
-    return "es" if es > en else "en"
 
 
 def refusal_message(question: str) -> str:
