@@ -1,0 +1,55 @@
+"""Question/query language and the language relation of a query to its passages."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ragstrata.language import hint_language, language_relation, query_language
+
+
+@pytest.mark.parametrize(
+    ("query", "lang"),
+    [
+        ("¿Qué necesita la instalación?", "es"),
+        ("Parámetros de consulta y validaciones de strings", "es"),
+        ("How do I declare a path parameter", "en"),
+        ("Request Body", "en"),  # no cue: py3langid es/en decides
+        ("Cuerpo - Múltiples Parámetros", "es"),
+        ("Dependencias en decoradores de path operation", "es"),
+    ],
+)
+def test_query_language(query: str, lang: str) -> None:
+    assert query_language(query) == lang
+
+
+def test_hint_language_is_none_without_cues() -> None:
+    assert hint_language("useState") is None
+    assert query_language("1234 !!") is None
+
+
+@pytest.mark.parametrize(
+    ("query", "hits", "relation"),
+    [
+        ("¿Cómo se declara un parámetro?", ["es"] * 10, "same"),
+        ("¿Cómo se declara un parámetro?", ["en"] * 10, "cross"),
+        ("How do I declare a parameter?", ["es"] * 6 + ["en"] * 4, "cross"),
+        ("How do I declare a parameter?", ["es"] * 5 + ["en"] * 5, "same"),
+        ("How do I declare a parameter?", ["und"] * 10, "unknown"),
+        ("How do I declare a parameter?", [], "unknown"),
+        ("1234", ["en"] * 10, "unknown"),
+        # only the first 10 hits count
+        ("How do I declare a parameter?", ["en"] * 5 + ["es"] * 5 + ["en"] * 10, "same"),
+        ("How do I declare a parameter?", ["es"] * 10 + ["en"] * 20, "cross"),
+    ],
+)
+def test_language_relation(query: str, hits: list[str], relation: str) -> None:
+    assert language_relation(query, hits) == relation
+
+
+@given(st.text(max_size=60), st.lists(st.sampled_from(["es", "en", "und", "fr"]), max_size=20))
+def test_language_relation_is_total_and_deterministic(query: str, hits: list[str]) -> None:
+    first = language_relation(query, hits)
+    assert first in ("same", "cross", "unknown")
+    assert language_relation(query, hits) == first
