@@ -7,6 +7,7 @@ Exit codes: 0 ok; 1 error (message on stderr with its ``RSxxx`` code); 2 usage e
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from rich.table import Table
 
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, IndexNotFoundError, RagError
+from ragstrata.paths import path_text
 from ragstrata.pipeline import Ragstrata, display_path
 from ragstrata.types import Answer, Hit
 
@@ -52,12 +54,43 @@ ConfigOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 and C1 control characters and the bidirectional marks and overrides."""
+
+
+def _term(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` (a file name, a message naming one) safe to print on a terminal: control
+    characters and bidirectional overrides become ``\\xNN``/``\\uNNNN`` escapes (a name cannot
+    move the cursor, change colours or reorder the line), undecodable bytes ``\\xNN``
+    (:func:`~ragstrata.paths.path_text`). ``keep_newlines`` keeps ``\\n`` (multi-line
+    messages)."""
+
+    def escaped(match: re.Match[str]) -> str:
+        ch = match.group()
+        return ch if keep_newlines and ch == "\n" else ascii(ch)[1:-1]
+
+    return _CONTROL.sub(escaped, path_text(text))
+
+
+def _warn_empty(index_dir: Path) -> None:
+    """The one-line warning of ``search``/``ask`` on an index that holds no document."""
+    err.print(
+        f"[yellow]warning[/] the index at {escape(_term(str(index_dir)))} holds no documents; "
+        "run `ragstrata ingest` first",
+        highlight=False,
+    )
+
+
 def _engine(index: Path | None, config: Path | None) -> Ragstrata:
     return Ragstrata(RagConfig.load(config_file=config).with_index(index))
 
 
 def _fail(exc: RagError) -> typer.Exit:
-    err.print(f"[bold red]error[/] {exc}", highlight=False, markup=True)
+    err.print(
+        f"[bold red]error[/] {escape(_term(str(exc), keep_newlines=True))}",
+        highlight=False,
+        markup=True,
+    )
     return typer.Exit(2 if isinstance(exc, ConfigError) else 1)
 
 
@@ -144,7 +177,12 @@ def ingest(
         raise _fail(exc) from exc
     data = result.to_json() | {"index": stats}
     if report is not None:
-        report.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        # paths are text already (ragstrata.paths); backslashreplace is the last guard
+        report.write_text(
+            json.dumps(data, indent=2, ensure_ascii=False),
+            encoding="utf-8",
+            errors="backslashreplace",
+        )
     if json_out:
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
@@ -155,14 +193,14 @@ def ingest(
             + f"; {result.chunks} chunks written ({result.embedded} embedded) "
             f"in {result.seconds:.1f}s; "
             f"index has {stats['documents']} documents, {stats['chunks']} chunks "
-            f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(str(stats['index']))}"
+            f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(_term(str(stats['index'])))}"
         )
         if not (result.added or result.updated or result.unchanged or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for failure in result.failures:
             err.print(
-                f"[yellow]skipped[/] {escape(failure.path)}: {escape(f'[{failure.code}]')} "
-                f"{escape(failure.reason)}",
+                f"[yellow]skipped[/] {escape(_term(failure.path))}: "
+                f"{escape(f'[{failure.code}]')} {escape(_term(failure.reason))}",
                 highlight=False,
             )
     if result.status != "ok":
@@ -202,6 +240,8 @@ def search(
             raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
         with _engine(index, config) as engine:
             result = engine.search(query, top_k=top_k, mode=mode, rerank=rerank)  # type: ignore[arg-type]
+            if not result.hits and not engine.manifest().documents:
+                _warn_empty(engine.index_dir)
     except RagError as exc:
         raise _fail(exc) from exc
     if json_out:
@@ -232,7 +272,7 @@ def search(
         where = display_path(hit.chunk.source)
         if hit.chunk.page_start is not None:
             where += f" p. {_pages(hit.chunk.page_start, hit.chunk.page_end)}"
-        row.append(escape(f"{where} > {hit.chunk.heading}" if hit.chunk.heading else where))
+        row.append(escape(_term(f"{where} > {hit.chunk.heading}" if hit.chunk.heading else where)))
         snippet = " ".join(hit.chunk.text.split())
         row.append(escape(snippet[:160] + ("…" if len(snippet) > 160 else "")))
         table.add_row(*row)
@@ -299,6 +339,8 @@ def ask(
     except RagError as exc:
         raise _fail(exc) from exc
     assert answer is not None
+    if answer.refused_by == "empty_index":
+        _warn_empty(cfg.index_path)
     if json_out:
         print(json.dumps(_llm_answer_json(answer), ensure_ascii=False, indent=2))
         return
@@ -321,7 +363,8 @@ def ask(
             if c.support is not None:
                 check = " [green]verified[/]" if c.verified else " [red]NOT verified[/]"
             out.print(
-                escape(f"[{c.label}] {where}{' > ' + heading if heading else ''}") + f"{check} "
+                escape(_term(f"[{c.label}] {where}{' > ' + heading if heading else ''}"))
+                + f"{check} "
                 f"[dim](chars {c.start}-{c.end}, chunk {c.chunk_id[:12]})[/]",
                 highlight=False,
             )
@@ -353,7 +396,7 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
         return
     bm25 = data["bm25"]
     lines = [
-        f"index:     {data['index']}",
+        f"index:     {_term(data['index'])}",
         f"documents: {data['documents']}",
         f"chunks:    {data['chunks']}",
         f"embedder:  {data['embedder']} (dim {data['dim']})",

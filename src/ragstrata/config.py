@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ragstrata.errors import ConfigError
@@ -35,6 +35,11 @@ ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as t
 ``e5-onnx-fp32`` (the same weights on ONNX Runtime: int8, 4-bit, float32; see
 :mod:`ragstrata.embed.e5_onnx`), all packaged, and ``openai`` (any OpenAI-compatible
 ``/embeddings`` HTTP endpoint, see :mod:`ragstrata.embed.openai_compat`)."""
+
+FollowSymlinks = Literal["inside", "never", "all"]
+"""Which symbolic links found in a folder ``ingest`` follows (``ingest.follow_symlinks``)."""
+
+FOLLOW_SYMLINKS: tuple[FollowSymlinks, ...] = ("inside", "never", "all")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -251,12 +256,16 @@ class IngestConfig:
     ``max_file_bytes``: larger files are rejected (reported, not fatal). ``workers``: parser
     processes beside the embedding process (-1 = auto: cores - 1, between 1 and 4; 0 = parse in
     the calling process). ``parse_timeout_s``: one file's parse time limit in seconds (worker
-    processes only); a file over it is reported and skipped.
+    processes only); a file over it is reported and skipped. ``follow_symlinks``: which
+    symbolic links found in a folder are followed: ``inside`` (default) those whose target lies
+    under one of the paths given to ``ingest``, ``never`` none, ``all`` every one; a link not
+    followed is reported (RS210), never read.
     """
 
     max_file_bytes: int = 20_000_000
     workers: int = -1
     parse_timeout_s: float = 600.0
+    follow_symlinks: FollowSymlinks = "inside"
 
     def __post_init__(self) -> None:
         if self.max_file_bytes < 1:
@@ -265,6 +274,10 @@ class IngestConfig:
             raise ConfigError(f"ingest.workers={self.workers} must be -1 (auto), 0 or more")
         if self.parse_timeout_s <= 0:
             raise ConfigError(f"ingest.parse_timeout_s={self.parse_timeout_s} must be > 0")
+        if self.follow_symlinks not in FOLLOW_SYMLINKS:
+            raise ConfigError(
+                f"ingest.follow_symlinks={self.follow_symlinks!r}; choose inside, never or all"
+            )
 
 
 @dataclass(frozen=True, slots=True)

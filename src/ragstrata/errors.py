@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragstrata.paths import path_text
+
 
 class RagError(Exception):
     """Base class of every ragstrata error; ``code`` is stable and documented."""
@@ -40,13 +42,15 @@ class MissingDependencyError(RagError, ImportError):
 
 
 class IngestError(RagError):
-    """A source file could not be ingested; ``path`` names it and ``reason`` says why."""
+    """A source file could not be ingested; ``path`` names it (as :func:`path_text`: never a
+    lone surrogate) and ``reason`` says why."""
 
     code = "RS200"
 
     def __init__(self, path: str | Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = str(path)
+        shown = path_text(path)
+        super().__init__(f"{shown}: {reason}")
+        self.path = shown
         self.reason = reason
 
 
@@ -97,6 +101,28 @@ class NoTextLayerError(IngestError):
     built in; run the file through an OCR tool such as ocrmypdf first)."""
 
     code = "RS208"
+
+
+class NotRegularFileError(IngestError):
+    """The path is not a regular file: a FIFO, socket or device (never opened, so ingest cannot
+    hang on it), or a symbolic link that is dangling or loops."""
+
+    code = "RS209"
+
+
+class OutsideRootsError(IngestError):
+    """A symbolic link that is not followed: it leads outside the paths given to ``ingest``
+    (``ingest.follow_symlinks = "inside"``, the default), or any link with
+    ``ingest.follow_symlinks = "never"``."""
+
+    code = "RS210"
+
+
+class HiddenFileError(IngestError):
+    """A file whose name starts with ``.`` found while walking a folder: hidden files are
+    skipped (and reported); give the file explicitly to ingest it."""
+
+    code = "RS211"
 
 
 class ChunkingError(RagError):

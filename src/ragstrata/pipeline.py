@@ -11,6 +11,7 @@ import importlib
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
     ChunkingError,
     MissingDependencyError,
+    SourceNotFoundError,
     StoreError,
 )
 from ragstrata.generate.evidence import check_evidence, min_evidence_for
@@ -38,9 +40,18 @@ from ragstrata.index.base import Filters
 from ragstrata.index.catalog import DocEntry, Manifest
 from ragstrata.index.edge import EdgeStore
 from ragstrata.index.qdrant import QdrantStore
+from ragstrata.paths import path_text
 from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
-from ragstrata.types import Answer, Chunk, Citation, Document, Hit, IngestFailure
+from ragstrata.types import (
+    Answer,
+    Chunk,
+    Citation,
+    Document,
+    Hit,
+    IngestFailure,
+    RefusalReason,
+)
 
 if TYPE_CHECKING:
     from ragstrata.generate.answer import AskEvent
@@ -256,19 +267,30 @@ class Ragstrata:
         replaced in the same commit that adds their new chunks. Bad files are reported in
         ``IngestReport.failures`` and never stop the batch. ``prune`` removes indexed documents
         whose file under ``paths`` no longer exists; ``dry_run`` only reports what would change.
-        Raises IndexLockedError when another process is writing the index,
-        EmbedderMismatchError for an index built otherwise.
+        Only regular files under ``paths`` are read; symbolic links follow
+        ``ingest.follow_symlinks`` (see :func:`~ragstrata.ingest.loader.discover`). Raises
+        SourceNotFoundError, before the index is opened or created, when none of ``paths``
+        exists (a missing path among existing ones is reported as a failure), IndexLockedError
+        when another process is writing the index, EmbedderMismatchError for an index built
+        otherwise.
         """
-        from ragstrata.ingest.loader import discover
+        from ragstrata.ingest.loader import discover, source_for
         from ragstrata.ingest.pool import auto_workers, load_many
 
+        missing = [p for p in paths if not os.path.lexists(p)]
+        if missing and len(missing) == len(paths):
+            raise SourceNotFoundError(
+                ", ".join(path_text(p) for p in missing),
+                "no such file or directory; nothing was ingested (no index was created or changed)",
+            )
         for module, package in (("markdown_it", "markdown-it-py"), ("selectolax", "selectolax")):
             try:
                 importlib.import_module(module)
             except ImportError as exc:
                 raise MissingDependencyError(package, "ingest") from exc
-        files, errors = discover(list(paths))
         cfg = self.config.ingest
+        files, errors = discover(list(paths), follow_symlinks=cfg.follow_symlinks)
+        present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths
         workers = auto_workers() if cfg.workers < 0 else cfg.workers
         files, skipped = self._skip_unchanged_files(files)
         sizes = [_size(p) for p in files]
@@ -294,7 +316,8 @@ class Ragstrata:
 
         def gone(source: str) -> bool:
             path = Path(source)
-            return any(path == r or path.is_relative_to(r) for r in roots) and not path.exists()
+            under = any(path == r or path.is_relative_to(r) for r in roots)
+            return under and source not in present and not path.exists()
 
         if progress:
             progress("discover", len(files), len(files))
@@ -685,17 +708,21 @@ class Ragstrata:
         filters: Filters | None,
         display_source: Callable[[str], str] = display_path,
     ) -> Iterator[AskEvent]:
-        from ragstrata.generate.answer import LLMAnswerer
+        from ragstrata.generate.answer import AnswerEvent, LLMAnswerer
         from ragstrata.generate.citations import CitationChecker
+
         t0 = time.perf_counter()
         cfg = self.config.llm
         meta: dict[str, Any] = {}
         result = self.search(question, filters=filters)
         timings = dict(result.timings_ms)
         hits = result.hits
+        manifest = self.manifest()
+        if not hits and not manifest.documents:
+            yield AnswerEvent(self._empty_index_answer(question, timings, t0, generator.name))
+            return
         if cfg.hyde:
             hits = self._hyde_hits(question, generator, hits, filters, timings, meta)
-        manifest = self.manifest()
         store = self._open_store(manifest)
 
         def parents(chunk: Chunk) -> list[Chunk]:
@@ -752,8 +779,10 @@ class Ragstrata:
         :func:`~ragstrata.generate.evidence.check_evidence`: nothing was retrieved, or the
         evidence score is under ``llm.min_evidence`` (unset: calibrated for the index's
         embedder), or the best cross-encoder logit is under ``rerank.min_score``. The extractive
-        answer also refuses when no retrieved sentence can be quoted. ``metadata`` holds
-        ``evidence``, ``min_evidence`` and, on a refusal, ``refused_by``.
+        answer also refuses when no retrieved sentence can be quoted. On an index that holds no
+        document both refuse with ``refused_by="empty_index"``. ``refused_by`` says why a
+        refusal refused (:data:`~ragstrata.types.RefusalReason`); ``metadata`` holds
+        ``evidence``, ``min_evidence`` and, on a refusal, ``refused_by`` again.
         """
         if self.generator is not None:
             from ragstrata.generate.answer import answer_from_events
@@ -771,11 +800,22 @@ class Ragstrata:
         )
         meta: dict[str, Any] = check.metadata()
 
-        def refuse(reason: str) -> Answer:
+        def refuse(reason: RefusalReason) -> Answer:
             meta["refused_by"] = reason
             timings["total"] = (time.perf_counter() - t0) * 1000
-            return Answer(question, refusal_message(question), True, (), (), timings, metadata=meta)
+            return Answer(
+                question,
+                refusal_message(question),
+                True,
+                (),
+                (),
+                timings,
+                metadata=meta,
+                refused_by=reason,
+            )
 
+        if not result.hits and not self.manifest().documents:
+            return self._empty_index_answer(question, timings, t0, "extractive")
         if check.refused_by is not None:
             return refuse(check.refused_by)
         t = time.perf_counter()
@@ -826,6 +866,25 @@ class Ragstrata:
         text = render(generated.quotes, renumber)
         return Answer(question, text, False, tuple(citations), legend, timings, metadata=meta)
 
+    def _empty_index_answer(
+        self, question: str, timings: dict[str, float], started: float, generator: str
+    ) -> Answer:
+        """The refusal of a question asked of an index that holds no document
+        (``refused_by="empty_index"``); nothing is generated."""
+        logger.info("the index at %s holds no document; ingest some first", self.index_dir)
+        timings["total"] = (time.perf_counter() - started) * 1000
+        return Answer(
+            question,
+            refusal_message(question),
+            True,
+            (),
+            (),
+            timings,
+            generator=generator,
+            metadata={"refused_by": "empty_index"},
+            refused_by="empty_index",
+        )
+
     def _min_evidence(self) -> float:
         """The refusal threshold: ``llm.min_evidence``, else the one calibrated for the index's
         embedder (see :func:`~ragstrata.generate.evidence.min_evidence_for`). The engine's
@@ -841,7 +900,7 @@ class Ragstrata:
             p.stat().st_blocks * 512 for p in _walk_files(self.index_dir)
         )  # allocated, not sparse
         return {
-            "index": str(self.index_dir),
+            "index": path_text(self.index_dir),
             "documents": len(manifest.documents),
             "chunks": manifest.n_chunks,
             "embedder": manifest.embedder,
@@ -877,9 +936,14 @@ def embed_hash(text: str) -> str:
 
 
 def _file_sha256(path: Path) -> str:
+    """SHA-256 of a regular file's bytes; ``""`` when it cannot be read or is not a regular
+    file (opened without blocking: a FIFO swapped in after ``discover`` cannot hang ingest)."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""  # let the loader report it
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
     except OSError:

@@ -176,6 +176,16 @@ class Citation:
     ``page_start``/``page_end``: the 1-based pages of the cited chunk (PDF only)."""
 
 
+RefusalReason = Literal[
+    "evidence", "rerank", "no_quotes", "llm", "no_citations", "unsupported", "empty_index"
+]
+"""Why an answer is a refusal: ``evidence`` (nothing retrieved, or the evidence score is under
+``llm.min_evidence``), ``rerank`` (the best cross-encoder logit is under ``rerank.min_score``),
+``no_quotes`` (the extractive answerer found no sentence to quote), ``llm`` (the LLM declined),
+``no_citations``/``unsupported`` (the LLM's answer cites nothing, or nothing it cites is
+supported), ``empty_index`` (the index holds no document: ingest some first)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """An answer with its numbered citations, or a refusal (``refusal=True``, no citations).
@@ -185,8 +195,10 @@ class Answer:
     ``usage``: LLM token counts (``prompt_tokens``, ``completion_tokens``, ``total_tokens``;
     empty for the extractive answerer); ``generator``: ``extractive`` or the LLM's name;
     ``conflict``: the top sources came from several versions of one document and the newest
-    was preferred (details under ``metadata["conflict"]``); ``metadata``: diagnostics of the
-    answer (``evidence`` score, ``invalid_labels``, ``unsupported_sentences``...).
+    was preferred (details under ``metadata["conflict"]``); ``refused_by``: why a refusal
+    refused (:data:`RefusalReason`; ``None`` for an answer; ``metadata["refused_by"]`` keeps
+    the same value for older readers); ``metadata``: diagnostics of the answer (``evidence``
+    score, ``invalid_labels``, ``unsupported_sentences``...).
     """
 
     question: str
@@ -199,3 +211,4 @@ class Answer:
     generator: str = "extractive"
     conflict: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    refused_by: RefusalReason | None = None

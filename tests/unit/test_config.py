@@ -52,6 +52,7 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
         (lambda: RetrievalConfig(dense_weight=0, bm25_weight=0), "retrieval.dense_weight"),
         (lambda: AnswerConfig(context_tokens=10), "answer.context_tokens"),
         (lambda: IngestConfig(max_file_bytes=0), "ingest.max_file_bytes"),
+        (lambda: IngestConfig(follow_symlinks="yes"), "ingest.follow_symlinks"),  # type: ignore[arg-type]
     ],
 )
 def test_invalid_value_is_config_error_naming_field(build, field: str) -> None:
@@ -238,3 +239,15 @@ def test_the_removed_min_dense_score_names_its_replacement(
         env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_ANSWER_MIN_DENSE_SCORE": ""}
     )
     assert unset.answer.min_dense_score is None
+
+
+def test_follow_symlinks_defaults_to_inside_and_reads_env_and_toml(tmp_path: Path) -> None:
+    assert RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)}).ingest.follow_symlinks == "inside"
+    env = {"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_INGEST_FOLLOW_SYMLINKS": "never"}
+    assert RagConfig.load(env=env).ingest.follow_symlinks == "never"
+    (tmp_path / "config.toml").write_text('[ingest]\nfollow_symlinks = "all"\n')
+    assert RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)}).ingest.follow_symlinks == "all"
+    with pytest.raises(ConfigError, match=r"ingest\.follow_symlinks"):
+        RagConfig.load(
+            env={"RAGSTRATA_HOME": str(tmp_path)}, overrides={"ingest.follow_symlinks": 1}
+        )

@@ -23,7 +23,7 @@ from ragstrata.generate.citations import CitationChecker, ground
 from ragstrata.generate.evidence import check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message
 from ragstrata.index.analyzer import Analyzer
-from ragstrata.types import Answer, Hit
+from ragstrata.types import Answer, Hit, RefusalReason
 
 PROMPT_OVERHEAD_TOKENS = 450
 """Tokens reserved for the rules, tags, legend and question around the sources."""
@@ -113,10 +113,22 @@ class LLMAnswerer:
 
         name = self.generator.name
 
-        def refuse(reason: str, used: dict[str, int]) -> AnswerEvent:
+        def refuse(reason: RefusalReason, used: dict[str, int]) -> AnswerEvent:
             meta["refused_by"] = reason
             return finish(
-                Answer(question, refusal, True, (), (), timings, used, name, bool(conflicts), meta)
+                Answer(
+                    question,
+                    refusal,
+                    True,
+                    (),
+                    (),
+                    timings,
+                    used,
+                    name,
+                    bool(conflicts),
+                    meta,
+                    refused_by=reason,
+                )
             )
 
         if check.refused_by is not None:
@@ -164,7 +176,7 @@ class LLMAnswerer:
         if not grounded.citations or (checker is not None and not meta["verified_claims"]):
             # nothing in the answer is backed by a source: ungrounded (or a document's
             # injected instruction was obeyed); never shown as an answer
-            reason = "no_citations" if not grounded.citations else "unsupported"
+            reason: RefusalReason = "no_citations" if not grounded.citations else "unsupported"
             yield refuse(reason, usage.to_json())
             return
         yield finish(

@@ -7,19 +7,25 @@ so re-ingesting is idempotent.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
+import stat as stat_mode
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ragstrata.config import FollowSymlinks
 from ragstrata.errors import (
     EmptyDocumentError,
     FileTooLargeError,
+    HiddenFileError,
     IngestError,
+    NotRegularFileError,
+    OutsideRootsError,
     SourceNotFoundError,
     UnsupportedFormatError,
 )
@@ -31,6 +37,7 @@ from ragstrata.ingest.confluence import (
 )
 from ragstrata.ingest.language import detect_language
 from ragstrata.ingest.text import ParsedText, decode_bytes, normalize_text, parse_text
+from ragstrata.paths import path_text
 from ragstrata.types import Document
 
 __all__ = [
@@ -41,6 +48,7 @@ __all__ = [
     "doc_id_for",
     "document_from_text",
     "load_document",
+    "source_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -74,12 +82,32 @@ def _format_of(path: Path) -> str | None:
 
 
 def doc_id_for(path: Path) -> str:
-    """Document id: the first 16 hex digits of SHA-256 of the resolved absolute POSIX path."""
+    """Document id: the first 16 hex digits of SHA-256 of the resolved absolute POSIX path's
+    bytes (``os.fsencode``: a file name that is not UTF-8 has an id too)."""
     return _doc_id(path.resolve().as_posix())
 
 
+def source_for(path: Path) -> str:
+    """A document's ``source``: the resolved absolute POSIX path as text (see
+    :func:`~ragstrata.paths.path_text`: bytes that are not UTF-8 appear as ``\\xNN``)."""
+    return path_text(path.resolve().as_posix())
+
+
 def _doc_id(source: str) -> str:
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(os.fsencode(source)).hexdigest()[:16]
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words (for the reason of RS209)."""
+    if stat_mode.S_ISDIR(mode):
+        return "a directory"
+    if stat_mode.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat_mode.S_ISSOCK(mode):
+        return "a socket"
+    if stat_mode.S_ISCHR(mode) or stat_mode.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
 
 
 def _parse_bytes(data: bytes, *, fmt: str, source: str, stem: str) -> ParsedText:
@@ -125,13 +153,16 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     Raises:
         UnsupportedFormatError: the extension is not in :data:`FORMATS`.
         SourceNotFoundError: the file does not exist or cannot be read.
+        NotRegularFileError: the path is a FIFO, socket, device or directory (never opened,
+            never read: a FIFO cannot make ingest hang).
         FileTooLargeError: the file is larger than ``max_file_bytes``.
         DecodeError: the file is binary or in no detectable encoding.
         CorruptFileError, EncryptedDocumentError, NoTextLayerError: PDF-specific failures.
         EmptyDocumentError: the file holds no text, or parsing yields no blocks.
     """
     resolved = path.resolve()
-    source = resolved.as_posix()
+    source = source_for(resolved)
+    stem = path_text(path.stem)
     fmt = _format_of(path)
     if fmt is None:
         known = ", ".join(sorted(FORMATS))
@@ -142,20 +173,17 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         stat = resolved.stat()
     except OSError as exc:
         raise SourceNotFoundError(source, f"cannot stat the file: {exc.strerror}") from exc
-    if not resolved.is_file():
-        raise SourceNotFoundError(source, "not a regular file")
+    if not stat_mode.S_ISREG(stat.st_mode):
+        raise NotRegularFileError(source, f"{_kind(stat.st_mode)}, not a regular file; not read")
     if stat.st_size > max_file_bytes:
         raise FileTooLargeError(
             source,
             f"{stat.st_size} bytes exceeds max_file_bytes={max_file_bytes}; "
             "raise ingest.max_file_bytes or split the file",
         )
-    try:
-        data = resolved.read_bytes()
-    except OSError as exc:
-        raise SourceNotFoundError(source, f"cannot read the file: {exc.strerror}") from exc
+    data = _read_regular(resolved, source)
 
-    parsed = _parse_bytes(data, fmt=fmt, source=source, stem=path.stem)
+    parsed = _parse_bytes(data, fmt=fmt, source=source, stem=stem)
     if not parsed.blocks:
         raise EmptyDocumentError(source, f"the {fmt} file holds no text blocks")
 
@@ -163,9 +191,9 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     metadata["modified"] = datetime.fromtimestamp(stat.st_mtime, tz=UTC).isoformat()
     metadata["size_bytes"] = stat.st_size
     return Document(
-        doc_id=_doc_id(source),
+        doc_id=_doc_id(resolved.as_posix()),
         source=source,
-        title=parsed.title or path.stem,
+        title=parsed.title or stem,
         text=parsed.text,
         blocks=parsed.blocks,
         content_hash=hashlib.sha256(parsed.text.encode("utf-8")).hexdigest(),
@@ -175,6 +203,24 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         pages=parsed.pages,
         file_hash=hashlib.sha256(data).hexdigest(),
     )
+
+
+def _read_regular(path: Path, source: str) -> bytes:
+    """The bytes of ``path``, opened without blocking and checked to be a regular file once
+    open (a file swapped for a FIFO after the ``stat`` is refused, not waited on)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise SourceNotFoundError(source, f"cannot read the file: {exc.strerror}") from exc
+    with open(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat_mode.S_ISREG(mode):
+            raise NotRegularFileError(source, f"{_kind(mode)}, not a regular file; not read")
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise SourceNotFoundError(source, f"cannot read the file: {exc.strerror}") from exc
 
 
 def document_from_text(text: str, *, fmt: str, doc_id: str, source: str, stem: str) -> Document:
@@ -219,46 +265,169 @@ def document_from_text(text: str, *, fmt: str, doc_id: str, source: str, stem: s
     )
 
 
-def _walk(root: Path, errors: list[IngestError]) -> list[Path]:
-    """Supported files under ``root``, sorted; hidden entries and symlinked dirs skipped, and
-    in a Confluence HTML export its ``index.html`` and asset folders."""
+def _resolve_link(path: Path) -> Path | IngestError:
+    """The resolved target of ``path``, or the error that reports it: RS209 for a link that
+    dangles or loops, RS205 for a path that is missing or cannot be resolved."""
+    try:
+        return path.resolve(strict=True)
+    except RuntimeError:  # Python 3.11-3.12: a loop of links
+        return NotRegularFileError(path, "symbolic link loop")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return NotRegularFileError(path, "symbolic link loop")
+        if exc.errno != errno.ENOENT:
+            return SourceNotFoundError(path, f"cannot resolve the path: {exc.strerror}")
+        if not path.is_symlink():
+            return SourceNotFoundError(path, "no such file or directory")
+        try:
+            target = path_text(os.readlink(path))
+        except OSError:
+            target = "?"
+        return NotRegularFileError(
+            path, f"dangling symbolic link (its target {target} does not exist)"
+        )
+
+
+def _link_refusal(target: Path, roots: Sequence[Path], follow: FollowSymlinks) -> str | None:
+    """Why a link to ``target`` is not followed, or ``None`` when it is."""
+    if follow == "never":
+        return (
+            f'symbolic link to {path_text(target)} not followed (ingest.follow_symlinks = "never")'
+        )
+    if follow == "inside" and not any(target.is_relative_to(root) for root in roots):
+        return (
+            f"symbolic link leads outside the paths given to ingest, to {path_text(target)}; "
+            'set ingest.follow_symlinks = "all" to follow it'
+        )
+    return None
+
+
+def _walk(
+    top: Path,
+    *,
+    roots: Sequence[Path],
+    follow: FollowSymlinks,
+    errors: list[IngestError],
+) -> list[Path]:
+    """Supported regular files under ``top``, sorted. Hidden folders, files of unsupported
+    types and, in a Confluence HTML export, its ``index.html`` and asset folders are skipped
+    silently; hidden files of a supported type, special files and links that are broken or
+    not followed (see :func:`discover`) are skipped and appended to ``errors``. No file is
+    opened, and each folder is listed once (links cannot make the walk loop)."""
     found: list[Path] = []
-
-    def on_error(exc: OSError) -> None:
-        errors.append(SourceNotFoundError(exc.filename or root, f"cannot list: {exc.strerror}"))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+    visited: set[tuple[int, int]] = set()
+    # (folder as walked, its real path, the real paths of the folders it was reached through)
+    stack: list[tuple[Path, Path, tuple[Path, ...]]] = [(top, top.resolve(), ())]
+    while stack:
+        folder, real, above = stack.pop()
+        try:
+            st = os.stat(folder)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append(SourceNotFoundError(folder, f"cannot list: {exc.strerror}"))
+            continue
+        if (st.st_dev, st.st_ino) in visited:
+            continue  # reached again through a link: its files are already listed
+        visited.add((st.st_dev, st.st_ino))
+        chain = (*above, real)
         skipped: frozenset[str] = frozenset()
-        if "index.html" in filenames and is_export_root(Path(dirpath)):
+        if any(e.name == "index.html" for e in entries) and is_export_root(folder):
             skipped = EXPORT_ASSET_DIRS | {"index.html"}
-            logger.debug("%s: Confluence export; index.html and asset folders skipped", dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in skipped)
-        for name in filenames:
-            if name.startswith(".") or name in skipped:
+            logger.debug("%s: Confluence export; index.html and asset folders skipped", folder)
+        for entry in entries:
+            path = Path(entry.path)
+            supported = _format_of(path) is not None
+            if entry.name in skipped:
                 continue
-            candidate = Path(dirpath, name)
-            if _format_of(candidate) is not None and candidate.is_file():
-                found.append(candidate)
+            if entry.name.startswith("."):
+                if supported and not entry.is_dir(follow_symlinks=False):
+                    errors.append(
+                        HiddenFileError(
+                            path,
+                            "hidden file (its name starts with '.'); give it explicitly "
+                            "to ingest it",
+                        )
+                    )
+                continue
+            if not entry.is_symlink():
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((path, real / entry.name, chain))
+                elif not supported:
+                    continue
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(path)
+                else:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    errors.append(
+                        NotRegularFileError(path, f"{_kind(mode)}, not a regular file; not opened")
+                    )
+                continue
+            target = _resolve_link(path)
+            if not isinstance(target, Path):
+                if supported:
+                    errors.append(target)
+                continue
+            try:
+                mode = target.stat().st_mode
+            except OSError as exc:
+                errors.append(SourceNotFoundError(path, f"cannot stat: {exc.strerror}"))
+                continue
+            if stat_mode.S_ISDIR(mode):
+                if target in chain or real.is_relative_to(target):
+                    errors.append(
+                        NotRegularFileError(
+                            path,
+                            f"symbolic link loop: it points to {path_text(target)}, a folder "
+                            "that contains it",
+                        )
+                    )
+                    continue
+            elif not supported:
+                continue
+            elif not stat_mode.S_ISREG(mode):
+                errors.append(
+                    NotRegularFileError(
+                        path, f"symbolic link to {_kind(mode)} ({path_text(target)}); not opened"
+                    )
+                )
+                continue
+            refusal = _link_refusal(target, roots, follow)
+            if refusal is not None:
+                errors.append(OutsideRootsError(path, refusal))
+            elif stat_mode.S_ISDIR(mode):
+                stack.append((path, target, chain))
+            else:
+                found.append(path)
     return sorted(found)
 
 
-def discover(paths: Sequence[Path]) -> tuple[list[Path], list[IngestError]]:
-    """Expand files and directories into the list of files to load.
+def discover(
+    paths: Sequence[Path], *, follow_symlinks: FollowSymlinks = "inside"
+) -> tuple[list[Path], list[IngestError]]:
+    """Expand files and directories into the list of files to load, without opening any.
 
-    Directories are walked recursively (symlinked directories are not followed, so loops
-    cannot hang; hidden files and directories are skipped; files with unsupported extensions
-    are skipped silently). In a directory that is the top of a Confluence HTML export (its
-    ``index.html`` is a Confluence space index, see
+    Each path given is a root (a file given directly is its own root); symbolic links among
+    the paths given are resolved, as the caller named them. Directories are walked
+    recursively: hidden folders and files with unsupported extensions are skipped silently.
+    Only regular files are returned. A symbolic link found in a folder is followed (a file is
+    returned, a folder walked) when ``follow_symlinks`` allows it: ``"inside"`` (default)
+    when its resolved target lies under one of the roots, ``"never"`` never, ``"all"``
+    always. Skipped and reported instead: a link not followed (RS210), a link that dangles or
+    loops and a FIFO, socket or device (RS209), a hidden file of a supported type (RS211);
+    a broken link or special file whose name has an unsupported extension is skipped
+    silently, like any unsupported file. In a directory that is the top of a Confluence HTML
+    export (its ``index.html`` is a Confluence space index, see
     :func:`~ragstrata.ingest.confluence.is_export_root`), ``index.html`` (the page tree) and
     the ``attachments/``, ``images/`` and ``styles/`` folders are skipped, so only the pages
     are loaded. A file given explicitly must have a supported extension (and is loaded even
-    when it is a Confluence index or attachment).
+    when it is hidden, a Confluence index or an attachment).
 
     Returns:
         ``(files, errors)``: unique files in a deterministic order (arguments in the given
-        order, each directory's files sorted), and one error per bad argument
+        order, each directory's files sorted), and one error per path skipped and reported
         (``SourceNotFoundError`` for a missing path, ``UnsupportedFormatError`` for an explicit
-        file of unknown type). Nothing is raised.
+        file of unknown type, and the above). Nothing is raised.
     """
     files: list[Path] = []
     errors: list[IngestError] = []
@@ -270,22 +439,32 @@ def discover(paths: Sequence[Path]) -> tuple[list[Path], list[IngestError]]:
             seen.add(key)
             files.append(candidate)
 
-    for path in paths:
-        if path.is_dir():
-            for candidate in _walk(path, errors):
+    targets = [_resolve_link(path) for path in paths]
+    roots = [target for target in targets if isinstance(target, Path)]
+    for path, target in zip(paths, targets, strict=True):
+        if not isinstance(target, Path):
+            errors.append(target)
+            continue
+        try:
+            mode = target.stat().st_mode
+        except OSError as exc:
+            errors.append(SourceNotFoundError(path, f"cannot stat: {exc.strerror}"))
+            continue
+        if stat_mode.S_ISDIR(mode):
+            for candidate in _walk(path, roots=roots, follow=follow_symlinks, errors=errors):
                 add(candidate)
-        elif path.is_file():
-            if _format_of(path) is None:
-                known = ", ".join(sorted(FORMATS))
-                errors.append(
-                    UnsupportedFormatError(
-                        path, f"unsupported extension {path.suffix!r}; supported: {known}"
-                    )
+        elif not stat_mode.S_ISREG(mode):
+            errors.append(
+                NotRegularFileError(path, f"{_kind(mode)}, not a regular file; not opened")
+            )
+        elif _format_of(path) is None:
+            known = ", ".join(sorted(FORMATS))
+            errors.append(
+                UnsupportedFormatError(
+                    path, f"unsupported extension {path.suffix!r}; supported: {known}"
                 )
-            else:
-                add(path)
-        elif path.exists() or path.is_symlink():
-            errors.append(SourceNotFoundError(path, "not a regular file or directory"))
+            )
         else:
-            errors.append(SourceNotFoundError(path, "no such file or directory"))
-    return files, errors
+            add(path)
+    unique = {(e.code, e.path): e for e in errors}  # a folder under another root is walked twice
+    return files, list(unique.values())

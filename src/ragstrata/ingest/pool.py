@@ -22,6 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from ragstrata.errors import IngestError
+from ragstrata.paths import path_text
 from ragstrata.types import Document, IngestFailure
 
 __all__ = ["auto_workers", "load_many", "load_one"]
@@ -55,10 +56,12 @@ def load_one(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     except IngestError as err:
         return IngestFailure(err.path, err.code, err.reason)
     except MemoryError:
-        return IngestFailure(str(path), "RS200", "out of memory while parsing")
+        return IngestFailure(path_text(path), "RS200", "out of memory while parsing")
     except Exception as err:  # a parser bug must cost one file, not the batch
         logger.exception("unexpected parser failure on %s", path)
-        return IngestFailure(str(path), "RS200", f"parser failed: {type(err).__name__}: {err}")
+        return IngestFailure(
+            path_text(path), "RS200", f"parser failed: {type(err).__name__}: {err}"
+        )
 
 
 def load_many(
@@ -119,11 +122,13 @@ def load_many(
             pending.clear()
             if not crashed:
                 yield IngestFailure(
-                    str(path), "RS200", f"parsing took longer than {timeout_s:.0f} s; skipped"
+                    path_text(path), "RS200", f"parsing took longer than {timeout_s:.0f} s; skipped"
                 )
                 todo.extendleft(reversed(others))  # innocent: parse them again, in order
             elif not others:
-                yield IngestFailure(str(path), "RS200", "the parser process crashed on this file")
+                yield IngestFailure(
+                    path_text(path), "RS200", "the parser process crashed on this file"
+                )
             else:
                 # any of the files in flight may have killed the worker: retry them one by one
                 suspects.extendleft(reversed([path, *others]))

@@ -184,6 +184,11 @@ class AskResponse(_Response):
         "LLM, its checked text (labels renumbered, unknown labels removed)."
     )
     refusal: bool
+    refused_by: str | None = Field(
+        default=None,
+        description="Why a refusal refused: evidence, rerank, no_quotes, llm, no_citations, "
+        "unsupported or empty_index (the collection holds no document); null for an answer.",
+    )
     citations: list[CitationOut]
     legend: list[str]
     timings_ms: dict[str, float] = Field(

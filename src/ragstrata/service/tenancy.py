@@ -345,8 +345,17 @@ class Collection:
 
 
 def _empty_refusal(question: str) -> Answer:
-    """What ``ask`` answers when nothing is retrieved, for a collection with no index yet."""
-    return Answer(question, refusal_message(question), True, (), (), {"total": 0.0})
+    """What ``ask`` answers for a collection with no index yet (``refused_by="empty_index"``)."""
+    return Answer(
+        question,
+        refusal_message(question),
+        True,
+        (),
+        (),
+        {"total": 0.0},
+        metadata={"refused_by": "empty_index"},
+        refused_by="empty_index",
+    )
 
 
 class TenantRegistry:

@@ -118,6 +118,7 @@ def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str
         "question": answer.question,
         "answer": answer.text,
         "refusal": answer.refusal,
+        "refused_by": answer.refused_by,
         "citations": [citation_json(c, source=view) for c in answer.citations],
         "legend": legend,
         "timings_ms": dict(answer.timings_ms),

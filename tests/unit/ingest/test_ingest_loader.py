@@ -15,6 +15,9 @@ from ragstrata.errors import (
     DecodeError,
     EmptyDocumentError,
     FileTooLargeError,
+    HiddenFileError,
+    NotRegularFileError,
+    OutsideRootsError,
     SourceNotFoundError,
     UnsupportedFormatError,
 )
@@ -154,7 +157,8 @@ def _tree(root: Path) -> None:
 def test_discover_directory(tmp_path: Path) -> None:
     _tree(tmp_path)
     files, errors = discover([tmp_path])
-    assert errors == []
+    # hidden folders are skipped silently; a hidden file of a supported type is reported
+    assert [(type(e), Path(e.path).name) for e in errors] == [(HiddenFileError, ".h.md")]
     assert [p.relative_to(tmp_path).as_posix() for p in files] == ["a/y.txt", "a/z.html", "b.md"]
 
 
@@ -170,8 +174,104 @@ def test_discover_explicit_and_missing(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks unsupported")
 def test_discover_symlink_loop_terminates(tmp_path: Path) -> None:
     _tree(tmp_path)
+    (tmp_path / "a" / ".h.md").unlink()
     (tmp_path / "a" / "loop").symlink_to(tmp_path, target_is_directory=True)
-    (tmp_path / "self").symlink_to(tmp_path / "self")  # dangling self-loop
+    (tmp_path / "self").symlink_to(tmp_path / "self")  # a self-loop, no supported extension
+    (tmp_path / "self.md").symlink_to(tmp_path / "self.md")
     files, errors = discover([tmp_path, tmp_path / "a"])
     assert [p.name for p in files] == ["y.txt", "z.html", "b.md"]
-    assert errors == []
+    # each reported once, though tmp_path/a is walked twice
+    assert sorted((type(e), Path(e.path).name) for e in errors) == [
+        (NotRegularFileError, "loop"),
+        (NotRegularFileError, "self.md"),
+    ]
+    assert all("loop" in e.reason for e in errors)
+
+
+def _links_tree(tmp_path: Path) -> Path:
+    """``root/`` with a good file and every kind of link and special file; ``sibling/`` beside
+    it holds a secret the links point to."""
+    root, sibling = tmp_path / "root", tmp_path / "sibling"
+    (root / ".hidden").mkdir(parents=True)
+    sibling.mkdir()
+    (root / "good.md").write_text("# Good\n\ninside\n")
+    (root / ".hidden" / "inner.md").write_text("# Inner\n\nreached through a link only\n")
+    (sibling / "secret.md").write_text("# Secret\n\noutside\n")
+    (root / "inner.md").symlink_to(root / ".hidden" / "inner.md")  # inside the root
+    (root / "passwd.md").symlink_to("/etc/passwd")
+    (root / "secret.md").symlink_to(sibling / "secret.md")
+    (root / "outdir").symlink_to(sibling, target_is_directory=True)
+    (root / "loop").symlink_to(root, target_is_directory=True)
+    (root / "dangling.md").symlink_to(root / "nowhere.md")
+    os.mkfifo(root / "fifo.md")
+    return root
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+@pytest.mark.parametrize(
+    ("follow", "read", "refused"),
+    [
+        ("inside", {"good.md", "inner.md"}, {"passwd.md", "secret.md", "outdir"}),
+        # secret.md and outdir/secret.md are one file: listed once
+        ("all", {"good.md", "inner.md", "passwd.md", "outdir/secret.md"}, set()),
+        ("never", {"good.md"}, {"inner.md", "passwd.md", "secret.md", "outdir"}),
+    ],
+)
+def test_discover_stays_inside_the_roots(
+    tmp_path: Path, follow: str, read: set[str], refused: set[str]
+) -> None:
+    root = _links_tree(tmp_path)
+    files, errors = discover([root], follow_symlinks=follow)  # type: ignore[arg-type]
+    assert {p.relative_to(root).as_posix() for p in files} == read
+    reported = {Path(e.path).name: e for e in errors}
+    assert {n for n, e in reported.items() if isinstance(e, OutsideRootsError)} == refused
+    assert {n for n, e in reported.items() if isinstance(e, NotRegularFileError)} == {
+        "loop",
+        "dangling.md",
+        "fifo.md",
+    }
+    assert "FIFO" in reported["fifo.md"].reason and "dangling" in reported["dangling.md"].reason
+    for name in refused:
+        assert reported[name].code == "RS210" and reported[name].reason
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_file_roots_count_as_their_own_root(tmp_path: Path) -> None:
+    root = _links_tree(tmp_path)
+    outside = tmp_path / "sibling" / "secret.md"
+    files, errors = discover([root, outside])
+    # given directly, the file is its own root, so root/secret.md may point at it (listed once)
+    assert outside.resolve() in {p.resolve() for p in files}
+    assert "secret.md" not in {Path(e.path).name for e in errors}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_fifo_given_directly_is_reported_and_never_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    files, errors = discover([fifo])
+    assert files == [] and [e.code for e in errors] == ["RS209"]
+    with pytest.raises(NotRegularFileError, match="FIFO"):
+        load_document(fifo)
+
+
+def test_undecodable_file_name_is_loaded_with_a_bytes_doc_id(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/latin1_name_\xe9\xff.md"
+    with open(raw, "wb") as fh:
+        fh.write(b"# Caf\xc3\xa9\n\nZebras and giraffes.\n")
+    files, errors = discover([tmp_path])
+    assert errors == [] and [os.fsencode(p) for p in files] == [raw]
+    doc = load_document(files[0])
+    real = os.path.realpath(raw)
+    assert doc.doc_id == hashlib.sha256(real).hexdigest()[:16] == doc_id_for(files[0])
+    assert doc.source.endswith("latin1_name_\\xe9\\xff.md")
+    doc.source.encode("utf-8")  # text that JSON, terminals and the store accept
+    assert doc.title == "Café"
+
+
+def test_dot_dot_md_is_reported_in_a_folder_and_loaded_when_given(tmp_path: Path) -> None:
+    (tmp_path / "..md").write_text("# Dots\n\ntwo dots\n")
+    files, errors = discover([tmp_path])
+    assert files == [] and [(e.code, Path(e.path).name) for e in errors] == [("RS211", "..md")]
+    files, errors = discover([tmp_path / "..md"])
+    assert errors == [] and load_document(files[0]).title == "Dots"

@@ -1,0 +1,173 @@
+"""Ingest reads only regular files inside the paths it is given, names odd files safely in every
+output, refuses a missing root, and says when an index is empty (issues 17 and 18)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner, Result
+
+from ragstrata.cli import EXIT_PARTIAL, app
+from ragstrata.paths import path_text
+
+pytestmark = pytest.mark.slow
+
+ENV = {"RAGSTRATA_INGEST_WORKERS": "0"}  # parse in-process: no worker pool per example
+
+
+def _invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), env=ENV | (env or {}))
+
+
+def _hit_sources(index: Path, query: str) -> set[str]:
+    result = _invoke("search", query, "--index", str(index), "--json", "--top-k", "20")
+    assert result.exit_code == 0, result.output
+    return {hit["source"] for hit in json.loads(result.stdout)["hits"]}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_links_and_special_files_stay_outside_the_index(tmp_path: Path) -> None:
+    root, sibling = tmp_path / "root", tmp_path / "sibling"
+    root.mkdir()
+    sibling.mkdir()
+    (root / "good.md").write_text("# Good\n\nThe good page talks about lighthouses.\n")
+    secret = sibling / "secret.md"
+    secret.write_text("# Secret\n\nThe sibling folder hides the word quasarfox.\n")
+    (root / "secret.md").symlink_to(secret)
+    (root / "passwd.md").symlink_to("/etc/passwd")
+    (root / "loop").symlink_to(root, target_is_directory=True)
+    (root / "dangling.md").symlink_to(root / "gone.md")
+    os.mkfifo(root / "fifo.md")  # opened, it would block ingest forever
+    index, report = tmp_path / "idx", tmp_path / "report.json"
+
+    result = _invoke("ingest", str(root), "--index", str(index), "--report", str(report))
+    assert result.exit_code == EXIT_PARTIAL, result.output
+    failures = {Path(f["path"]).name: f for f in json.loads(report.read_text())["failures"]}
+    codes = {name: f["code"] for name, f in failures.items()}
+    assert codes == {
+        "secret.md": "RS210",
+        "passwd.md": "RS210",
+        "loop": "RS209",
+        "dangling.md": "RS209",
+        "fifo.md": "RS209",
+    }
+    assert all(f["reason"] for f in failures.values())
+    assert "skipped" in result.output and "fifo.md" in result.output
+    assert _hit_sources(index, "quasarfox") <= {(root / "good.md").resolve().as_posix()}
+    assert "/etc/passwd" not in _hit_sources(index, "root bin bash nologin")
+    stats = json.loads(_invoke("stats", "--index", str(index), "--json").stdout)
+    assert stats["documents"] == 1
+
+    # "all" follows the links out of the root; broken links and the FIFO stay reported
+    result = _invoke(
+        "ingest", str(root), "--index", str(index), "--json",
+        env={"RAGSTRATA_INGEST_FOLLOW_SYMLINKS": "all"},
+    )  # fmt: skip
+    assert result.exit_code == EXIT_PARTIAL, result.output
+    data = json.loads(result.stdout)
+    assert {Path(f["path"]).name for f in data["failures"]} == {"loop", "dangling.md", "fifo.md"}
+    assert secret.resolve().as_posix() in _hit_sources(index, "quasarfox")
+    if Path("/etc/passwd").is_file():
+        assert data["added"] == 2
+        assert "/etc/passwd" in _hit_sources(index, "root bin bash nologin")
+
+
+def test_odd_file_names_are_ingested_and_printed_safely(tmp_path: Path) -> None:
+    corpus = tmp_path / "odd"
+    corpus.mkdir()
+    raw_dir = os.fsencode(corpus)
+    with open(raw_dir + b"/latin1_name_\xe9\xff.md", "wb") as fh:
+        fh.write(b"# Zebras\n\nZebras and giraffes share the savanna.\n")
+    with open(raw_dir + b"/red_\x1b[31m_alert\x07.md", "wb") as fh:
+        fh.write(b"# Elephants\n\nElephants remember the waterholes.\n")
+    (corpus / "..md").write_text("# Dots\n\nTwo dots.\n")
+    index, report = tmp_path / "idx", tmp_path / "report.json"
+
+    result = _invoke("ingest", str(corpus), "--index", str(index), "--report", str(report))
+    assert result.exit_code == EXIT_PARTIAL, result.output  # ..md is reported, not lost
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert data["added"] == 2
+    assert [(Path(f["path"]).name, f["code"]) for f in data["failures"]] == [("..md", "RS211")]
+
+    as_json = _invoke("ingest", str(corpus), "--index", str(index), "--json")
+    assert json.loads(as_json.stdout)["unchanged"] == 2  # the doc ids are stable
+
+    sources = _hit_sources(index, "zebras savanna elephants waterholes")
+    assert any(s.endswith("/latin1_name_\\xe9\\xff.md") for s in sources)
+    table = _invoke("search", "zebras elephants", "--index", str(index), env={"COLUMNS": "300"})
+    assert table.exit_code == 0, table.output
+    assert "\x1b" not in table.output and "\x07" not in table.output
+    assert "\\x1b" in table.output and "\\xe9\\xff" in table.output
+    ask = _invoke("ask", "What do elephants remember?", "--index", str(index))
+    assert ask.exit_code == 0, ask.output
+    assert "\x1b" not in ask.output and "red_\\x1b" in ask.output
+    for args in (("--json",), ()):
+        stats = _invoke("stats", "--index", str(index), *args)
+        assert stats.exit_code == 0, stats.output
+
+
+_NAME_BYTES = st.binary(min_size=1, max_size=40).filter(
+    lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b"..")
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=_NAME_BYTES)
+def test_any_byte_name_reaches_report_and_json(name: bytes) -> None:
+    """Property: whatever the bytes of a file name, ``ingest --json --report`` exits 0 or 3,
+    writes valid UTF-8 JSON, and the file is either counted as added or reported by path."""
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "c"
+        corpus.mkdir()
+        raw = os.fsencode(corpus) + b"/" + name + b".md"
+        with open(raw, "wb") as fh:
+            fh.write(b"# Title\n\nSome words to index.\n")
+        report = Path(tmp) / "report.json"
+        result = _invoke(
+            "ingest", str(corpus), "--index", str(Path(tmp) / "idx"),
+            "--dry-run", "--json", "--report", str(report),
+        )  # fmt: skip
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert result.exit_code in (0, EXIT_PARTIAL), result.output
+        for data in (json.loads(result.stdout), json.loads(report.read_bytes().decode("utf-8"))):
+            failures = data["failures"]
+            assert data["added"] + len(failures) == 1
+            for failure in failures:
+                failure["path"].encode("utf-8")
+                assert failure["path"] == path_text(os.fsdecode(raw))
+
+
+def test_missing_root_is_an_error_and_creates_no_index(tmp_path: Path) -> None:
+    index = tmp_path / "idx"
+    missing = tmp_path / "nonexistent"
+    result = _invoke("ingest", str(missing), "--index", str(index))
+    assert result.exit_code == 1
+    assert "RS205" in result.output and str(missing) in result.output
+    assert not index.exists()
+
+
+def test_empty_index_refuses_with_a_typed_reason_and_warns(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "empty.md").write_bytes(b"")  # an index is created, with no document in it
+    index = tmp_path / "idx"
+    assert _invoke("ingest", str(corpus), "--index", str(index)).exit_code == 1
+    assert json.loads(_invoke("stats", "--index", str(index), "--json").stdout)["documents"] == 0
+
+    ask = _invoke("ask", "What is in the index?", "--index", str(index), "--json")
+    assert ask.exit_code == 0, ask.output
+    answer = json.loads(ask.stdout)
+    assert answer["refusal"] is True and answer["refused_by"] == "empty_index"
+    warnings = [line for line in ask.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and str(index) in warnings[0] and "no documents" in warnings[0]
+
+    search = _invoke("search", "anything", "--index", str(index))
+    assert search.exit_code == 0, search.output
+    assert "no documents" in search.stderr and str(index) in search.stderr
