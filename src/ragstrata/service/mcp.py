@@ -274,6 +274,7 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
     errors (``isError`` with the ``[RSxxx]`` message) or resource errors.
     Raises MissingDependencyError without the ``mcp`` extra."""
     _require_sdk()
+    import anyio.to_thread
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import (
         ResourceError,
@@ -290,8 +291,8 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
 
         async def list_resources(self) -> list[Resource]:
             listed: list[Resource] = await super().list_resources()
-            try:
-                docs = tools.documents()
+            try:  # the manifest of a large index takes a while to read: not on the event loop
+                docs = await anyio.to_thread.run_sync(tools.documents)
             except RagError as exc:
                 logger.warning("cannot list the documents: %s", exc)
                 return listed
