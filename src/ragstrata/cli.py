@@ -781,6 +781,37 @@ def serve(
     )
 
 
+@app.command()
+def mcp(
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio (default) or streamable-http.")
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="Interface for streamable-http.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port for streamable-http.")] = 8000,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="Server log level (stderr).")
+    ] = "WARNING",
+) -> None:
+    """Serve the index to MCP clients (tools search and ask, documents as resources; see
+    docs/mcp.md). stdio by default; streamable-http serves http://HOST:PORT/mcp."""
+    try:
+        from ragstrata.service.mcp import serve as serve_mcp
+
+        cfg = RagConfig.load(config_file=config).with_index(index)
+        if transport == "streamable-http":
+            err.print(
+                f"ragstrata MCP server for {cfg.index_path} on http://{host}:{port}/mcp",
+                highlight=False,
+            )
+        serve_mcp(cfg, transport=transport, host=host, port=port, log_level=log_level)
+    except RagError as exc:
+        raise _fail(exc) from exc
+
+
 keys_app = typer.Typer(
     name="keys", help="Create, list and revoke the service's API keys.", no_args_is_help=True
 )

@@ -1,0 +1,433 @@
+"""A Model Context Protocol server over one index (``ragstrata mcp``, docs/mcp.md).
+
+Two layers:
+
+- :class:`IndexTools` is the library side (no ``mcp`` import): ``search``, ``ask`` and the
+  document catalog of one index, each returning plain JSON-able dicts built by
+  :mod:`ragstrata.service.wire` (the same shapes as ``ragstrata search/ask --json`` and the
+  HTTP API). Every call opens the index and closes it again, so the index lock is held only
+  while a call runs and ``ragstrata ingest`` can update the index under a running server (the
+  next call sees the new documents); the embedding model and the LLM are loaded once and shared.
+- :func:`create_server` wraps it in the official SDK's ``MCPServer`` (extra ``mcp``): tools
+  ``search`` and ``ask``, the resource ``ragstrata://documents`` (the catalog as JSON), one
+  resource per document (``ragstrata://documents/{doc_id}``, the text the index holds) and
+  ``ragstrata://chunks/{chunk_id}`` (one chunk with its provenance; citations name chunk ids).
+
+This module deliberately does not use ``from __future__ import annotations``: the SDK reads the
+tool functions' annotations at registration, and they refer to names local to
+:func:`create_server` (pydantic's ``Field``, imported only with the extra).
+"""
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
+
+from ragstrata.config import RagConfig
+from ragstrata.errors import ConfigError, MissingDependencyError, RagError
+from ragstrata.index import catalog
+from ragstrata.index.base import Filters
+from ragstrata.pipeline import Ragstrata
+from ragstrata.service.errors import InvalidRequestError, NotFoundError
+from ragstrata.service.wire import answer_json, hit_json
+from ragstrata.types import Chunk
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+logger = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+Transport = Literal["stdio", "streamable-http"]
+TRANSPORTS: tuple[str, ...] = get_args(Transport)
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
+
+MAX_TOP_K = 50
+"""The most hits one ``search`` call returns (the HTTP API's limit too)."""
+
+DOCUMENTS_URI = "ragstrata://documents"
+DOCUMENT_URI = "ragstrata://documents/{doc_id}"
+CHUNK_URI = "ragstrata://chunks/{chunk_id}"
+
+_FILTER_KEY = re.compile(r"doc_id|source|title|language|meta\.[A-Za-z0-9_]{1,64}")
+
+INSTRUCTIONS = (
+    "Searches and answers from a ragstrata index of the user's documents (Spanish and English). "
+    "Use `search` to find passages (each hit names its file, heading path, page and character "
+    "offsets) and `ask` for a short answer that quotes the documents with numbered citations, "
+    "or refuses when they do not say. Read ragstrata://documents for the list of documents and "
+    "ragstrata://documents/{doc_id} for one document's text."
+)
+
+
+def check_filters(filters: Mapping[str, Any] | None) -> Filters | None:
+    """``filters`` checked: keys ``doc_id``, ``source``, ``title``, ``language`` or
+    ``meta.<key>``; values a string, number, boolean or a list of 1 to 100 strings or numbers
+    (a list means "any of"). Empty or ``None`` -> ``None``. Raises InvalidRequestError naming
+    the bad key or value."""
+    if not filters:
+        return None
+    checked: dict[str, Any] = {}
+    for key, value in filters.items():
+        if not _FILTER_KEY.fullmatch(key):
+            raise InvalidRequestError(
+                f"filter key {key[:80]!r} is not allowed; use doc_id, source, title, language or "
+                "meta.<key>"
+            )
+        if isinstance(value, list):
+            if not 1 <= len(value) <= 100 or not all(
+                isinstance(v, str | int) and not isinstance(v, bool) for v in value
+            ):
+                raise InvalidRequestError(
+                    f"filter {key!r}: a list must hold 1 to 100 strings or integers"
+                )
+            checked[key] = list(value)
+        elif isinstance(value, str | int | bool):
+            checked[key] = value
+        else:
+            raise InvalidRequestError(
+                f"filter {key!r}: {type(value).__name__} is not allowed; use a string, a number, "
+                "a boolean or a list of strings or numbers"
+            )
+    return checked
+
+
+def document_text(chunks: Sequence[Chunk]) -> str:
+    """A document's text as far as the index holds it, rebuilt from its chunks.
+
+    Chunks are ordered by ``start``; overlapping parts are written once (offsets into the
+    document's text tell exactly where chunks overlap), and the gap between two chunks that do
+    not touch (the blank lines between blocks the chunker dropped) is written as one blank line.
+    For a document whose chunks cover its whole text this is ``Document.text`` up to the
+    whitespace between blocks.
+    """
+    parts: list[str] = []
+    pos = 0
+    for chunk in sorted(chunks, key=lambda c: (c.start, c.end)):
+        if chunk.end <= pos:
+            continue  # wholly inside what is written already
+        if chunk.start > pos and parts:
+            parts.append("\n\n")
+        parts.append(chunk.text[max(0, pos - chunk.start) :])
+        pos = chunk.end
+    return "".join(parts)
+
+
+def chunk_json(chunk: Chunk) -> dict[str, Any]:
+    """One chunk with its provenance (the fields of a search hit without rank and scores)."""
+    return {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "source": chunk.source,
+        "title": chunk.title,
+        "heading_path": list(chunk.section_path),
+        "start": chunk.start,
+        "end": chunk.end,
+        "chunk_index": chunk.index,
+        "chunk_total": chunk.total,
+        "page_start": chunk.page_start,
+        "page_end": chunk.page_end,
+        "language": chunk.language,
+        "text": chunk.rendered,
+    }
+
+
+class IndexTools:
+    """``search``, ``ask`` and the document catalog of the index ``config`` points at, as
+    JSON-able dicts. Cheap to construct; :meth:`warm_up` checks the index and loads the models.
+
+    Thread-safe: calls run one at a time (the SDK runs each tool call in a worker thread).
+    Raises the library's errors (:class:`~ragstrata.errors.RagError`); the MCP layer turns them
+    into tool errors.
+    """
+
+    def __init__(self, config: RagConfig) -> None:
+        self.config = config
+        self.index_dir = config.index_path
+        # never opens the store: holds the embedder and LLM shared by the per-call engines
+        self._models = Ragstrata(config)
+        self._lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        """Check that the index exists and load the embedding model (and the configured LLM)
+        now rather than on the first call. Raises IndexNotFoundError without an index."""
+        catalog.read_manifest(self.index_dir)
+        warm = getattr(self._models.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
+        _ = self._models.generator
+
+    @contextmanager
+    def _engine(self) -> Iterator[Ragstrata]:
+        """An engine over the index for one call: the index lock is taken on first use and
+        released when the call ends."""
+        with self._lock:
+            engine = Ragstrata(
+                self.config, embedder=self._models.embedder, generator=self._models.generator
+            )
+            try:
+                yield engine
+            finally:
+                engine.close()
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        mode: str = "hybrid",
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``{"query", "mode", "hits", "timings_ms"}``; each hit as
+        :func:`~ragstrata.service.wire.hit_json` (source, heading path, pages, offsets, chunk
+        id, text, fused ``score`` and per-retriever ``explain``). Raises InvalidRequestError on
+        an empty query, an unknown mode, ``top_k`` outside [1, 50] or bad filters."""
+        if not query.strip():
+            raise InvalidRequestError("query is empty; pass keywords or a question")
+        if mode not in get_args(SearchMode):
+            raise InvalidRequestError(f"mode {mode!r} is unknown; choose hybrid, dense or bm25")
+        if top_k is not None and not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidRequestError(f"top_k={top_k} must be in [1, {MAX_TOP_K}]")
+        checked = check_filters(filters)
+        with self._engine() as engine:
+            result = engine.search(query, top_k=top_k, mode=mode, filters=checked)  # type: ignore[arg-type]
+        return {
+            "query": query,
+            "mode": mode,
+            "hits": [hit_json(h) for h in result.hits],
+            "timings_ms": dict(result.timings_ms),
+        }
+
+    def ask(self, question: str, *, filters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The answer as :func:`~ragstrata.service.wire.answer_json` (``answer`` text,
+        ``citations`` with label, source, heading path, pages, chunk id, ``verified`` and
+        ``support``; ``refusal``) plus ``refused_by`` (why it refused: ``evidence``,
+        ``rerank``, ``no_quotes``...; ``None`` for an answer) and the ``evidence`` scores
+        behind that decision. Raises InvalidRequestError on an empty question or bad filters."""
+        if not question.strip():
+            raise InvalidRequestError("question is empty")
+        checked = check_filters(filters)
+        with self._engine() as engine:
+            answer = engine.ask(question, filters=checked)
+        data = answer_json(answer)
+        data["refused_by"] = answer.metadata.get("refused_by") if answer.refusal else None
+        data["evidence"] = answer.metadata.get("evidence")
+        data["min_evidence"] = answer.metadata.get("min_evidence")
+        return data
+
+    def documents(self) -> list[dict[str, Any]]:
+        """The indexed documents by source path: ``doc_id``, ``uri`` (its MCP resource),
+        ``source``, ``title``, ``chunks`` and ``indexed_at``."""
+        manifest = catalog.read_manifest(self.index_dir)
+        return sorted(
+            (
+                {
+                    "doc_id": doc_id,
+                    "uri": DOCUMENT_URI.format(doc_id=doc_id),
+                    "source": entry.source,
+                    "title": entry.title,
+                    "chunks": len(entry.chunk_ids),
+                    "indexed_at": entry.indexed_at,
+                }
+                for doc_id, entry in manifest.documents.items()
+            ),
+            key=lambda d: (d["source"], d["doc_id"]),
+        )
+
+    def document_text(self, doc_id: str) -> str:
+        """The text the index holds for ``doc_id`` (see :func:`document_text`). Raises
+        NotFoundError for an unknown id."""
+        with self._engine() as engine:
+            entry = engine.manifest().documents.get(doc_id)
+            if entry is None:
+                raise NotFoundError(
+                    f"the index has no document {doc_id!r}; read {DOCUMENTS_URI} for the list"
+                )
+            chunks = engine.retriever.store.get(list(entry.chunk_ids))
+        return document_text(chunks)
+
+    def chunk(self, chunk_id: str) -> dict[str, Any]:
+        """One chunk by id (:func:`chunk_json`). Raises NotFoundError for an unknown id."""
+        with self._engine() as engine:
+            engine.manifest()  # IndexNotFoundError before the store is opened
+            found = engine.retriever.store.get([chunk_id])
+        if not found:
+            raise NotFoundError(f"the index has no chunk {chunk_id!r}")
+        return chunk_json(found[0])
+
+
+def _require_sdk() -> None:
+    """Raise MissingDependencyError unless the SDK (extra ``mcp``) can be imported."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError("mcp", "mcp") from exc
+
+
+def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCPServer[Any]":
+    """The MCP server (SDK ``MCPServer``) exposing ``tools``: the ``search`` and ``ask`` tools,
+    the document catalog and documents as resources. Library errors reach the client as tool
+    errors (``isError`` with the ``[RSxxx]`` message) or resource errors.
+    Raises MissingDependencyError without the ``mcp`` extra."""
+    _require_sdk()
+    import anyio.to_thread
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import (
+        ResourceError,
+        ResourceNotFoundError,
+        ToolError,
+    )
+    from mcp_types import Resource, ToolAnnotations
+    from pydantic import Field
+
+    from ragstrata import __version__
+
+    class Server(MCPServer[Any]):
+        """Lists every indexed document as a resource, read fresh on each ``resources/list``."""
+
+        async def list_resources(self) -> list[Resource]:
+            listed: list[Resource] = await super().list_resources()
+            try:  # the manifest of a large index takes a while to read: not on the event loop
+                docs = await anyio.to_thread.run_sync(tools.documents)
+            except RagError as exc:
+                logger.warning("cannot list the documents: %s", exc)
+                return listed
+            return listed + [
+                Resource(
+                    uri=d["uri"],
+                    name=d["doc_id"],
+                    title=d["title"] or d["source"],
+                    description=f"{d['source']} ({d['chunks']} chunks)",
+                    mime_type="text/plain",
+                )
+                for d in docs
+            ]
+
+    server: MCPServer[Any] = Server(
+        "ragstrata",
+        title="ragstrata",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level=log_level,
+    )
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=read_only)
+    def search(
+        query: Annotated[str, Field(description="Keywords or a question, in any language.")],
+        top_k: Annotated[
+            int | None, Field(ge=1, le=MAX_TOP_K, description="Hits to return (default 5).")
+        ] = None,
+        mode: Annotated[
+            SearchMode,
+            Field(description="hybrid (dense + BM25 fused by RRF), dense or bm25."),
+        ] = "hybrid",
+        filters: Annotated[
+            dict[str, str | int | bool | list[str] | list[int]] | None,
+            Field(
+                description="Only chunks whose doc_id, source, title, language or meta.<key> "
+                "equals the value (a list: any of them)."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Search the indexed documents. Returns ranked hits, each with its source file, heading
+        path, page numbers (PDF), character offsets in the document, chunk id, text, the fused
+        score and each retriever's rank and score (explain)."""
+        try:
+            return tools.search(query, top_k=top_k, mode=mode, filters=filters)
+        except RagError as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(annotations=read_only)
+    def ask(
+        question: Annotated[str, Field(description="The question, in any language.")],
+        filters: Annotated[
+            dict[str, str | int | bool | list[str] | list[int]] | None,
+            Field(description="As for search: restrict the documents the answer may use."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Answer a question from the indexed documents with numbered citations [1], [2]... Each
+        citation names the source file, heading path, page, chunk id and whether it was
+        verified. When the documents do not say, it refuses: refusal is true and refused_by
+        says why."""
+        try:
+            return tools.ask(question, filters=filters)
+        except RagError as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.resource(
+        DOCUMENTS_URI,
+        name="documents",
+        title="Indexed documents",
+        description="Every indexed document: doc_id, uri, source, title, chunks, indexed_at.",
+        mime_type="application/json",
+    )
+    def documents() -> str:
+        try:
+            return json.dumps(tools.documents(), ensure_ascii=False, indent=2)
+        except RagError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    @server.resource(
+        DOCUMENT_URI,
+        name="document",
+        title="Indexed document",
+        description="The text of one document as the index holds it.",
+        mime_type="text/plain",
+    )
+    def document(doc_id: str) -> str:
+        try:
+            return tools.document_text(doc_id)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except RagError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    @server.resource(
+        CHUNK_URI,
+        name="chunk",
+        title="Indexed chunk",
+        description="One chunk (a search hit or a cited passage) with its provenance.",
+        mime_type="application/json",
+    )
+    def chunk(chunk_id: str) -> str:
+        try:
+            return json.dumps(tools.chunk(chunk_id), ensure_ascii=False, indent=2)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except RagError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    return server
+
+
+def serve(
+    config: RagConfig,
+    *,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "WARNING",
+) -> None:
+    """Serve the index of ``config`` over ``transport`` (``stdio``, or ``streamable-http`` at
+    ``http://host:port/mcp``) until the client disconnects or the process is interrupted.
+
+    Raises ConfigError for an unknown transport, IndexNotFoundError without an index,
+    MissingDependencyError without the ``mcp`` extra."""
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"transport {transport!r} is unknown; choose {' or '.join(TRANSPORTS)}")
+    level = log_level.upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"log level {log_level!r} is unknown; choose {', '.join(LOG_LEVELS)}")
+    _require_sdk()  # fail on the missing extra before loading any model
+    tools = IndexTools(config)
+    tools.warm_up()
+    server = create_server(tools, log_level=cast(LogLevel, level))
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)

@@ -1,0 +1,65 @@
+"""The MCP server's pure parts: document text from chunks, filter checks, the CLI's early errors
+(the server itself is tested end to end in tests/integration/test_mcp_server.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragstrata.cli import app
+from ragstrata.service.errors import InvalidRequestError
+from ragstrata.service.mcp import check_filters, document_text
+from ragstrata.types import Chunk
+
+TEXT = "# Title\n\n## A\n\nFirst paragraph here.\n\n## B\n\nSecond one, longer than the first.\n"
+
+
+def _chunk(start: int, end: int) -> Chunk:
+    return Chunk(
+        chunk_id=f"c{start}",
+        doc_id="d",
+        source="/x.md",
+        title="Title",
+        section_path=("Title",),
+        text=TEXT[start:end],
+        start=start,
+        end=end,
+        index=0,
+        total=1,
+        token_count=1,
+        parent_id="p",
+        content_hash="h",
+    )
+
+
+def test_document_text_joins_overlaps_once_and_gaps_with_a_blank_line() -> None:
+    a_end = TEXT.index("\n\n## B")
+    b_start = TEXT.index("## B")
+    whole = TEXT.rstrip("\n")
+    assert document_text([_chunk(b_start, len(whole)), _chunk(0, a_end)]) == whole
+    # overlapping chunks (12 % overlap in the chunker) are written once
+    overlap = [_chunk(0, 30), _chunk(20, 50), _chunk(25, 40), _chunk(45, len(whole))]
+    assert document_text(overlap) == whole
+    assert document_text([]) == ""
+
+
+def test_check_filters() -> None:
+    assert check_filters(None) is None and check_filters({}) is None
+    ok = {"doc_id": ["a", "b"], "source": "/x.md", "language": "es", "meta.year": 2024}
+    assert check_filters(ok) == ok
+    for bad in ({"path": "x"}, {"meta.": "x"}, {"doc_id": []}, {"title": 1.5}, {"doc_id": [{}]}):
+        with pytest.raises(InvalidRequestError):
+            check_filters(bad)
+
+
+def test_cli_rejects_a_bad_transport_and_a_missing_index(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = runner.invoke(app, ["mcp", "--index", str(tmp_path), "--transport", "sse"])
+    assert bad.exit_code == 2 and "RS101" in bad.output and "streamable-http" in bad.output
+    if importlib.util.find_spec("mcp") is None:
+        pytest.skip("the mcp extra is not installed")
+    missing = runner.invoke(app, ["mcp", "--index", str(tmp_path / "none")])
+    assert missing.exit_code == 1 and "ragstrata ingest" in missing.output
