@@ -26,7 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ragstrata.config import RagConfig
+from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.errors import ConfigError, IndexNotFoundError, RagError
 from ragstrata.paths import path_text
 from ragstrata.pipeline import Ragstrata, display_path
@@ -498,7 +498,7 @@ def eval_refusal(
         cfg = RagConfig.load(config_file=config)
         name = load_squad(dataset).corpus_name
         if index is None:
-            index = cfg.home / "eval" / f"{name}-{cfg.embedder.name}"
+            index = cfg.home / "eval" / f"{name}-{resolve_embedder_name(cfg.embedder.name, None)}"
         err.print(f"indexing {dataset} into {index} (reused when unchanged)")
         started = time.perf_counter()
         if negatives not in ("unanswerable", "absent"):
@@ -609,7 +609,7 @@ def _ablation(
     cfg = RagConfig.load(config_file=config)
     if index is None:
         slug = data.corpus_name.replace("/", "-")
-        index = cfg.home / "eval" / f"{slug}-{cfg.embedder.name}"
+        index = cfg.home / "eval" / f"{slug}-{resolve_embedder_name(cfg.embedder.name, None)}"
     engine = Ragstrata(cfg.with_index(index))
     err.print(f"indexing {len(data.corpus)} documents into {index} (reused when unchanged)")
     try:
@@ -707,7 +707,11 @@ def reranker_train(
         cfg = RagConfig.load(config_file=config)
         if index is None:
             # every split shares the corpus: reuse the index `ragstrata eval --split test` built
-            index = cfg.home / "eval" / f"{scifact.name}-test-{cfg.embedder.name}"
+            index = (
+                cfg.home
+                / "eval"
+                / f"{scifact.name}-test-{resolve_embedder_name(cfg.embedder.name, None)}"
+            )
         with Ragstrata(cfg.with_index(index)) as engine:
             report = run_training(
                 engine,

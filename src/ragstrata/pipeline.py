@@ -23,10 +23,11 @@ import numpy as np
 
 from ragstrata.assemble.context import assemble
 from ragstrata.chunking.splitter import StructureChunker
-from ragstrata.config import RagConfig
+from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
     ChunkingError,
+    IndexNotFoundError,
     MissingDependencyError,
     SourceNotFoundError,
     StoreError,
@@ -168,9 +169,22 @@ class Ragstrata:
 
             cfg = self.config.embedder
             self._embedder = load_embedder(
-                cfg.name, batch_size=cfg.batch_size, threads=cfg.threads, config=cfg
+                self.embedder_name, batch_size=cfg.batch_size, threads=cfg.threads, config=cfg
             )
         return self._embedder
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder config name this engine loads: ``embedder.name``, or for ``auto`` the
+        one the index was built with (a new index: the default), see
+        :func:`~ragstrata.config.resolve_embedder_name`."""
+        if self._embedder is not None:
+            return self._embedder.name.split(":", 1)[0]
+        try:
+            built_with: str | None = catalog.read_manifest(self.index_dir).embedder
+        except IndexNotFoundError:
+            built_with = None
+        return resolve_embedder_name(self.config.embedder.name, built_with)
 
     @property
     def analyzer(self) -> Analyzer:

@@ -14,6 +14,7 @@ from ragstrata.config import (
     IngestConfig,
     RagConfig,
     RetrievalConfig,
+    resolve_embedder_name,
 )
 from ragstrata.errors import ConfigError
 
@@ -25,7 +26,7 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
     assert config.bm25 == BM25Config(k1=1.2, b=0.75)
     assert config.retrieval.rrf_k == 60
     assert (config.retrieval.dense_weight, config.retrieval.bm25_weight) == (0.6, 0.4)
-    assert config.embedder.name == "e5-onnx"
+    assert config.embedder.name == "auto"
     for kind in (
         ChunkerConfig,
         EmbedderConfig,
@@ -251,3 +252,24 @@ def test_follow_symlinks_defaults_to_inside_and_reads_env_and_toml(tmp_path: Pat
         RagConfig.load(
             env={"RAGSTRATA_HOME": str(tmp_path)}, overrides={"ingest.follow_symlinks": 1}
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "built_with", "expected"),
+    [
+        ("auto", None, "e5-onnx"),
+        ("auto", "minilm-onnx:all-MiniLM-L6-v2", "minilm-onnx"),
+        ("auto", "e5:multilingual-e5-small-q4", "e5"),
+        ("auto", "e5-onnx-fp32:multilingual-e5-small", "e5-onnx-fp32"),
+        ("minilm-onnx", "e5-onnx:multilingual-e5-small", "minilm-onnx"),  # explicit wins
+        ("e5-onnx", None, "e5-onnx"),
+    ],
+)
+def test_resolve_embedder_name(name: str, built_with: str | None, expected: str) -> None:
+    assert resolve_embedder_name(name, built_with) == expected
+
+
+@pytest.mark.parametrize("built_with", ["openai:text-embedding-3-small", "bge-m3:xyz", "auto:x"])
+def test_auto_refuses_an_index_it_cannot_rebuild(built_with: str) -> None:
+    with pytest.raises(ConfigError, match="embedder.name"):
+        resolve_embedder_name("auto", built_with)
