@@ -248,6 +248,7 @@ def search(
         data = {
             "query": query,
             "hits": [_hit_json(h) for h in result.hits],
+            "language_relation": result.language_relation,
             "timings_ms": result.timings_ms,
         }
         print(json.dumps(data, ensure_ascii=False, indent=2))

@@ -655,7 +655,7 @@ class Ragstrata:
         timings = dict(result.timings_ms)
         timings["rerank"] = (time.perf_counter() - t) * 1000
         timings["total"] = timings.get("total", 0.0) + timings["rerank"]
-        return SearchResult(query, hits, timings)
+        return SearchResult(query, hits, timings, result.language_relation)
 
     @property
     def reranker(self) -> Reranker | None:

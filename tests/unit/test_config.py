@@ -25,7 +25,8 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
     assert config.chunking == ChunkerConfig()
     assert config.bm25 == BM25Config(k1=1.2, b=0.75)
     assert config.retrieval.rrf_k == 60
-    assert (config.retrieval.dense_weight, config.retrieval.bm25_weight) == (0.6, 0.4)
+    assert (config.retrieval.dense_weight, config.retrieval.bm25_weight) == (0.4, 0.6)
+    assert (config.retrieval.cross_dense_weight, config.retrieval.cross_bm25_weight) == (0.8, 0.2)
     assert config.embedder.name == "auto"
     for kind in (
         ChunkerConfig,
@@ -271,5 +272,5 @@ def test_resolve_embedder_name(name: str, built_with: str | None, expected: str)
 
 @pytest.mark.parametrize("built_with", ["openai:text-embedding-3-small", "bge-m3:xyz", "auto:x"])
 def test_auto_refuses_an_index_it_cannot_rebuild(built_with: str) -> None:
-    with pytest.raises(ConfigError, match="embedder.name"):
+    with pytest.raises(ConfigError, match=r"embedder\.name"):
         resolve_embedder_name("auto", built_with)

@@ -90,7 +90,8 @@ def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
     directly; ``source`` is ``f"{dataset.corpus_name}/{doc_id}"``.
 
     * ``format="text"`` documents: a ``# title`` heading (when there is a title) + the text,
-      split into paragraphs on blank lines; documents without text are left out.
+      split into paragraphs on blank lines, the language detected as a real ingest does;
+      documents without text are left out.
     * ``format="markdown"`` documents: the text parsed by the Markdown parser of a real ingest
       (:func:`ragstrata.ingest.loader.document_from_text`), so the chunker sees the headings,
       code fences, lists and tables a user's ``ragstrata ingest`` would; the fallback title is
@@ -99,6 +100,7 @@ def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
     Raises:
         EmptyDocumentError: a Markdown document holds no text blocks.
     """
+    from ragstrata.ingest.language import detect_language
     from ragstrata.ingest.loader import document_from_text
     from ragstrata.ingest.text import split_paragraphs
 
@@ -130,6 +132,7 @@ def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
             blocks=tuple(blocks),
             content_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
             format="text",
+            language=detect_language(text),
         )
 
 

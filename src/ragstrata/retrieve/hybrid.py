@@ -14,20 +14,29 @@ from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
 from ragstrata.index.analyzer import Analyzer, term_id
 from ragstrata.index.base import Filters, VectorStore
+from ragstrata.language import LanguageRelation, language_relation
 from ragstrata.retrieve.fusion import rrf
-from ragstrata.types import Hit
+from ragstrata.types import Chunk, Hit
 
 Mode = Literal["hybrid", "dense", "bm25"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
+RELATION_DEPTH = 10
+"""Dense hits whose languages decide the query's :func:`language_relation`."""
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Ranked hits (best first) and per-stage wall-clock milliseconds."""
+    """Ranked hits (best first) and per-stage wall-clock milliseconds.
+
+    ``language_relation``: in ``hybrid`` mode, whether the query was asked in the language of
+    the dense arm's top passages (``"same"``), another (``"cross"``: the cross-lingual RRF
+    weights were used) or could not tell (``"unknown"``); ``"unknown"`` in the other modes.
+    """
 
     query: str
     hits: tuple[Hit, ...]
     timings_ms: Mapping[str, float]
+    language_relation: LanguageRelation = "unknown"
 
 
 class Retriever(Protocol):
@@ -54,6 +63,13 @@ def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
 
 class HybridRetriever:
     """Dense + BM25 over one :class:`VectorStore`, fused with weighted RRF.
+
+    The RRF weights depend on the query's language against its passages'
+    (:func:`ragstrata.language.language_relation` over the dense arm's top 10, whose languages
+    do not depend on word overlap): ``dense_weight``/``bm25_weight`` when they match or it
+    cannot tell, ``cross_dense_weight``/``cross_bm25_weight`` when a query is asked in another
+    language than the passages that answer it, where word overlap means little (tuned on the
+    training halves, docs/evaluation.md).
 
     Each retriever returns ``candidates`` (default ``config.candidates``) hits; fusion keeps
     ``top_k``. Scores in
@@ -113,12 +129,25 @@ class HybridRetriever:
             rankings["bm25"] = bm25_future.result()
 
         t = time.perf_counter()
-        weights = {"dense": self.config.dense_weight, "bm25": self.config.bm25_weight}
-        fused = rrf(rankings, k=self.config.rrf_k, weights=weights if mode == "hybrid" else None)
+        relation: LanguageRelation = "unknown"
+        chunks: dict[str, Chunk] = {}
+        weights = None
+        if mode == "hybrid":
+            head = [item for item, _ in rankings["dense"][:RELATION_DEPTH]]
+            chunks = {c.chunk_id: c for c in self.store.get(head)}
+            relation = language_relation(query, [chunks[i].language for i in head if i in chunks])
+            cfg = self.config
+            weights = (
+                {"dense": cfg.cross_dense_weight, "bm25": cfg.cross_bm25_weight}
+                if relation == "cross"
+                else {"dense": cfg.dense_weight, "bm25": cfg.bm25_weight}
+            )
+        fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         top = fused[:k]
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        chunks = {c.chunk_id: c for c in self.store.get([f.item_id for f in top])}
+        missing = [f.item_id for f in top if f.item_id not in chunks]
+        chunks.update((c.chunk_id, c) for c in self.store.get(missing))
         # a single retriever keeps its own score; fused hits carry the RRF score
         hits = tuple(
             Hit(
@@ -132,7 +161,7 @@ class HybridRetriever:
         )
         timings["fetch"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(query, hits, timings)
+        return SearchResult(query, hits, timings, relation)
 
     def close(self) -> None:
         """Stop the worker thread."""

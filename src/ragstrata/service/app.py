@@ -32,7 +32,7 @@ import re
 import shutil
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,7 +48,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
-from ragstrata.config import RagConfig
+from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import IndexLockedError, RagError
 from ragstrata.generate.answer import TokenEvent
@@ -133,7 +133,12 @@ def build_state(
     root = (data_dir or svc.data_path(config.home)).resolve()
     root.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(root / "staging", ignore_errors=True)  # uploads whose job died with the server
-    shared = embedder if embedder is not None else Ragstrata(config).embedder  # not loaded yet
+    if (
+        embedder is None
+    ):  # one model for every collection: `auto` means the default (not loaded yet)
+        name = resolve_embedder_name(config.embedder.name, None)
+        model_config = replace(config, embedder=replace(config.embedder, name=name))
+    shared = embedder if embedder is not None else Ragstrata(model_config).embedder
 
     def violation(tenant: str, collection: str) -> None:
         metrics.tenancy_violations.inc()
@@ -499,6 +504,7 @@ def _add_routes(app: FastAPI) -> None:
         return {
             "query": body.query,
             "hits": [wire.hit_json(h, source=coll.display_name) for h in result.hits],
+            "language_relation": result.language_relation,
             "timings_ms": dict(result.timings_ms),
         }
 

@@ -199,6 +199,7 @@ class IndexTools:
             "query": query,
             "mode": mode,
             "hits": [hit_json(h) for h in result.hits],
+            "language_relation": result.language_relation,
             "timings_ms": dict(result.timings_ms),
         }
 

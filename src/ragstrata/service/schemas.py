@@ -118,6 +118,11 @@ class HitOut(_Response):
 class SearchResponse(_Response):
     query: str
     hits: list[HitOut]
+    language_relation: Literal["same", "cross", "unknown"] = Field(
+        default="unknown",
+        description="Hybrid mode: the query's language against its passages' (same, cross: "
+        "the cross-lingual fusion weights were used, unknown).",
+    )
     timings_ms: dict[str, float]
 
 

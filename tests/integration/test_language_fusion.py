@@ -1,0 +1,67 @@
+"""Language-aware fusion with the real default embedder and store: a question asked in another
+language than the passages gets the cross-lingual RRF weights, one in their language the
+same-language weights."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragstrata.config import RagConfig, RetrievalConfig
+from ragstrata.pipeline import Ragstrata
+from ragstrata.types import Hit
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "billing.md": "# Billing\n\n## Invoices\n\nInvoices are sent by email on the first day of "
+    "each month. Each invoice lists the API calls of the previous month and their price.\n",
+    "limits.md": "# Rate limits\n\n## Requests per minute\n\nEach API key may send one hundred "
+    "requests per minute. Above that limit the server answers with status 429.\n",
+    "install.md": "# Installation\n\n## Requirements\n\nThe installation needs Python 3.11 and "
+    "four gigabytes of memory. Install the package with pip and run the setup command.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ragstrata]:
+    root = tmp_path_factory.mktemp("lang")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for name, text in DOCS.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    retrieval = RetrievalConfig(
+        dense_weight=0.3, bm25_weight=0.7, cross_dense_weight=0.9, cross_bm25_weight=0.1
+    )
+    config = RagConfig(home=root, index_dir=root / "index", retrieval=retrieval)
+    with Ragstrata(config) as rag:
+        assert not rag.ingest([corpus]).failures
+        yield rag
+
+
+def _fused(hit: Hit, w_dense: float, w_bm25: float, k: int = 60) -> float:
+    weights = {"dense": w_dense, "bm25": w_bm25}
+    return sum(weights[e.retriever] / (k + e.rank) for e in hit.explain)
+
+
+def test_spanish_question_over_english_passages_uses_the_cross_weights(engine: Ragstrata) -> None:
+    result = engine.search("¿Cuántas peticiones por minuto puede enviar cada clave de la API?")
+    assert result.language_relation == "cross"
+    assert result.hits[0].chunk.source.endswith("limits.md")
+    for hit in result.hits:
+        assert hit.score == pytest.approx(_fused(hit, 0.9, 0.1), rel=1e-9)
+
+
+def test_english_question_uses_the_same_language_weights(engine: Ragstrata) -> None:
+    result = engine.search("How many requests per minute may each API key send?")
+    assert result.language_relation == "same"
+    assert result.hits[0].chunk.source.endswith("limits.md")
+    for hit in result.hits:
+        assert hit.score == pytest.approx(_fused(hit, 0.3, 0.7), rel=1e-9)
+
+
+def test_single_retriever_modes_report_no_relation(engine: Ragstrata) -> None:
+    assert engine.search("requests per minute", mode="bm25").language_relation == "unknown"
+    assert engine.search("requests per minute", mode="dense").language_relation == "unknown"
