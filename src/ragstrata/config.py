@@ -240,17 +240,19 @@ class RetrievalConfig:
     not both 0) for a query asked in the language of its passages (or when that cannot be
     told); ``cross_dense_weight``/``cross_bm25_weight``: the weights for a query asked in
     another language than the passages the dense arm finds (see
-    :class:`ragstrata.retrieve.hybrid.HybridRetriever`). Defaults tuned on the training halves
-    of SciFact, SQuAD-es and the FastAPI ES/EN pages (docs/evaluation.md).
+    :class:`ragstrata.retrieve.hybrid.HybridRetriever`). Unset (``None``), each weight is the
+    one tuned for the index's embedder on the training halves of SciFact, SQuAD-es and the
+    FastAPI ES/EN pages (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`,
+    docs/evaluation.md).
     """
 
     top_k: int = 5
     candidates: int = 50
     rrf_k: int = 60
-    dense_weight: float = 0.4
-    bm25_weight: float = 0.6
-    cross_dense_weight: float = 0.8
-    cross_bm25_weight: float = 0.2
+    dense_weight: float | None = None
+    bm25_weight: float | None = None
+    cross_dense_weight: float | None = None
+    cross_bm25_weight: float | None = None
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -259,16 +261,16 @@ class RetrievalConfig:
             raise ConfigError(f"retrieval.candidates={self.candidates} must be >= 1")
         if self.rrf_k < 1:
             raise ConfigError(f"retrieval.rrf_k={self.rrf_k} must be >= 1")
-        _check_range("retrieval.dense_weight", self.dense_weight, 0.0, 1e6)
-        _check_range("retrieval.bm25_weight", self.bm25_weight, 0.0, 1e6)
-        if self.dense_weight == 0 and self.bm25_weight == 0:
-            raise ConfigError("retrieval.dense_weight and retrieval.bm25_weight are both 0")
-        _check_range("retrieval.cross_dense_weight", self.cross_dense_weight, 0.0, 1e6)
-        _check_range("retrieval.cross_bm25_weight", self.cross_bm25_weight, 0.0, 1e6)
-        if self.cross_dense_weight == 0 and self.cross_bm25_weight == 0:
-            raise ConfigError(
-                "retrieval.cross_dense_weight and retrieval.cross_bm25_weight are both 0"
-            )
+        for prefix in ("", "cross_"):
+            dense = getattr(self, f"{prefix}dense_weight")
+            bm25 = getattr(self, f"{prefix}bm25_weight")
+            for name, value in ((f"{prefix}dense_weight", dense), (f"{prefix}bm25_weight", bm25)):
+                if value is not None:
+                    _check_range(f"retrieval.{name}", value, 0.0, 1e6)
+            if dense == 0 and bm25 == 0:
+                raise ConfigError(
+                    f"retrieval.{prefix}dense_weight and retrieval.{prefix}bm25_weight are both 0"
+                )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ same-language weights."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -25,8 +25,8 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
     assert config.chunking == ChunkerConfig()
     assert config.bm25 == BM25Config(k1=1.2, b=0.75)
     assert config.retrieval.rrf_k == 60
-    assert (config.retrieval.dense_weight, config.retrieval.bm25_weight) == (0.4, 0.6)
-    assert (config.retrieval.cross_dense_weight, config.retrieval.cross_bm25_weight) == (0.8, 0.2)
+    assert config.retrieval.dense_weight is None  # calibrated per embedder
+    assert config.retrieval.cross_bm25_weight is None
     assert config.embedder.name == "auto"
     for kind in (
         ChunkerConfig,

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.base import ChatMessage, Generator
-from ragstrata.generate.prompt import question_language
+from ragstrata.language import question_language
 from ragstrata.retrieve.fusion import rrf
 from ragstrata.types import Chunk, Hit
 

@@ -16,6 +16,7 @@ from ragstrata.index.analyzer import Analyzer, term_id
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.language import LanguageRelation, language_relation
 from ragstrata.retrieve.fusion import rrf
+from ragstrata.retrieve.weights import fusion_weights_for
 from ragstrata.types import Chunk, Hit
 
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -68,8 +69,8 @@ class HybridRetriever:
     (:func:`ragstrata.language.language_relation` over the dense arm's top 10, whose languages
     do not depend on word overlap): ``dense_weight``/``bm25_weight`` when they match or it
     cannot tell, ``cross_dense_weight``/``cross_bm25_weight`` when a query is asked in another
-    language than the passages that answer it, where word overlap means little (tuned on the
-    training halves, docs/evaluation.md).
+    language than the passages that answer it; unset, the embedder's calibrated weights
+    (:func:`ragstrata.retrieve.weights.fusion_weights_for`).
 
     Each retriever returns ``candidates`` (default ``config.candidates``) hits; fusion keeps
     ``top_k``. Scores in
@@ -88,6 +89,7 @@ class HybridRetriever:
         self.embedder = embedder
         self.analyzer = analyzer
         self.config = config
+        self.weights = fusion_weights_for(embedder.name, config)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
 
     def search(
@@ -136,12 +138,7 @@ class HybridRetriever:
             head = [item for item, _ in rankings["dense"][:RELATION_DEPTH]]
             chunks = {c.chunk_id: c for c in self.store.get(head)}
             relation = language_relation(query, [chunks[i].language for i in head if i in chunks])
-            cfg = self.config
-            weights = (
-                {"dense": cfg.cross_dense_weight, "bm25": cfg.cross_bm25_weight}
-                if relation == "cross"
-                else {"dense": cfg.dense_weight, "bm25": cfg.bm25_weight}
-            )
+            weights = self.weights.pick(relation)
         fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         top = fused[:k]
         timings["fusion"] = (time.perf_counter() - t) * 1000

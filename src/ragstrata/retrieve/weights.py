@@ -1,0 +1,72 @@
+"""RRF weights per embedder and per language relation of a query to its passages.
+
+The weights are not universal: how much the dense arm deserves depends on the embedding model
+(MiniLM reads English only, e5 a hundred languages) and on whether the question shares a
+language with the passages (across languages, shared words are mostly code and names and BM25
+means little, unless the model cannot cross languages either). The values below were swept with
+``python bench/fusion_weights.py`` on training halves only (SciFact train, SQuAD-es train
+articles, the FastAPI ES/EN train pages) and reported on the held-out halves
+(docs/evaluation.md, "Fusion weights").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragstrata.config import RetrievalConfig
+from ragstrata.language import LanguageRelation
+
+__all__ = ["CALIBRATED_WEIGHTS", "UNCALIBRATED_WEIGHTS", "FusionWeights", "fusion_weights_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """``(dense, bm25)`` RRF weights for a query in its passages' language (``same``, also used
+    when the relation is unknown) and in another language (``cross``)."""
+
+    same: tuple[float, float]
+    cross: tuple[float, float]
+
+    def pick(self, relation: LanguageRelation) -> dict[str, float]:
+        """``{"dense": w, "bm25": w}`` for ``relation``."""
+        dense, bm25 = self.cross if relation == "cross" else self.same
+        return {"dense": dense, "bm25": bm25}
+
+
+_E5 = FusionWeights(same=(0.4, 0.6), cross=(0.8, 0.2))
+_MINILM = FusionWeights(same=(0.6, 0.4), cross=(0.4, 0.6))
+
+CALIBRATED_WEIGHTS: dict[str, FusionWeights] = {
+    "e5-onnx": _E5,
+    "e5-onnx-q4": _E5,
+    "e5-onnx-fp32": _E5,
+    "e5": _E5,
+    "minilm-onnx": _MINILM,
+    "minilm-onnx-fp32": _MINILM,
+    "minilm": _MINILM,
+}
+"""Weights per embedder (the manifest name's prefix before ``:``). e5: the dense weight that
+maximizes hybrid nDCG@10 on SciFact train and SQuAD-es train together (0.4), and across
+languages the one with the best mean over FastAPI ES→EN and EN→ES train that keeps hybrid
+within 0.005 of its best arm on both (0.8). MiniLM: its former default (0.6) within 0.0005 of
+its SciFact-train best; across languages 0.4, the highest that keeps ES→EN above BM25 (MiniLM
+cannot match Spanish to English, so its dense arm is weak there)."""
+
+UNCALIBRATED_WEIGHTS = FusionWeights(same=(0.6, 0.4), cross=(0.6, 0.4))
+"""For embedders never tuned (``openai``): the historical default, whatever the languages."""
+
+
+def fusion_weights_for(embedder_name: str, config: RetrievalConfig) -> FusionWeights:
+    """The weights for an embedder (its ``name`` or config name), each weight set in
+    ``config`` replacing the calibrated one."""
+    base = CALIBRATED_WEIGHTS.get(embedder_name.split(":", 1)[0], UNCALIBRATED_WEIGHTS)
+
+    def pair(
+        default: tuple[float, float], dense: float | None, bm25: float | None
+    ) -> tuple[float, float]:
+        return (default[0] if dense is None else dense, default[1] if bm25 is None else bm25)
+
+    return FusionWeights(
+        same=pair(base.same, config.dense_weight, config.bm25_weight),
+        cross=pair(base.cross, config.cross_dense_weight, config.cross_bm25_weight),
+    )
