@@ -207,6 +207,118 @@ def ingest(
         raise typer.Exit(EXIT_PARTIAL if result.status == "partial" else 1)
 
 
+@app.command()
+def watch(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Folders (or files) to keep indexed.", readable=False),
+    ],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per sync (JSON Lines).")
+    ] = False,
+    debounce_ms: Annotated[
+        int,
+        typer.Option(
+            "--debounce-ms",
+            min=0,
+            help="Quiet time after the last change before a batch is synced (milliseconds).",
+        ),
+    ] = 300,
+    once: Annotated[
+        bool, typer.Option("--once", help="Sync once (ingest with prune) and exit.")
+    ] = False,
+) -> None:
+    """Keep the index in step with folders: added, changed, renamed and deleted files are
+    synced in batches (ingest --prune, journaled commits), one line per batch, until Ctrl-C."""
+    import threading
+
+    from ragstrata.watch import FolderWatcher, SyncOutcome, stop_on_signals
+
+    reported: set[tuple[str, str]] = set()
+
+    def show(outcome: SyncOutcome) -> None:
+        report = outcome.report
+        failures = report.failures if report is not None else []
+        if json_out:
+            data: dict[str, Any] = {
+                "event": "sync",
+                "sync": outcome.number,
+                "changes": outcome.changes,
+                "state": outcome.state,
+                "seconds": round(outcome.seconds, 3),
+                "index": {"documents": outcome.documents, "chunks": outcome.chunks},
+            }
+            if report is not None:
+                data["report"] = report.to_json()
+            if outcome.error is not None:
+                data["error"] = {"code": outcome.error.code, "message": str(outcome.error)}
+            print(json.dumps(data, ensure_ascii=False), flush=True)
+        else:
+            what = "initial sync" if outcome.number == 1 else f"{outcome.changes} changes"
+            stamp = time.strftime("%H:%M:%S")
+            if report is not None:
+                counts = (
+                    f"{report.added} added, {report.updated} changed, {report.pruned} removed, "
+                    f"{len(failures)} failed"
+                    + (f", {report.reindexed} re-indexed" if report.reindexed else "")
+                )
+            else:
+                counts = outcome.state
+            out.print(
+                f"{stamp} sync {outcome.number} ({what}): {counts} in {outcome.seconds:.2f}s; "
+                f"index has {outcome.documents} documents, {outcome.chunks} chunks",
+                highlight=False,
+            )
+            if outcome.error is not None:
+                err.print(
+                    f"[yellow]sync failed[/] {escape(_term(str(outcome.error)))}"
+                    + ("; retrying" if outcome.error.code == "RS503" else ""),
+                    highlight=False,
+                )
+        # each rejected file once while it stays rejected, not on every sync
+        now = {(f.path, f.code) for f in failures}
+        if not json_out:
+            for failure in failures:
+                if (failure.path, failure.code) not in reported:
+                    err.print(
+                        f"[yellow]skipped[/] {escape(_term(failure.path))}: "
+                        f"{escape(f'[{failure.code}]')} {escape(_term(failure.reason))}",
+                        highlight=False,
+                    )
+        if report is not None:
+            reported.clear()
+            reported.update(now)
+
+    try:
+        cfg = RagConfig.load(config_file=config).with_index(index)
+        watcher = FolderWatcher(paths, config=cfg, debounce_ms=debounce_ms)
+        if once:
+            outcome = watcher.sync()
+            show(outcome)
+            if outcome.error is not None:
+                raise _fail(outcome.error)
+            if outcome.report is not None and outcome.report.status != "ok":
+                raise typer.Exit(EXIT_PARTIAL if outcome.report.status == "partial" else 1)
+            return
+        if not json_out:
+            err.print(
+                f"watching {len(paths)} path(s) for index {escape(_term(str(cfg.index_path)))}; "
+                "Ctrl-C to stop",
+                highlight=False,
+            )
+        with stop_on_signals(threading.Event()) as stop:
+            for outcome in watcher.run(stop):
+                show(outcome)
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps({"event": "stopped"}), flush=True)
+    else:
+        err.print("stopped; the index lock is released", highlight=False)
+
+
 def _pages(start: int, end: int | None) -> str:
     return str(start) if end in (None, start) else f"{start}-{end}"
 

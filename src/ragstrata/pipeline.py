@@ -274,6 +274,7 @@ class Ragstrata:
         progress: ProgressCallback | None = None,
         prune: bool = False,
         dry_run: bool = False,
+        lock_wait_s: float = 0.0,
     ) -> IngestReport:
         """Parse, chunk, embed and index ``paths`` (files or folders, recursively).
 
@@ -285,8 +286,8 @@ class Ragstrata:
         ``ingest.follow_symlinks`` (see :func:`~ragstrata.ingest.loader.discover`). Raises
         SourceNotFoundError, before the index is opened or created, when none of ``paths``
         exists (a missing path among existing ones is reported as a failure), IndexLockedError
-        when another process is writing the index, EmbedderMismatchError for an index built
-        otherwise.
+        when another process is writing the index (or, after ``lock_wait_s`` seconds, still has
+        it open), EmbedderMismatchError for an index built otherwise.
         """
         from ragstrata.ingest.loader import discover, source_for
         from ragstrata.ingest.pool import auto_workers, load_many
@@ -341,6 +342,7 @@ class Ragstrata:
             progress=progress,
             prune=gone if prune else None,
             dry_run=dry_run,
+            lock_wait_s=lock_wait_s,
         )
         report.bytes_read = total_bytes
         report.unchanged += skipped
@@ -380,12 +382,15 @@ class Ragstrata:
         progress: ProgressCallback | None = None,
         prune: Callable[[str], bool] | None = None,
         dry_run: bool = False,
+        lock_wait_s: float = 0.0,
     ) -> IngestReport:
         """Chunk, embed and index already parsed documents (failures are passed through to the
         report). Same commit and skip rules as :meth:`ingest`.
 
         ``prune(source)`` selects indexed documents to remove (their chunks go in one commit).
         ``dry_run`` counts what would be added, updated and pruned without writing anything.
+        ``lock_wait_s``: how long to wait for another process's hold on the index (a search in
+        progress) before raising IndexLockedError; 0 fails at once.
         """
         started = time.perf_counter()
         report = IngestReport()
@@ -398,7 +403,7 @@ class Ragstrata:
                     report.added += 1
             report.seconds = time.perf_counter() - started
             return report
-        self._hold_lock(wait_s=0.0, purpose="write")
+        self._hold_lock(wait_s=lock_wait_s, purpose="write")
         try:
             manifest = catalog.read_manifest(self.index_dir)
         except StoreError:
