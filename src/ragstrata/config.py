@@ -251,12 +251,16 @@ class IngestConfig:
     ``max_file_bytes``: larger files are rejected (reported, not fatal). ``workers``: parser
     processes beside the embedding process (-1 = auto: cores - 1, between 1 and 4; 0 = parse in
     the calling process). ``parse_timeout_s``: one file's parse time limit in seconds (worker
-    processes only); a file over it is reported and skipped.
+    processes only); a file over it is reported (RS209) and skipped. ``max_worker_memory_mb``:
+    resident memory one parser process may use, in MiB (0 = no limit; otherwise >= 256); a
+    file that drives its parser over it is reported (RS209), the process is replaced and the
+    batch goes on (worker processes only, enforced on Linux).
     """
 
     max_file_bytes: int = 20_000_000
     workers: int = -1
     parse_timeout_s: float = 600.0
+    max_worker_memory_mb: int = 2048
 
     def __post_init__(self) -> None:
         if self.max_file_bytes < 1:
@@ -265,6 +269,11 @@ class IngestConfig:
             raise ConfigError(f"ingest.workers={self.workers} must be -1 (auto), 0 or more")
         if self.parse_timeout_s <= 0:
             raise ConfigError(f"ingest.parse_timeout_s={self.parse_timeout_s} must be > 0")
+        if self.max_worker_memory_mb != 0 and self.max_worker_memory_mb < 256:
+            raise ConfigError(
+                f"ingest.max_worker_memory_mb={self.max_worker_memory_mb} must be 0 (no limit) "
+                "or >= 256 (MiB): a parser process needs about 100 MiB before it reads a file"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,14 @@ class NoTextLayerError(IngestError):
     code = "RS208"
 
 
+class ParserLimitError(IngestError):
+    """Parsing the file hit a safety limit: the parser process's memory
+    (``ingest.max_worker_memory_mb``), its time (``ingest.parse_timeout_s``) or a parser's
+    cap on characters, objects or pages. ``reason`` names the limit and the value reached."""
+
+    code = "RS209"
+
+
 class ChunkingError(RagError):
     """The chunker could not honour its invariants (for example a budget below one token)."""
 

@@ -52,6 +52,8 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
         (lambda: RetrievalConfig(dense_weight=0, bm25_weight=0), "retrieval.dense_weight"),
         (lambda: AnswerConfig(context_tokens=10), "answer.context_tokens"),
         (lambda: IngestConfig(max_file_bytes=0), "ingest.max_file_bytes"),
+        (lambda: IngestConfig(max_worker_memory_mb=100), "ingest.max_worker_memory_mb"),
+        (lambda: IngestConfig(parse_timeout_s=0), "ingest.parse_timeout_s"),
     ],
 )
 def test_invalid_value_is_config_error_naming_field(build, field: str) -> None:
@@ -238,3 +240,13 @@ def test_the_removed_min_dense_score_names_its_replacement(
         env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_ANSWER_MIN_DENSE_SCORE": ""}
     )
     assert unset.answer.min_dense_score is None
+
+
+def test_ingest_limits_come_from_toml_and_environment(tmp_path: Path) -> None:
+    config_file = tmp_path / "config.toml"
+    config_file.write_text("[ingest]\nmax_worker_memory_mb = 1024\nparse_timeout_s = 60\n")
+    cfg = RagConfig.load(config_file=config_file, env={})
+    assert cfg.ingest.max_worker_memory_mb == 1024 and cfg.ingest.parse_timeout_s == 60.0
+    env = {"RAGSTRATA_INGEST_MAX_WORKER_MEMORY_MB": "0"}
+    assert RagConfig.load(config_file=config_file, env=env).ingest.max_worker_memory_mb == 0
+    assert RagConfig.load(env={}).ingest.max_worker_memory_mb == 2048
