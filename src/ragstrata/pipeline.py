@@ -188,8 +188,8 @@ class Ragstrata:
 
         c = self.chunker
         return (
-            f"parser-{PARSER_VERSION}:structure-v2:max={c.max_tokens}:overlap={c.overlap_ratio}"
-            f":prefix={c.max_prefix_tokens}"
+            f"parser-{PARSER_VERSION}:structure-v3:max={c.max_tokens}:overlap={c.overlap_ratio}"
+            f":prefix={c.max_prefix_tokens}:chars={c.max_chars}"
         )
 
     def _new_manifest(self) -> Manifest:
