@@ -8,6 +8,7 @@ test, a standard security handler whose user password is not empty. Importable f
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,8 +60,11 @@ def build_pdf(
     title: str | None = None,
     outline: Sequence[tuple[int, str, int, float]] = (),
     encrypt: bool = False,
+    compress: bool = False,
 ) -> bytes:
-    """A PDF with ``pages``; ``outline`` items are ``(level, title, page index, y)``."""
+    """A PDF with ``pages``; ``outline`` items are ``(level, title, page index, y)``;
+    ``compress`` Flate-encodes the content streams (a page of repeated operators then takes a
+    few KB on disk however much text it inflates to)."""
     objs: dict[int, bytes] = {}
     font_ids = {name: 3 + i for i, name in enumerate(FONTS)}
     for name, base in FONTS.items():
@@ -89,7 +93,12 @@ def build_pdf(
             xobject = f" /XObject << /Im1 {iid} 0 R >>"
             ops.insert(0, f"q {page.width:g} 0 0 {page.height:g} 0 0 cm /Im1 Do Q".encode())
         content = b"\n".join(ops)
-        objs[cid] = b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"
+        flate = b""
+        if compress:
+            content, flate = zlib.compress(content, 9), b" /Filter /FlateDecode"
+        objs[cid] = (
+            b"<< /Length %d%s >>\nstream\n" % (len(content), flate) + content + b"\nendstream"
+        )
         rotate = f" /Rotate {page.rotate}" if page.rotate else ""
         objs[pid] = (
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {page.width:g} {page.height:g}]"

@@ -312,7 +312,10 @@ class IngestConfig:
     ``max_file_bytes``: larger files are rejected (reported, not fatal). ``workers``: parser
     processes beside the embedding process (-1 = auto: cores - 1, between 1 and 4; 0 = parse in
     the calling process). ``parse_timeout_s``: one file's parse time limit in seconds (worker
-    processes only); a file over it is reported and skipped. ``follow_symlinks``: which
+    processes only); a file over it is reported (RS212) and skipped. ``max_worker_memory_mb``:
+    resident memory one parser process may use, in MiB (0 = no limit; otherwise >= 256); a
+    file that drives its parser over it is reported (RS212), the process is replaced and the
+    batch goes on (worker processes only, enforced on Linux). ``follow_symlinks``: which
     symbolic links found in a folder are followed: ``inside`` (default) those whose target lies
     under one of the paths given to ``ingest``, ``never`` none, ``all`` every one; a link not
     followed is reported (RS210), never read.
@@ -322,6 +325,7 @@ class IngestConfig:
     workers: int = -1
     parse_timeout_s: float = 600.0
     follow_symlinks: FollowSymlinks = "inside"
+    max_worker_memory_mb: int = 2048
 
     def __post_init__(self) -> None:
         if self.max_file_bytes < 1:
@@ -333,6 +337,11 @@ class IngestConfig:
         if self.follow_symlinks not in FOLLOW_SYMLINKS:
             raise ConfigError(
                 f"ingest.follow_symlinks={self.follow_symlinks!r}; choose inside, never or all"
+            )
+        if self.max_worker_memory_mb != 0 and self.max_worker_memory_mb < 256:
+            raise ConfigError(
+                f"ingest.max_worker_memory_mb={self.max_worker_memory_mb} must be 0 (no limit) "
+                "or >= 256 (MiB): a parser process needs about 100 MiB before it reads a file"
             )
 
 

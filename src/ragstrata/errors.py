@@ -110,6 +110,14 @@ class NotRegularFileError(IngestError):
     code = "RS209"
 
 
+class ParserLimitError(IngestError):
+    """Parsing the file hit a safety limit: the parser process's memory
+    (``ingest.max_worker_memory_mb``), its time (``ingest.parse_timeout_s``) or a parser's
+    cap on characters, objects or pages. ``reason`` names the limit and the value reached."""
+
+    code = "RS212"
+
+
 class OutsideRootsError(IngestError):
     """A symbolic link that is not followed: it leads outside the paths given to ``ingest``
     (``ingest.follow_symlinks = "inside"``, the default), or any link with

@@ -213,8 +213,8 @@ class Ragstrata:
 
         c = self.chunker
         return (
-            f"parser-{PARSER_VERSION}:structure-v2:max={c.max_tokens}:overlap={c.overlap_ratio}"
-            f":prefix={c.max_prefix_tokens}"
+            f"parser-{PARSER_VERSION}:structure-v3:max={c.max_tokens}:overlap={c.overlap_ratio}"
+            f":prefix={c.max_prefix_tokens}:chars={c.max_chars}"
         )
 
     def _new_manifest(self) -> Manifest:
@@ -311,16 +311,19 @@ class Ragstrata:
         sizes = [_size(p) for p in files]
         total_bytes = sum(sizes)
 
+        # the parser processes start now, beside the store and the embedder being opened
+        loaded = load_many(
+            files,
+            max_file_bytes=cfg.max_file_bytes,
+            workers=workers,
+            timeout_s=cfg.parse_timeout_s,
+            max_memory_mb=cfg.max_worker_memory_mb,
+        )
+
         def load_all() -> Iterator[Document | IngestFailure]:
             for err in errors:
                 yield IngestFailure(err.path, err.code, err.reason)
             done = 0
-            loaded = load_many(
-                files,
-                max_file_bytes=cfg.max_file_bytes,
-                workers=workers,
-                timeout_s=cfg.parse_timeout_s,
-            )
             for item, size in zip(loaded, sizes, strict=True):
                 done += size
                 if progress:
@@ -336,14 +339,17 @@ class Ragstrata:
 
         if progress:
             progress("discover", len(files), len(files))
-        report = self.add_documents(
-            load_all(),
-            total=len(files) + len(errors),
-            progress=progress,
-            prune=gone if prune else None,
-            dry_run=dry_run,
-            lock_wait_s=lock_wait_s,
-        )
+        try:
+            report = self.add_documents(
+                load_all(),
+                total=len(files) + len(errors),
+                progress=progress,
+                prune=gone if prune else None,
+                dry_run=dry_run,
+                lock_wait_s=lock_wait_s,
+            )
+        finally:
+            loaded.close()  # stops the parser processes, also when add_documents failed
         report.bytes_read = total_bytes
         report.unchanged += skipped
         return report

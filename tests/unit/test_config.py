@@ -55,6 +55,8 @@ def test_defaults_are_valid(tmp_path: Path) -> None:
         (lambda: AnswerConfig(context_tokens=10), "answer.context_tokens"),
         (lambda: IngestConfig(max_file_bytes=0), "ingest.max_file_bytes"),
         (lambda: IngestConfig(follow_symlinks="yes"), "ingest.follow_symlinks"),  # type: ignore[arg-type]
+        (lambda: IngestConfig(max_worker_memory_mb=100), "ingest.max_worker_memory_mb"),
+        (lambda: IngestConfig(parse_timeout_s=0), "ingest.parse_timeout_s"),
     ],
 )
 def test_invalid_value_is_config_error_naming_field(build, field: str) -> None:
@@ -274,3 +276,13 @@ def test_resolve_embedder_name(name: str, built_with: str | None, expected: str)
 def test_auto_refuses_an_index_it_cannot_rebuild(built_with: str) -> None:
     with pytest.raises(ConfigError, match=r"embedder\.name"):
         resolve_embedder_name("auto", built_with)
+
+
+def test_ingest_limits_come_from_toml_and_environment(tmp_path: Path) -> None:
+    config_file = tmp_path / "config.toml"
+    config_file.write_text("[ingest]\nmax_worker_memory_mb = 1024\nparse_timeout_s = 60\n")
+    cfg = RagConfig.load(config_file=config_file, env={})
+    assert cfg.ingest.max_worker_memory_mb == 1024 and cfg.ingest.parse_timeout_s == 60.0
+    env = {"RAGSTRATA_INGEST_MAX_WORKER_MEMORY_MB": "0"}
+    assert RagConfig.load(config_file=config_file, env=env).ingest.max_worker_memory_mb == 0
+    assert RagConfig.load(env={}).ingest.max_worker_memory_mb == 2048

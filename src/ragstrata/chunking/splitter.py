@@ -1,14 +1,17 @@
 """Structure-aware recursive chunker.
 
 Splits on the most meaningful boundary first: section (heading path) → block → line → sentence
-→ word → hard token cut, in the spirit of LangChain's recursive splitter and semchunk, but over a
-parsed block tree so that headings, fenced code and tables stay whole. Invariants (tested as
-properties in ``tests/unit/chunking``):
+→ word → hard cut (at the token budget or the character bound), in the spirit of LangChain's
+recursive splitter and semchunk, but over a parsed block tree so that headings, fenced code and
+tables stay whole. Invariants (tested as properties in ``tests/unit/chunking``):
 
 * ``document.text[c.start:c.end] == c.text`` and ``c.text`` is non-empty, with no leading or
   trailing whitespace;
 * every rendered chunk, with its heading-path prefix and the model's special tokens, fits
   ``max_tokens`` of the embedding model's tokenizer;
+* every chunk's text holds at most ``max_chars`` characters (default
+  :data:`CHARS_PER_TOKEN` × ``max_tokens``): a tokenizer may count a long run without spaces
+  as a single unknown token, so the token budget alone does not bound a chunk's size;
 * every non-whitespace character of every block lies in some chunk;
 * fenced code and tables are split only when one alone exceeds the budget, tables by rows with
   the header rows repeated in ``Chunk.header``, code by lines with the fence re-opened/closed in
@@ -35,6 +38,11 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
 _METADATA_KEYS = ("modified", "language", "version", "date", "lang")
+
+CHARS_PER_TOKEN = 24
+"""Default character bound per token of budget: prose runs at 4-5 characters per token, code and
+identifiers at 2-4, so only text that the tokenizer does not really split (a 5 MB run of one
+"word" counts as one [UNK] token) reaches it."""
 
 
 class Chunker(Protocol):
@@ -99,8 +107,9 @@ class StructureChunker:
 
     ``counter`` must count with the embedding model's tokenizer. ``max_tokens`` bounds
     prefix + rendered chunk + ``special_tokens`` (the model's [CLS]/[SEP] or equivalent).
-    ``overlap_ratio`` in [0, 0.5). Raises :class:`ChunkingError` when the budget left for text is
-    below 8 tokens.
+    ``overlap_ratio`` in [0, 0.5). ``max_chars`` bounds every chunk's text in characters
+    (default ``CHARS_PER_TOKEN * max_tokens``; at least 64). Raises :class:`ChunkingError`
+    when the budget left for text is below 8 tokens or ``max_chars`` is below 64.
     """
 
     def __init__(
@@ -111,7 +120,10 @@ class StructureChunker:
         special_tokens: int = 2,
         overlap_ratio: float = 0.12,
         max_prefix_tokens: int = 32,
+        max_chars: int | None = None,
     ) -> None:
+        if max_chars is not None and max_chars < 64:
+            raise ChunkingError(f"max_chars={max_chars} must be >= 64 characters")
         if not 0.0 <= overlap_ratio < 0.5:
             raise ChunkingError(f"overlap_ratio={overlap_ratio} must be in [0, 0.5)")
         if max_tokens - special_tokens - 8 < 8:
@@ -123,6 +135,7 @@ class StructureChunker:
         self.max_tokens = max_tokens
         self.special_tokens = special_tokens
         self.overlap_ratio = overlap_ratio
+        self.max_chars = max_chars if max_chars is not None else CHARS_PER_TOKEN * max_tokens
         self.max_prefix_tokens = max(0, min(max_prefix_tokens, (max_tokens - special_tokens) // 4))
         self._prefixes: dict[str, str] = {}
 
@@ -216,7 +229,7 @@ class StructureChunker:
         tables: list[tuple[int, int, int, str]],
     ) -> list[_Unit]:
         atomic = block.kind in ("code", "table")
-        if tokens <= budget:
+        if tokens <= budget and block.end - block.start <= self.max_chars:
             return [_Unit(block.start, block.end, tokens, atomic)]
         reserve = 0
         if block.kind == "table":
@@ -262,17 +275,19 @@ class StructureChunker:
         counts = self.counter.count_many([text[a:b] for a, b in parts])
         units: list[_Unit] = []
         for (a, b), n in zip(parts, counts, strict=True):
-            if n <= budget:
+            if n <= budget and b - a <= self.max_chars:
                 units.append(_Unit(a, b, n, False))
             else:
                 units.extend(self._split(text, a, b, budget, level + 1))
         return units
 
     def _hard_cut(self, text: str, start: int, end: int, budget: int) -> list[_Unit]:
+        """Units of ``text[start:end]`` cut at ``budget`` tokens or ``max_chars`` characters,
+        whichever comes first (the tokenizer only ever sees ``max_chars`` characters)."""
         units: list[_Unit] = []
         pos = start
         while pos < end:
-            cut = pos + self.counter.cut(text[pos:end], budget)
+            cut = pos + self.counter.cut(text[pos : min(end, pos + self.max_chars)], budget)
             a, b = _strip_span(text, pos, cut)
             if a < b:
                 units.append(_Unit(a, b, self.counter.count(text[a:b]), False))
@@ -297,8 +312,12 @@ class StructureChunker:
         carry: list[_Unit] = []
         while i < len(queue):
             used = sum(u.tokens for u in carry)
+            first = (carry or queue[i:])[0].start
             j = i
-            while j < len(queue) and (j == i or used + queue[j].tokens <= budget):
+            while j < len(queue) and (
+                j == i
+                or (used + queue[j].tokens <= budget and queue[j].end - first <= self.max_chars)
+            ):
                 used += queue[j].tokens
                 j += 1
             while True:  # exact count of the decorated chunk; shrink until it fits
@@ -306,7 +325,7 @@ class StructureChunker:
                 end = queue[j - 1].end
                 header, footer = _decorations(text, start, end, fences, tables)
                 tokens = self.counter.count(header + text[start:end] + footer)
-                if tokens <= budget:
+                if tokens <= budget and end - start <= self.max_chars:
                     break
                 if j - i > 1:
                     j -= 1

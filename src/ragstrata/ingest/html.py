@@ -31,6 +31,7 @@ outside code blocks.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -45,7 +46,9 @@ from ragstrata.types import Block, BlockKind
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-__all__ = ["HtmlRenderer", "parse_html"]
+__all__ = ["HtmlRenderer", "cap_nesting", "parse_html"]
+
+logger = logging.getLogger(__name__)
 
 _SKIP_TAGS = frozenset(
     {
@@ -90,7 +93,58 @@ _HEADER_JOIN = " / "
 """Joins the texts of stacked header rows in one column (``Popularidad / V``)."""
 _MAX_COLSPAN = 100
 _MAX_DEPTH = 400
+"""Element depth rendered as structure (deeper content becomes inline text), and the nesting
+:func:`cap_nesting` lets through to the HTML parser."""
+_TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*>")
+_NOT_NESTING = frozenset(
+    # void elements, and elements whose end tag HTML lets the parser imply (a page of 5,000
+    # unclosed <li> or <p> is flat, not 5,000 deep)
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
+    | {"source", "track", "wbr", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th"}
+    | {"thead", "tbody", "tfoot", "colgroup", "caption", "rb", "rt", "rp", "html", "head", "body"}
+)
 """Deeper subtrees are flattened to text (keeps recursion bounded on pathological input)."""
+
+
+def cap_nesting(raw: str, max_depth: int = _MAX_DEPTH) -> str:
+    """``raw`` with the tags nested deeper than ``max_depth`` elements removed (their text is
+    kept); ``raw`` itself when no tag is that deep.
+
+    lexbor's tree builder checks the stack of open elements at every tag, so its time grows
+    with the square of the nesting: 100,000 nested ``<div><span>`` (1.1 MB) took minutes. The
+    scan is one regular-expression pass; tags inside comments or scripts count as tags, which
+    can only flatten a page a little earlier.
+    """
+    depth = 0
+    for m in _TAG_RE.finditer(raw):
+        if m.group(2).lower() in _NOT_NESTING or m.group(0).endswith("/>"):
+            continue
+        depth = max(0, depth - 1) if m.group(1) else depth + 1
+        if depth > max_depth:
+            break
+    else:
+        return raw
+    pieces: list[str] = []
+    pos = depth = removed = 0
+    for m in _TAG_RE.finditer(raw):
+        if m.group(2).lower() in _NOT_NESTING or m.group(0).endswith("/>"):
+            continue
+        closing = bool(m.group(1))
+        if not closing:
+            depth += 1
+        if depth > max_depth:
+            pieces.append(raw[pos : m.start()])
+            pos = m.end()
+            removed += 1
+        if closing:
+            depth = max(0, depth - 1)
+    pieces.append(raw[pos:])
+    logger.warning(
+        "HTML nested deeper than %d elements: %d tags beyond that depth removed, text kept",
+        max_depth,
+        removed,
+    )
+    return "".join(pieces)
 
 
 def _collapse(text: str) -> str:
@@ -577,7 +631,7 @@ def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
         ``ParsedText`` whose ``text`` is the rendering described in the module docstring;
         ``blocks`` may be empty when the page holds no text. ``metadata`` is empty.
     """
-    tree = LexborHTMLParser(raw)
+    tree = LexborHTMLParser(cap_nesting(raw))
     title_node = tree.css_first("title")
     title = _collapse(title_node.text()) if title_node is not None else ""
     renderer = HtmlRenderer()

@@ -68,6 +68,7 @@ from ragstrata.errors import (
     EncryptedDocumentError,
     MissingDependencyError,
     NoTextLayerError,
+    ParserLimitError,
 )
 from ragstrata.ingest.text import ParsedText, normalize_text
 from ragstrata.types import Block, BlockKind
@@ -80,8 +81,20 @@ logger = logging.getLogger(__name__)
 _PDFIUM_LOCK = threading.Lock()
 
 # --------------------------------------------------------------------------- limits (guards)
+_MAX_PAGES_PER_DOCUMENT = 10_000
+"""A PDF with more pages is refused (RS212) before any page is read."""
+_MAX_TEXT_OBJECTS_PER_PAGE = 20_000
+"""Text objects (one per text-show operator, inside form XObjects too) a page may hold; a page
+with more is refused (RS212) before PDFium builds its text page, which costs about 200 bytes
+per character (a page of 20,000 ``Tj`` of 100 characters: 2 M characters, 400 MB)."""
+_MAX_OBJECTS_WALKED = 500_000
+"""Page objects walked while counting text objects (a page of vector paths may hold many)."""
 _MAX_CHARS_PER_PAGE = 250_000
-"""Characters read per page; the rest of a (pathological) page is ignored with a warning."""
+"""Characters a page may hold (a dense page holds about 10,000); a page with more is refused
+(RS212) before its characters are read into Python."""
+_MAX_CHARS_PER_DOCUMENT = 10_000_000
+"""Characters a document may hold, summed page by page as they are read; past it the PDF is
+refused (RS212) without reading the remaining pages."""
 _MAX_OBJECTS_PER_PAGE = 60_000
 """Page objects scanned for ruling lines and images; beyond this no table is detected."""
 _MAX_RULES_PER_PAGE = 3_000
@@ -377,13 +390,20 @@ def _parse_document(
         raise CorruptFileError(source, f"cannot count the pages: {exc}") from exc
     if page_count <= 0:
         raise CorruptFileError(source, "the PDF has no pages")
+    if page_count > _MAX_PAGES_PER_DOCUMENT:
+        raise ParserLimitError(
+            source,
+            f"the PDF has {page_count:,} pages, more than the {_MAX_PAGES_PER_DOCUMENT:,} a "
+            "document may have; split it",
+        )
 
     pages: list[_Page] = []
     unreadable: list[int] = []
+    budget = [_MAX_CHARS_PER_DOCUMENT]  # characters the remaining pages may still hold
     for index in range(page_count):
         started = time.perf_counter()
         try:
-            pages.append(_extract_page(pdf, index, pdfium_c))
+            pages.append(_extract_page(pdf, index, pdfium_c, source=source, budget=budget))
         except pdfium.PdfiumError as exc:
             logger.debug("%s: page %d cannot be read: %s", source, index + 1, exc)
             unreadable.append(index + 1)
@@ -450,11 +470,34 @@ def _info(pdf: Any, pdfium: Any) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- 1. words
-def _extract_page(pdf: Any, index: int, pdfium_c: Any) -> _Page:
+def _extract_page(pdf: Any, index: int, pdfium_c: Any, *, source: str, budget: list[int]) -> _Page:
+    """Read page ``index``; ``budget[0]`` (characters the document may still hold) is charged
+    with the page's characters. Raises ParserLimitError past a cap (module constants)."""
     page = pdf[index]
     try:
+        text_objects = _count_text_objects(page.raw, pdfium_c)
+        if text_objects > _MAX_TEXT_OBJECTS_PER_PAGE:
+            raise ParserLimitError(
+                source,
+                f"page {index + 1} holds more than {_MAX_TEXT_OBJECTS_PER_PAGE:,} text objects "
+                "(text-show operators); the PDF is refused before its text is built",
+            )
         textpage = page.get_textpage()
         try:
+            count = int(textpage.count_chars())
+            if count > _MAX_CHARS_PER_PAGE:
+                raise ParserLimitError(
+                    source,
+                    f"page {index + 1} holds {count:,} characters, more than the "
+                    f"{_MAX_CHARS_PER_PAGE:,} a page may hold",
+                )
+            budget[0] -= count
+            if budget[0] < 0:
+                raise ParserLimitError(
+                    source,
+                    f"the PDF holds more than {_MAX_CHARS_PER_DOCUMENT:,} characters (reached "
+                    f"on page {index + 1} of {len(pdf)}); split it",
+                )
             frame = _frame(page, textpage, pdfium_c)
             words = _words(textpage, frame, pdfium_c, index)
         finally:
@@ -473,6 +516,34 @@ def _extract_page(pdf: Any, index: int, pdfium_c: Any) -> _Page:
         has_text=bool(words),
         has_images=has_images,
     )
+
+
+def _count_text_objects(page: Any, pdfium_c: Any) -> int:
+    """Text objects on a page, form XObjects included; stops counting past
+    :data:`_MAX_TEXT_OBJECTS_PER_PAGE` or after :data:`_MAX_OBJECTS_WALKED` objects."""
+    text_kind, form_kind = pdfium_c.FPDF_PAGEOBJ_TEXT, pdfium_c.FPDF_PAGEOBJ_FORM
+    get_type = pdfium_c.FPDFPageObj_GetType
+    count = walked = 0
+    forms: list[Any] = []
+    n = int(pdfium_c.FPDFPage_CountObjects(page))
+    objects: Iterable[Any] = (pdfium_c.FPDFPage_GetObject(page, i) for i in range(n))
+    while True:
+        for obj in objects:
+            kind = get_type(obj)
+            if kind == text_kind:
+                count += 1
+                if count > _MAX_TEXT_OBJECTS_PER_PAGE:
+                    return count
+            elif kind == form_kind:
+                forms.append(obj)
+            walked += 1
+            if walked >= _MAX_OBJECTS_WALKED:
+                return count
+        if not forms:
+            return count
+        form = forms.pop()
+        n = int(pdfium_c.FPDFFormObj_CountObjects(form))
+        objects = (pdfium_c.FPDFFormObj_GetObject(form, i) for i in range(n))
 
 
 def _frame(page: Any, textpage: Any, pdfium_c: Any) -> _Frame:
@@ -622,15 +693,7 @@ def _font_style(name: bytes, flags: int, weight: int) -> tuple[bool, bool]:
 def _words(textpage: Any, frame: _Frame, pdfium_c: Any, page_index: int) -> list[_Word]:
     """Characters to words (module docstring, step 1)."""
     raw = textpage.raw
-    count = int(textpage.count_chars())
-    if count > _MAX_CHARS_PER_PAGE:
-        logger.warning(
-            "page %d has %d characters; only the first %d are read",
-            page_index + 1,
-            count,
-            _MAX_CHARS_PER_PAGE,
-        )
-        count = _MAX_CHARS_PER_PAGE
+    count = min(int(textpage.count_chars()), _MAX_CHARS_PER_PAGE)  # checked by _extract_page
     quadrant = {0: 0, 270: 1, 180: 2, 90: 3}[frame.turn]
     builder = _WordBuilder(raw, frame, pdfium_c, quadrant)
     chars: list[str] = []

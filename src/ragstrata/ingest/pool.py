@@ -3,8 +3,19 @@
 Parsing runs beside embedding: while the calling process embeds one batch, workers parse the
 next files. Results come back in input order, at most ``window`` documents ahead of the
 consumer, so memory stays bounded on 10,000+ files. A worker that crashes (a segfault in a
-native PDF library, say) or overruns ``timeout_s`` costs only the file it was parsing: it is
-reported as a failure and the pool is rebuilt for the rest.
+native PDF library, say), overruns ``timeout_s`` or grows past ``max_memory_mb`` costs only the
+file it was parsing: it is reported as a failure and the pool is rebuilt for the rest.
+
+Every file goes through a worker, a one-file ingest or a one-file upload too: the isolation
+and the limits are the point of the pool, not only its parallelism (``workers=0``, parsing in
+the calling process without either, is for tests and debugging).
+
+Memory limit (Linux): each worker watches its own resident set size (``/proc/self/statm``,
+every 50 ms) and exits with :data:`_EXIT_OVER_MEMORY` once it passes ``max_memory_mb``; the
+parent reads that exit status and reports the file. As a backstop for growth faster than the
+watch, the worker's address space (``RLIMIT_AS``) is limited to twice the limit plus 1 GiB of
+mappings it never touches: an allocation past it fails (``MemoryError`` in Python, a crash in
+native code), which costs the file as well.
 """
 
 from __future__ import annotations
@@ -21,13 +32,18 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from ragstrata.errors import IngestError
+from ragstrata.errors import IngestError, ParserLimitError
 from ragstrata.paths import path_text
 from ragstrata.types import Document, IngestFailure
 
-__all__ = ["auto_workers", "load_many", "load_one"]
+__all__ = ["ParseResults", "auto_workers", "load_many", "load_one"]
 
 logger = logging.getLogger(__name__)
+
+_EXIT_OVER_MEMORY = 86
+"""Exit status of a worker that stopped itself for passing its memory limit."""
+_MEMORY_POLL_S = 0.05
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def auto_workers() -> int:
@@ -47,6 +63,51 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="ragstrata-parent-watch", daemon=True).start()
 
 
+def _rss_bytes() -> int | None:
+    """This process's resident set size in bytes (Linux), or None where /proc is missing."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _limit_memory(max_memory_mb: int) -> None:
+    """Worker initializer part: exit with :data:`_EXIT_OVER_MEMORY` once the resident set
+    passes ``max_memory_mb`` MiB, and cap the address space as a backstop (see the module
+    docstring)."""
+    limit = max_memory_mb * 2**20
+    try:
+        import resource
+    except ImportError:  # not on POSIX: no backstop
+        pass
+    else:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        backstop = 2 * limit + 2**30
+        if hard != resource.RLIM_INFINITY:
+            backstop = min(backstop, hard)
+        if soft == resource.RLIM_INFINITY or soft > backstop:
+            resource.setrlimit(resource.RLIMIT_AS, (backstop, hard))
+    if _rss_bytes() is None:
+        return
+
+    def watch() -> None:
+        while True:
+            rss = _rss_bytes()
+            if rss is not None and rss > limit:
+                os._exit(_EXIT_OVER_MEMORY)
+            time.sleep(_MEMORY_POLL_S)
+
+    threading.Thread(target=watch, name="ragstrata-memory-watch", daemon=True).start()
+
+
+def _init_worker(parent_pid: int, max_memory_mb: int | None) -> None:
+    """Worker initializer: leave with the parent, keep under the memory limit."""
+    _watch_parent(parent_pid)
+    if max_memory_mb:
+        _limit_memory(max_memory_mb)
+
+
 def load_one(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     """Load one file; every failure becomes an :class:`IngestFailure` (nothing is raised)."""
     from ragstrata.ingest.loader import load_document
@@ -56,7 +117,11 @@ def load_one(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     except IngestError as err:
         return IngestFailure(err.path, err.code, err.reason)
     except MemoryError:
-        return IngestFailure(path_text(path), "RS200", "out of memory while parsing")
+        return IngestFailure(
+            path_text(path),
+            ParserLimitError.code,
+            "the parser ran out of memory (see ingest.max_worker_memory_mb)",
+        )
     except Exception as err:  # a parser bug must cost one file, not the batch
         logger.exception("unexpected parser failure on %s", path)
         return IngestFailure(
@@ -71,20 +136,27 @@ def load_many(
     workers: int,
     window: int | None = None,
     timeout_s: float = 600.0,
+    max_memory_mb: int | None = None,
     loader: Callable[[Path, int], Document | IngestFailure] = load_one,
-) -> Iterator[Document | IngestFailure]:
+) -> ParseResults:
     """Yield :func:`load_one` for each of ``files``, in order.
 
-    ``workers`` = 0 parses in the calling process; otherwise a pool of ``workers`` processes
-    (``spawn`` start method: safe beside the threads of ONNX Runtime/tokenizers) keeps up to
-    ``window`` files (default ``4 × workers``) in flight. ``timeout_s`` bounds one file's parse
-    (seconds, pool mode only). ``loader`` must be a picklable top-level function with the
-    contract of :func:`load_one` (tests swap it).
+    ``workers`` = 0 parses in the calling process, without isolation or limits; otherwise a
+    pool of ``min(workers, len(files))`` processes (``spawn`` start method: safe beside the
+    threads of ONNX Runtime/tokenizers) keeps up to ``window`` files (default ``4 × workers``)
+    in flight, a single file included. ``timeout_s`` bounds one file's parse (seconds);
+    ``max_memory_mb`` one worker's resident memory (MiB; None or 0: no limit). A file over
+    either limit is yielded as an :class:`IngestFailure` with code RS212, a file whose worker
+    crashed with RS200; the pool is rebuilt and the other files go on. ``loader`` must be a
+    picklable top-level function with the contract of :func:`load_one` (tests swap it).
+
+    The workers start, and the first ``window`` files are submitted, when this is called (not
+    on the first ``next``): a caller that loads models before it consumes overlaps the two.
+    Consume or ``close()`` the iterator to stop the workers.
     """
-    if workers <= 0 or len(files) <= 1:
-        for path in files:
-            yield loader(path, max_file_bytes)
-        return
+    if workers <= 0 or not files:
+        return ParseResults(loader(path, max_file_bytes) for path in files)
+    workers = min(workers, len(files))
     window = window or 4 * workers
     context = multiprocessing.get_context("spawn")
     pending: deque[tuple[Path, Future[Document | IngestFailure]]] = deque()
@@ -95,53 +167,119 @@ def load_many(
         return ProcessPoolExecutor(
             max_workers=workers,
             mp_context=context,
-            initializer=_watch_parent,
-            initargs=(os.getpid(),),
+            initializer=_init_worker,
+            initargs=(os.getpid(), max_memory_mb or None),
         )
 
-    executor = new_pool()
-    try:
-        while todo or pending or suspects:
-            limit = 1 if suspects else window
-            source = suspects if suspects else todo
-            while source and len(pending) < limit:
-                path = source.popleft()
-                pending.append((path, executor.submit(loader, path, max_file_bytes)))
-            path, future = pending.popleft()
-            try:
-                yield future.result(timeout=timeout_s)
-                continue
-            except FutureTimeout:
-                crashed = False
-            except BrokenProcessPool:
-                crashed = True
-            # the pool is unusable (a worker died or is stuck): rebuild it
+    def submit_more(executor: ProcessPoolExecutor) -> None:
+        limit = 1 if suspects else window
+        source = suspects if suspects else todo
+        while source and len(pending) < limit:
+            path = source.popleft()
+            pending.append((path, executor.submit(loader, path, max_file_bytes)))
+
+    current: list[ProcessPoolExecutor] = []  # the live pool, for ParseResults.close
+
+    def results(executor: ProcessPoolExecutor) -> Iterator[Document | IngestFailure]:
+        try:
+            while todo or pending or suspects:
+                submit_more(executor)
+                path, future = pending.popleft()
+                try:
+                    yield future.result(timeout=timeout_s)
+                    continue
+                except FutureTimeout:
+                    crashed = False
+                except BrokenProcessPool:
+                    crashed = True
+                except Exception as err:  # the loader broke its contract: cost one file only
+                    logger.error("parser failure on %s: %s: %s", path, type(err).__name__, err)
+                    yield IngestFailure(
+                        path_text(path), "RS200", f"parser failed: {type(err).__name__}: {err}"
+                    )
+                    continue
+                # the pool is unusable (a worker died or is stuck): rebuild it
+                exit_codes = _terminate(executor)
+                executor = new_pool()
+                current[:] = [executor]
+                others = [p for p, _ in pending]
+                pending.clear()
+                if not crashed:
+                    yield IngestFailure(
+                        path_text(path),
+                        ParserLimitError.code,
+                        f"parse took longer than {timeout_s:g} s (ingest.parse_timeout_s); skipped",
+                    )
+                    todo.extendleft(reversed(others))  # innocent: parse them again, in order
+                elif others:
+                    # any of the files in flight may have killed the worker: retry one by one
+                    suspects.extendleft(reversed([path, *others]))
+                elif _EXIT_OVER_MEMORY in exit_codes:
+                    yield IngestFailure(
+                        path_text(path),
+                        ParserLimitError.code,
+                        f"parser exceeded {max_memory_mb} MB of memory "
+                        "(ingest.max_worker_memory_mb); skipped",
+                    )
+                else:
+                    yield IngestFailure(path_text(path), "RS200", _crash_reason(exit_codes))
+        finally:
             _terminate(executor)
-            executor = new_pool()
-            others = [p for p, _ in pending]
-            pending.clear()
-            if not crashed:
-                yield IngestFailure(
-                    path_text(path), "RS200", f"parsing took longer than {timeout_s:.0f} s; skipped"
-                )
-                todo.extendleft(reversed(others))  # innocent: parse them again, in order
-            elif not others:
-                yield IngestFailure(
-                    path_text(path), "RS200", "the parser process crashed on this file"
-                )
-            else:
-                # any of the files in flight may have killed the worker: retry them one by one
-                suspects.extendleft(reversed([path, *others]))
-    finally:
-        _terminate(executor)
+
+    # start the workers and the first files now, while the caller loads its models
+    first = new_pool()
+    current.append(first)
+    submit_more(first)
+    return ParseResults(results(first), stop=lambda: _terminate(current[0]))
 
 
-def _terminate(executor: ProcessPoolExecutor) -> None:
-    """Shut a pool down without waiting for stuck workers."""
-    processes = list(getattr(executor, "_processes", {}).values())  # no public API for this
+class ParseResults(Iterator[Document | IngestFailure]):
+    """The iterator :func:`load_many` returns; ``close()`` stops its workers at once, even
+    when it was never iterated (a caller that fails before it consumes)."""
+
+    def __init__(
+        self,
+        results: Iterator[Document | IngestFailure],
+        *,
+        stop: Callable[[], object] | None = None,
+    ) -> None:
+        self._results = results
+        self._stop = stop
+
+    def __next__(self) -> Document | IngestFailure:
+        return next(self._results)
+
+    def close(self) -> None:
+        close = getattr(self._results, "close", None)
+        if close is not None:
+            close()
+        if self._stop is not None:
+            self._stop()
+
+
+def _crash_reason(exit_codes: Sequence[int | None]) -> str:
+    """The reason reported for a file whose worker died, naming the signal when there is one."""
+    import signal
+
+    for code in exit_codes:
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            if name != "SIGTERM":  # SIGTERM: a sibling stopped by _terminate
+                return f"the parser process crashed on this file ({name})"
+    return "the parser process crashed on this file"
+
+
+def _terminate(executor: ProcessPoolExecutor) -> list[int | None]:
+    """Shut a pool down without waiting for stuck workers; the workers' exit statuses (a
+    negative signal number for a killed one, None for one that would not stop)."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())  # no public API
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.terminate()
     for process in processes:
         process.join(timeout=5)
+    return [process.exitcode for process in processes]

@@ -67,7 +67,11 @@ table = st.lists(st.tuples(word, word), min_size=1, max_size=40).map(
     lambda rows: "| key | value |\n| --- | --- |\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
 )
 listing = st.lists(sentence, min_size=1, max_size=8).map(lambda xs: "\n".join(f"- {x}" for x in xs))
-block = st.one_of(paragraph, heading, code, table, listing)
+# a run without spaces: the MiniLM tokenizer counts a "word" over 100 characters as one [UNK]
+run = st.tuples(st.sampled_from(["x", "ab", "é", "東", "0/"]), st.integers(101, 3_000)).map(
+    lambda pair: pair[0] * pair[1]
+)
+block = st.one_of(paragraph, heading, code, table, listing, run)
 markdown = st.lists(block, min_size=1, max_size=12).map("\n\n".join)
 
 
@@ -85,8 +89,10 @@ def make_doc(text: str) -> Document:
     )
 
 
-def chunker(max_tokens: int) -> StructureChunker:
-    return StructureChunker(counter(), max_tokens=max_tokens, special_tokens=2, overlap_ratio=0.12)
+def chunker(max_tokens: int, max_chars: int | None = None) -> StructureChunker:
+    return StructureChunker(
+        counter(), max_tokens=max_tokens, special_tokens=2, overlap_ratio=0.12, max_chars=max_chars
+    )
 
 
 def fence_lines(text: str) -> int:
@@ -97,16 +103,18 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 
 @SETTINGS
-@given(markdown, st.sampled_from([48, 96, 256]))
-def test_invariants(text: str, max_tokens: int) -> None:
+@given(markdown, st.sampled_from([48, 96, 256]), st.sampled_from([None, 64, 300]))
+def test_invariants(text: str, max_tokens: int, max_chars: int | None) -> None:
     doc = make_doc(text)
-    ch = chunker(max_tokens)
+    ch = chunker(max_tokens, max_chars)
     chunks = ch.chunk(doc)
     assert chunks or not doc.blocks
     for c in chunks:
         # offsets reproduce the chunk body; never empty; trimmed
         assert doc.text[c.start : c.end] == c.text
         assert c.text.strip() == c.text and c.text
+        # bounded in characters too, whatever the tokenizer makes of the text
+        assert len(c.text) <= ch.max_chars
         # within budget once prefixed, with the model's special tokens
         assert counter().count(ch.embedding_text(c)) + 2 <= max_tokens
         assert c.token_count == counter().count(c.rendered)
@@ -152,6 +160,19 @@ def test_multibyte_text_is_never_cut_inside_a_character() -> None:
     assert "".join(c.text for c in chunks) == doc.text.strip()
     for c in chunks:
         c.text.encode("utf-8")  # a lone surrogate would raise
+
+
+def test_a_long_run_without_spaces_is_cut_by_characters() -> None:
+    # 1 MB of one "word": one [UNK] token, so only the character bound can cut it
+    text = "Intro.\n\n" + "x" * 1_000_000 + "\n\nOutro."
+    doc = make_doc(text)
+    ch = chunker(256)
+    assert ch.max_chars == 24 * 256
+    chunks = ch.chunk(doc)
+    assert max(len(c.text) for c in chunks) <= ch.max_chars
+    assert sum(c.text.count("x") for c in chunks) >= 1_000_000  # all of it, some overlapped
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)
+    assert ch.chunk(doc) == chunks
 
 
 def test_code_and_tables_stay_whole_when_they_fit() -> None:

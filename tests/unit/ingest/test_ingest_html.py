@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstrata.ingest.html import parse_html
+from ragstrata.ingest.html import cap_nesting, parse_html
 
 
 def _pieces(html: str) -> list[tuple[str, str]]:
@@ -94,3 +95,30 @@ def test_blocks_are_valid_property(check_blocks: Callable[..., None], fragments:
     parsed = parse_html("".join(fragments), fallback_title="f")
     check_blocks(parsed.text, parsed.blocks)
     assert "\r" not in parsed.text and "\x00" not in parsed.text
+
+
+def _nesting(html: str) -> int:
+    """Deepest element nesting of well-formed ``html`` (every tag closed)."""
+    depth = deepest = 0
+    for closing in re.findall(r"<(/?)[a-z]", html):
+        depth = depth - 1 if closing else depth + 1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_deep_nesting_is_capped_before_the_parser_sees_it() -> None:
+    # lexbor's tree builder is quadratic in the nesting: 100,000 <div><span> took minutes
+    n = 20_000
+    html = "<h1>Deep</h1>" + "<div><span>" * n + "deep text" + "</span></div>" * n + "<p>after</p>"
+    capped = cap_nesting(html)
+    assert _nesting(html) == 2 * n and _nesting(capped) <= 400
+    assert "deep text" in capped
+    parsed = parse_html(html, fallback_title="x")
+    assert "deep text" in parsed.text and "after" in parsed.text
+
+
+def test_shallow_and_sloppy_html_is_left_alone() -> None:
+    sloppy = "<ul>" + "<li>item" * 5_000 + "</ul>" + "<p>para" * 5_000 + "<br><img src=x>" * 500
+    assert cap_nesting(sloppy) is sloppy
+    page = "<div>" * 300 + "text" + "</div>" * 300
+    assert cap_nesting(page) is page

@@ -23,7 +23,9 @@ from ragstrata.errors import (
     IngestError,
     MissingDependencyError,
     NoTextLayerError,
+    ParserLimitError,
 )
+from ragstrata.ingest import pdf as pdf_module
 from ragstrata.ingest.loader import load_document
 from ragstrata.ingest.pdf import parse_pdf
 from ragstrata.ingest.text import ParsedText, normalize_text
@@ -331,3 +333,56 @@ def test_damaged_files_raise_only_ingest_errors() -> None:
         except IngestError:
             continue
         assert parsed.text == normalize_text(parsed.text)
+
+
+def _inflating_page(operators: int, chars: int) -> Page:
+    """A page whose content stream repeats a text-show operator: ``operators`` text objects of
+    ``chars`` characters each (in one BT block, so PDFium keeps every one)."""
+    page = Page()
+    show = b"(" + b"A" * chars + b") Tj "
+    page.ops.append(b"BT /F1 10 Tf 72 700 Td " + show * operators + b"ET")
+    return page
+
+
+def test_a_page_of_too_many_text_operators_is_refused_before_its_text_is_built() -> None:
+    # 25,000 Tj of 100 characters: 2.5 M characters, ~500 MB of PDFium text page if built
+    data = build_pdf([Page().lines(72, 700, PROSE), _inflating_page(25_000, 100)], compress=True)
+    assert len(data) < 50_000  # a few KB on disk, like the hostile files this guards against
+    with pytest.raises(ParserLimitError) as info:
+        parse(data)
+    assert info.value.code == "RS212" and info.value.path == "test.pdf"
+    assert "page 2 holds more than 20,000 text objects" in info.value.reason
+
+
+def test_a_page_over_the_character_cap_is_refused_with_a_reason() -> None:
+    data = build_pdf([_inflating_page(100, 3_000)], compress=True)  # 300,000 characters
+    with pytest.raises(ParserLimitError, match=r"page 1 holds 300,000 characters, more than"):
+        parse(data)
+
+
+def test_document_caps_on_characters_and_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    pages = [Page().lines(72, 700, PROSE) for _ in range(4)]
+    import pypdfium2
+
+    one = pypdfium2.PdfDocument(build_pdf(pages[:1]))
+    per_page = one[0].get_textpage().count_chars()  # what the cap counts
+    one.close()
+    monkeypatch.setattr(pdf_module, "_MAX_CHARS_PER_DOCUMENT", 2 * per_page + 1)
+    with pytest.raises(ParserLimitError, match=r"more than [\d,]+ characters \(reached on page 3"):
+        parse(build_pdf(pages))
+    monkeypatch.setattr(pdf_module, "_MAX_PAGES_PER_DOCUMENT", 3)
+    with pytest.raises(ParserLimitError, match="the PDF has 4 pages, more than the 3"):
+        parse(build_pdf(pages))
+
+
+def test_a_hostile_pdf_in_a_batch_costs_only_itself(tmp_path: Path) -> None:
+    from ragstrata.ingest.pool import load_many
+    from ragstrata.types import Document, IngestFailure
+
+    (tmp_path / "good.pdf").write_bytes(build_pdf([Page().lines(72, 700, PROSE)]))
+    (tmp_path / "bomb.pdf").write_bytes(build_pdf([_inflating_page(40_000, 200)], compress=True))
+    files = [tmp_path / "bomb.pdf", tmp_path / "good.pdf"]
+    bomb, good = load_many(files, max_file_bytes=10**7, workers=1, max_memory_mb=1024)
+    assert isinstance(good, Document)
+    assert isinstance(bomb, IngestFailure) and bomb.code == "RS212"
+    assert "text objects" in bomb.reason  # refused by the cap, not by the memory limit

@@ -21,6 +21,21 @@ def _flaky_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     return load_one(path, max_file_bytes)
 
 
+def _hungry_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
+    """Top-level (picklable): ``hog*`` files allocate (and touch) memory until stopped."""
+    if path.name.startswith("hog"):
+        hoard = []
+        for _ in range(400):  # up to 4 GB, 10 MB at a time
+            hoard.append(b"x" * 10_000_000)
+            time.sleep(0.005)
+    return load_one(path, max_file_bytes)
+
+
+def _pid_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
+    """Top-level (picklable): reports the id of the process that parsed ``path``."""
+    return IngestFailure(str(path), "RS200", str(os.getpid()))
+
+
 def _files(tmp_path: Path, names: list[str]) -> list[Path]:
     out = []
     for i, name in enumerate(names):
@@ -71,4 +86,40 @@ def test_a_stuck_file_is_skipped_after_the_timeout(tmp_path: Path) -> None:
     assert _names(results) == names
     stuck = [r for r in results if isinstance(r, IngestFailure)]
     assert [Path(r.path).name for r in stuck] == ["hang.md"]
-    assert "longer than" in stuck[0].reason
+    assert "longer than 15 s" in stuck[0].reason and stuck[0].code == "RS212"
+
+
+def test_a_single_file_is_parsed_in_a_worker(tmp_path: Path) -> None:
+    # one-file ingests and service uploads get the same crash isolation and limits
+    files = _files(tmp_path, ["only.md"])
+    [result] = list(load_many(files, max_file_bytes=10_000, workers=2, loader=_pid_loader))
+    assert isinstance(result, IngestFailure) and result.reason != str(os.getpid())
+
+
+def test_a_file_over_the_memory_limit_costs_only_itself(tmp_path: Path) -> None:
+    names = ["a.md", "hog.md", "b.md", "c.md"]
+    files = _files(tmp_path, names)
+    results = list(
+        load_many(
+            files,
+            max_file_bytes=10_000,
+            workers=2,
+            window=3,
+            max_memory_mb=300,
+            loader=_hungry_loader,
+        )
+    )
+    assert _names(results) == names
+    failed = [r for r in results if isinstance(r, IngestFailure)]
+    assert [Path(r.path).name for r in failed] == ["hog.md"]
+    assert failed[0].code == "RS212"
+    assert "exceeded 300 MB" in failed[0].reason
+
+
+def test_a_lone_file_over_the_memory_limit_is_reported(tmp_path: Path) -> None:
+    files = _files(tmp_path, ["hog.md"])
+    [result] = list(
+        load_many(files, max_file_bytes=10_000, workers=1, max_memory_mb=300, loader=_hungry_loader)
+    )
+    assert isinstance(result, IngestFailure) and result.code == "RS212"
+    assert "exceeded 300 MB" in result.reason
