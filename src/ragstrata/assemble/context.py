@@ -58,8 +58,9 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """Numbered sources in presentation order, their legend lines and the context's token
-    count (with the counter given to :func:`assemble`)."""
+    """Numbered sources in presentation order, their legend lines and ``tokens``: the size of
+    the context as rendered for its reader (labels, wrappers and legend included), counted with
+    the counter given to :func:`assemble`."""
 
     sources: tuple[Source, ...]
     legend: tuple[str, ...]
@@ -134,6 +135,31 @@ def edge_order(n: int) -> list[int]:
     return front + back[::-1]
 
 
+ContextRenderer = Callable[[Context], str]
+"""``context -> the text its reader receives`` (:meth:`Context.render` for a person and the
+extractive answer, the ``<source>`` blocks of :func:`ragstrata.generate.prompt.render_sources`
+for an LLM): what the budget of :func:`assemble` bounds."""
+
+
+def _label_sources(
+    chosen: Sequence[tuple[Hit, str, str, tuple[str, int, int], bool, int]],
+    order: Order,
+    display_source: Callable[[str], str],
+) -> tuple[tuple[Source, ...], tuple[str, ...]]:
+    positions = edge_order(len(chosen)) if order == "edges" else list(range(len(chosen)))
+    sources: list[Source] = []
+    legend: list[str] = []
+    for label, pos in enumerate(positions, start=1):
+        hit, text, passage, span, expanded, _ = chosen[pos]
+        chunk = hit.chunk
+        sources.append(Source(label, hit, text, passage, span[1], span[2], expanded))
+        where = display_source(chunk.source)
+        legend.append(
+            f"[{label}] = {where} > {chunk.heading}" if chunk.heading else f"[{label}] = {where}"
+        )
+    return tuple(sources), tuple(legend)
+
+
 def assemble(
     hits: Sequence[Hit],
     *,
@@ -144,6 +170,7 @@ def assemble(
     parents: ParentLookup | None = None,
     parent_tokens: int = 0,
     order: Order = "rank",
+    render: ContextRenderer = Context.render,
 ) -> Context:
     """Build the context from ranked ``hits``.
 
@@ -152,11 +179,14 @@ def assemble(
     ``parents`` and ``parent_tokens > 0``, a hit is replaced by its whole parent section
     (:func:`merge_section` of ``parents(chunk)``) when that section is longer than the chunk
     and costs at most ``parent_tokens`` tokens; hits inside an expanded section are then
-    duplicates. Sources are added in rank order while their token count (with ``counter``,
-    heading line included) fits ``budget_tokens``; the best hit is always kept. ``order``
-    ``rank`` presents them best first, ``edges`` strongest first and last (:func:`edge_order`);
-    labels ``1..n`` follow the presentation order. Legend lines read
-    ``[n] = source > heading path``.
+    duplicates. Sources are added in rank order while the context *as ``render`` writes it*
+    (labels, wrappers, separators and legend included, counted with ``counter``) fits
+    ``budget_tokens``: each source costs what it adds rendered alone, and the whole rendering
+    is then counted and the lowest-ranked sources dropped until it fits, so
+    ``Context.tokens == counter.count(render(context)) <= budget_tokens`` unless the best hit
+    alone is larger (it is always kept). ``order`` ``rank`` presents them best first,
+    ``edges`` strongest first and last (:func:`edge_order`); labels ``1..n`` follow the
+    presentation order. Legend lines read ``[n] = source > heading path``.
     """
     chosen: list[tuple[Hit, str, str, tuple[str, int, int], bool, int]] = []
     used = 0
@@ -178,23 +208,20 @@ def assemble(
                         passage, expanded = chunk.rendered, False
                         span = (chunk.doc_id, chunk.start, chunk.end)
         text = f"{heading}\n{passage}" if heading else passage
-        tokens = counter.count(text)
+        item = (hit, text, passage, span, expanded, 0)
+        alone, legend_alone = _label_sources([item], "rank", display_source)
+        tokens = counter.count(render(Context(alone, legend_alone, 0)))
         if chosen and used + tokens > budget_tokens:
             continue
         chosen.append((hit, text, passage, span, expanded, tokens))
         used += tokens
-    positions = edge_order(len(chosen)) if order == "edges" else list(range(len(chosen)))
-    sources: list[Source] = []
-    legend: list[str] = []
-    for label, pos in enumerate(positions, start=1):
-        hit, text, passage, span, expanded, _ = chosen[pos]
-        chunk = hit.chunk
-        sources.append(Source(label, hit, text, passage, span[1], span[2], expanded))
-        where = display_source(chunk.source)
-        legend.append(
-            f"[{label}] = {where} > {chunk.heading}" if chunk.heading else f"[{label}] = {where}"
-        )
-    return Context(tuple(sources), tuple(legend), used)
+    while True:
+        sources, legend = _label_sources(chosen, order, display_source)
+        context = Context(sources, legend, 0)
+        rendered = counter.count(render(context)) if sources else 0
+        if rendered <= budget_tokens or len(chosen) <= 1:
+            return Context(sources, legend, rendered)
+        chosen.pop()  # the lowest-ranked source: chosen is in rank order
 
 
 # ------------------------------------------------------------------------------- versions

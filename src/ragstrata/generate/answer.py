@@ -21,7 +21,7 @@ from ragstrata.config import LLMConfig
 from ragstrata.generate.base import Generator, Usage
 from ragstrata.generate.citations import CitationChecker, ground
 from ragstrata.generate.evidence import check_evidence
-from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message
+from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message, render_sources
 from ragstrata.index.analyzer import Analyzer
 from ragstrata.types import Answer, Hit, RefusalReason
 
@@ -143,6 +143,7 @@ class LLMAnswerer:
             parents=parents,
             parent_tokens=self.config.parent_tokens,
             order="edges",
+            render=lambda ctx: render_sources(ctx, self.display_source),
         )
         messages = build_messages(question, context, display_source=self.display_source)
         timings["assemble"] = (time.perf_counter() - t) * 1000

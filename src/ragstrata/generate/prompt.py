@@ -81,6 +81,14 @@ def build_messages(
     system = SYSTEM_RULES.format(
         refusal=REFUSALS[lang], language=_LANGUAGE_NAMES[lang], max_sentences=max_sentences
     )
+    user = render_sources(context, display_source) + f"\n\nQuestion: {question.strip()}"
+    return [ChatMessage("system", system), ChatMessage("user", user)]
+
+
+def render_sources(context: Context, display_source: Callable[[str], str] = str) -> str:
+    """The sources part of the user message: ``Sources:`` then one delimited
+    ``<source id document section>`` block per source. What ``llm.context_tokens`` bounds
+    (pass it as ``render`` to :func:`~ragstrata.assemble.context.assemble`)."""
     blocks: list[str] = []
     for source in context.sources:
         chunk = source.hit.chunk
@@ -89,8 +97,7 @@ def build_messages(
             f'<source id="{source.label}" document="{_attr(display_source(chunk.source))}" '
             f'section="{_attr(heading)}">\n{neutralize(source.body.strip())}\n</source>'
         )
-    user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question.strip()}"
-    return [ChatMessage("system", system), ChatMessage("user", user)]
+    return "Sources:\n\n" + "\n\n".join(blocks)
 
 
 def is_refusal(text: str) -> bool:

