@@ -68,7 +68,7 @@ class MiniLMEmbedder:
                         import torch
                         from sentence_transformers import SentenceTransformer
                     except ImportError as exc:
-                        raise MissingDependencyError("sentence-transformers", "local") from exc
+                        raise MissingDependencyError("sentence-transformers", "torch") from exc
                     if self._threads:
                         torch.set_num_threads(self._threads)
                     try:
