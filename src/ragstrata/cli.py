@@ -32,7 +32,33 @@ from ragstrata.paths import path_text
 from ragstrata.pipeline import Ragstrata, display_path
 from ragstrata.types import Answer, Hit
 
+
+def _without_flag_types(params: list[Any]) -> list[Any]:
+    """Give flags (``--json``, ``--stream/--no-stream``, ``--help``) an empty metavar: typer's
+    help otherwise prints ``<bool>`` beside every one, although a flag takes no value. (typer's
+    parameters are classes of the click it bundles, so flags are told by ``is_flag``.)"""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Command(typer.core.TyperCommand):
+    """A typer command whose help shows no type for flags (see :func:`_without_flag_types`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_types(super().get_params(ctx))
+
+
+class _Group(typer.core.TyperGroup):
+    """A typer group whose help shows no type for flags (see :func:`_without_flag_types`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_types(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=_Group,
     name="ragstrata",
     help="Retrieval-augmented answers with citations over your documents (offline).",
     no_args_is_help=True,
@@ -112,7 +138,7 @@ def _main(
     """Retrieval-augmented answers with citations over your documents (offline)."""
 
 
-@app.command()
+@app.command(cls=_Command)
 def ingest(
     paths: Annotated[
         list[Path],
@@ -329,7 +355,7 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     return hit_json(hit)
 
 
-@app.command()
+@app.command(cls=_Command)
 def search(
     query: Annotated[str, typer.Argument(help="Search query.")],
     index: IndexOpt = None,
@@ -413,7 +439,7 @@ def _llm_answer_json(answer: Answer) -> dict[str, Any]:
     return data
 
 
-@app.command()
+@app.command(cls=_Command)
 def ask(
     question: Annotated[str, typer.Argument(help="Question in any language of your documents.")],
     index: IndexOpt = None,
@@ -496,7 +522,7 @@ def ask(
         )
 
 
-@app.command()
+@app.command(cls=_Command)
 def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Show what the index holds."""
     try:
@@ -521,7 +547,7 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
     out.print("\n".join(lines), highlight=False)
 
 
-@app.command("eval")
+@app.command("eval", cls=_Command)
 def eval_cmd(
     dataset: Annotated[
         Path,
@@ -581,7 +607,7 @@ def eval_cmd(
     _print_eval(report, json_file, compare_file, baseline, tolerance)
 
 
-@app.command("eval-refusal")
+@app.command("eval-refusal", cls=_Command)
 def eval_refusal(
     dataset: Annotated[Path, typer.Argument(help="SQuAD v2.0 JSON file (.json or .json.gz).")],
     max_questions: Annotated[
@@ -665,7 +691,7 @@ def eval_refusal(
         json_file.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
-@app.command("eval-citations")
+@app.command("eval-citations", cls=_Command)
 def eval_citations(
     corpora: Annotated[
         list[Path], typer.Argument(help="Corpus folders (Markdown/MDX) to draw claims from.")
@@ -765,12 +791,15 @@ def _print_eval(
 
 
 reranker_app = typer.Typer(
-    name="reranker", help="Train and export the cross-encoder reranker.", no_args_is_help=True
+    cls=_Group,
+    name="reranker",
+    help="Train and export the cross-encoder reranker.",
+    no_args_is_help=True,
 )
 app.add_typer(reranker_app)
 
 
-@reranker_app.command("train")
+@reranker_app.command("train", cls=_Command)
 def reranker_train(
     scifact: Annotated[
         Path, typer.Option("--scifact", help="BEIR SciFact folder (only qrels/train.tsv is used).")
@@ -840,7 +869,7 @@ def reranker_train(
     print(json.dumps(report.to_json(), indent=2))
 
 
-@app.command()
+@app.command(cls=_Command)
 def serve(
     host: Annotated[
         str | None, typer.Option("--host", help="Interface (default: service.host, 127.0.0.1).")
@@ -898,7 +927,7 @@ def serve(
     )
 
 
-@app.command()
+@app.command(cls=_Command)
 def mcp(
     index: IndexOpt = None,
     config: ConfigOpt = None,
@@ -930,7 +959,10 @@ def mcp(
 
 
 keys_app = typer.Typer(
-    name="keys", help="Create, list and revoke the service's API keys.", no_args_is_help=True
+    cls=_Group,
+    name="keys",
+    help="Create, list and revoke the service's API keys.",
+    no_args_is_help=True,
 )
 app.add_typer(keys_app)
 DataDirOpt = Annotated[
@@ -946,7 +978,7 @@ def _key_store(data_dir: Path | None, config: Path | None) -> Any:
     return KeyStore((data_dir or cfg.service.data_path(cfg.home)) / KEYS_FILE)
 
 
-@keys_app.command("create")
+@keys_app.command("create", cls=_Command)
 def keys_create(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id the key acts for.")],
     name: Annotated[str, typer.Option("--name", help="A label for the key.")] = "",
@@ -975,7 +1007,7 @@ def keys_create(
         )
 
 
-@keys_app.command("list")
+@keys_app.command("list", cls=_Command)
 def keys_list(
     data_dir: DataDirOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False
 ) -> None:
@@ -1002,7 +1034,7 @@ def keys_list(
     out.print(table)
 
 
-@keys_app.command("revoke")
+@keys_app.command("revoke", cls=_Command)
 def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (see `ragstrata keys list`).")],
     data_dir: DataDirOpt = None,

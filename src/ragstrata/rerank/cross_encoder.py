@@ -92,7 +92,8 @@ class CrossEncoderReranker:
     ``threads``: intra-op threads (0 = the runtime's default).
 
     Raises ConfigError for a missing or unusable folder or bad arguments,
-    MissingDependencyError when the backend's package is not installed (extra ``rerank``).
+    MissingDependencyError when the backend's package is not installed (extra ``rerank``; a
+    CrossEncoder folder needs the ``torch`` extra).
     """
 
     def __init__(
@@ -202,7 +203,7 @@ class CrossEncoderReranker:
             import torch
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
-            raise MissingDependencyError("sentence-transformers", "rerank") from exc
+            raise MissingDependencyError("sentence-transformers", "torch") from exc
         from ragstrata.embed.local import _offline
 
         _offline()

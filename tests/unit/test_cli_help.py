@@ -1,0 +1,32 @@
+"""``--help`` of every command: flags are listed without a ``<bool>`` type (they take no value),
+options that take a value keep theirs."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ragstrata.cli import app
+
+
+def _command_paths() -> list[list[str]]:
+    paths: list[list[str]] = [[]]
+    root = typer.main.get_command(app)
+    for name, command in getattr(root, "commands", {}).items():
+        paths.append([name])
+        paths.extend([name, sub] for sub in getattr(command, "commands", {}))
+    return paths
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p) or "ragstrata")
+def test_help_has_no_bool_metavars(path: list[str]) -> None:
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=120)
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    assert "--help" in result.output
+
+
+def test_options_with_values_keep_their_type() -> None:
+    result = CliRunner().invoke(app, ["ask", "--help"], terminal_width=120)
+    assert "<path>" in result.output and "--json" in result.output
