@@ -233,7 +233,7 @@ def ingest(
         raise typer.Exit(EXIT_PARTIAL if result.status == "partial" else 1)
 
 
-@app.command()
+@app.command(cls=_Command)
 def watch(
     paths: Annotated[
         list[Path],
