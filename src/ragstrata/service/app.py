@@ -205,7 +205,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _rag_error(InvalidRequestError(_validation_message(exc.errors())))
+        errors = exc.errors()
+        response = _rag_error(InvalidRequestError(_validation_message(errors)))
+        if any(err.get("type") == "json_invalid" for err in errors):
+            response.status_code = 400  # not JSON at all (docs/service.md), not a schema mismatch
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -338,9 +342,14 @@ def create_app(
     app.state.service = state
     svc = cfg.service
 
-    def limit_for(scope: Scope) -> int:
-        is_upload = scope.get("method") == "POST" and _UPLOAD_PATH.fullmatch(scope["path"])
-        return svc.max_upload_bytes if is_upload else MAX_JSON_BODY
+    def limit_for(scope: Scope) -> tuple[int, str]:
+        if scope.get("method") == "POST" and _UPLOAD_PATH.fullmatch(scope["path"]):
+            return (
+                svc.max_upload_bytes,
+                "uploads are capped by service.max_upload_bytes: send fewer or smaller files "
+                "per request",
+            )
+        return MAX_JSON_BODY, "search and ask bodies are capped at 1 MB: shorten the request"
 
     app.add_middleware(BodyLimitMiddleware, limit_for=limit_for)
     app.add_middleware(MetricsMiddleware, metrics=lambda: state.metrics)

@@ -15,8 +15,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragstrata.service.errors import PayloadTooLargeError
 
-LimitFor = Callable[[Scope], int]
-"""Scope -> the largest body (bytes) its route accepts."""
+LimitFor = Callable[[Scope], tuple[int, str]]
+"""Scope -> the largest body (bytes) its route accepts, and what to do when a body is larger
+(the end of the 413 message: it names the route's own limit and fix)."""
 
 
 class BodyLimitMiddleware:
@@ -30,10 +31,10 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self._limit_for(scope)
+        limit, advice = self._limit_for(scope)
         declared = _content_length(scope)
         if declared is not None and declared > limit:
-            await _too_large(send, limit)
+            await _too_large(send, _message(limit, advice))
             return
         seen = 0
 
@@ -43,17 +44,14 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise PayloadTooLargeError(_message(limit))
+                    raise PayloadTooLargeError(_message(limit, advice))
             return message
 
         await self.app(scope, limited, send)
 
 
-def _message(limit: int) -> str:
-    return (
-        f"the request body exceeds {limit} bytes (service.max_upload_bytes for uploads); "
-        "send fewer or smaller files per request"
-    )
+def _message(limit: int, advice: str) -> str:
+    return f"the request body exceeds {limit} bytes; {advice}"
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -66,10 +64,8 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps(
-        {"error": {"code": PayloadTooLargeError.code, "message": _message(limit)}}
-    ).encode()
+async def _too_large(send: Send, message: str) -> None:
+    body = json.dumps({"error": {"code": PayloadTooLargeError.code, "message": message}}).encode()
     await send(
         {
             "type": "http.response.start",

@@ -42,7 +42,9 @@ class SearchRequest(_Request):
     """``POST /v1/collections/{name}/search``."""
 
     query: str = Field(min_length=1, max_length=2000, description="Keywords or a question.")
-    top_k: int | None = Field(default=None, ge=1, le=50, description="Hits to return.")
+    top_k: int | None = Field(
+        default=None, ge=1, le=50, strict=True, description="Hits to return (an integer)."
+    )
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
     filters: dict[str, FilterValue] | None = Field(
         default=None,

@@ -189,3 +189,19 @@ def test_page_and_openapi_are_served(module_service: Service) -> None:
     assert c.get("/healthz").json() == {"status": "ok"}
     missing = c.get("/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "RS706"
+
+
+def test_a_body_that_is_not_json_is_400_and_a_schema_mismatch_422(
+    module_service: Service, acme: dict[str, str]
+) -> None:
+    c = module_service.client
+    url = "/v1/collections/docs/search"
+    broken = c.post(url, headers=acme | {"Content-Type": "application/json"}, content=b'{"query":')
+    assert broken.status_code == 400, broken.text
+    assert broken.json()["error"]["code"] == "RS707"
+    for top_k in (True, "3", 2.0):
+        response = c.post(url, headers=acme, json={"query": "invoices", "top_k": top_k})
+        assert response.status_code == 422, (top_k, response.text)
+        assert "top_k" in response.json()["error"]["message"]
+    ok = c.post(url, headers=acme, json={"query": "invoices", "top_k": 2})
+    assert ok.status_code == 200 and len(ok.json()["hits"]) <= 2

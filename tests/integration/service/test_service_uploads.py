@@ -26,6 +26,7 @@ def test_body_over_the_limit_is_413_and_stores_nothing(service_factory: ServiceF
     response = service.client.post("/v1/collections/docs/documents", headers=acme, files=files)
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "RS704"
+    assert "service.max_upload_bytes" in response.json()["error"]["message"]
 
     # a body without Content-Length (chunked) is cut at the limit too
     def chunks() -> Iterator[bytes]:
@@ -44,6 +45,8 @@ def test_body_over_the_limit_is_413_and_stores_nothing(service_factory: ServiceF
         "/v1/collections/docs/search", headers=acme, json={"query": "x" * 1_100_000}
     )
     assert response.status_code == 413
+    message = response.json()["error"]["message"]
+    assert "search and ask" in message and "upload" not in message
 
 
 def test_unsupported_content_types_are_415(service: Service) -> None:
