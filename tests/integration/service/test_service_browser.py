@@ -187,6 +187,34 @@ def test_page_answers_with_cited_highlighted_sources_and_shows_refusals(
             expect(refusal).to_contain_text("could not find enough information")
             assert page.locator(".citation-card").count() == 0
             assert page.locator("#answer").is_hidden()
+
+            # a second collection: plurals, and switching collection clears the answer
+            page.fill("#upload-collection", "notes")
+            page.set_input_files("#upload-files", [str(docs / "guide.md")])
+            page.click("#upload")
+            expect(page.locator("#upload-status")).to_contain_text(
+                "Upload succeeded", timeout=180_000
+            )
+            expect(page.locator("#collection option[value=notes]")).to_have_text(
+                "notes (1 document)"
+            )
+            expect(page.locator("#collection option[value=docs]")).to_have_text(
+                "docs (2 documents)"
+            )
+            page.select_option("#collection", "docs")
+            page.fill("#question", "What does the error ERR_CONN_RESET mean?")
+            page.click("#ask")
+            page.wait_for_selector("body[data-state=answered]")
+            page.select_option("#collection", "notes")
+            expect(page.locator("#answer-box")).to_be_hidden()
+            assert page.inner_text("#answer") == ""
+
+            # a phone-sized window: nothing wider than the screen
+            page.set_viewport_size({"width": 390, "height": 800})
+            overflow = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"the page is {overflow}px wider than a 390px screen"
         finally:
             browser.close()
     assert "Traceback" not in log.read_text(encoding="utf-8")

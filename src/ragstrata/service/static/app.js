@@ -46,7 +46,8 @@ async function loadCollections() {
   for (const c of data.collections) {
     const option = document.createElement("option");
     option.value = c.name;
-    option.textContent = `${c.name} (${c.documents} docs)`;
+    const noun = c.documents === 1 ? "document" : "documents";
+    option.textContent = `${c.name} (${c.documents} ${noun})`;
     select.append(option);
   }
   if (previous) select.value = previous;
@@ -90,6 +91,13 @@ function resetAnswer() {
   $("citations-title").hidden = true;
   $("explain").hidden = true;
   $("explain-table").tBodies[0].replaceChildren();
+}
+
+function clearAnswer() {
+  // another collection: the answer on screen was about the previous one
+  resetAnswer();
+  $("answer-box").hidden = true;
+  setStatus("");
 }
 
 function where(item) {
@@ -321,5 +329,6 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("ask-form").addEventListener("submit", ask);
   $("upload-form").addEventListener("submit", upload);
+  $("collection").addEventListener("change", clearAnswer);
   loadCollections();
 });
