@@ -5,8 +5,10 @@ normalize both strings (lowercase, remove punctuation, remove articles, collapse
 space), then compare tokens. Two changes for a multilingual project:
 
 * accents are folded (Unicode NFKD, combining marks dropped: ``"Ramírez"`` and ``"ramirez"``
-  match, ``"año"`` becomes ``"ano"``), and punctuation is every Unicode ``P*`` character
-  (``¿``, ``¡``, ``«``, ``»`` too), removed as SQuAD removes it (``"1,000"`` -> ``"1000"``);
+  match, ``"año"`` becomes ``"ano"``), and punctuation is SQuAD's (ASCII
+  ``string.punctuation``, backticks and ``=`` included) plus every Unicode ``P*`` character
+  (``¿``, ``¡``, ``«``, ``»``), removed as SQuAD removes it (``"1,000"`` -> ``"1000"``,
+  ``"`rrf_k`"`` -> ``"rrfk"``);
 * the articles removed are the English ``a, an, the`` and the Spanish ``el, la, los, las, un,
   una, unos, unas``, whatever the language of the text. Both sides are normalized alike, so a
   Spanish preposition ``a`` disappearing from both costs nothing.
@@ -20,6 +22,7 @@ tokens; both take the best of the gold answers.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -36,6 +39,8 @@ __all__ = [
 ARTICLES = frozenset({"a", "an", "the", "el", "la", "los", "las", "un", "una", "unos", "unas"})
 """Articles removed by :func:`normalize_answer` (English and Spanish)."""
 
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+
 
 def normalize_answer(text: str) -> str:
     """``text`` lowercased, accents folded, punctuation removed, articles removed, white space
@@ -45,7 +50,9 @@ def normalize_answer(text: str) -> str:
     kept = [
         ch
         for ch in decomposed
-        if not unicodedata.combining(ch) and not unicodedata.category(ch).startswith("P")
+        if not unicodedata.combining(ch)
+        and ch not in _ASCII_PUNCTUATION
+        and not unicodedata.category(ch).startswith("P")
     ]
     words = re.split(r"\s+", "".join(kept))
     return " ".join(w for w in words if w and w not in ARTICLES)

@@ -72,3 +72,10 @@ def test_token_f1_spanish_articles_and_accents() -> None:
 def test_max_token_f1_takes_the_best_gold() -> None:
     assert max_token_f1("en Santa Clara", ["California", "Santa Clara"]) == pytest.approx(0.8)
     assert max_token_f1("x", []) == 0.0
+
+
+def test_ascii_punctuation_is_squads() -> None:
+    # Markdown backticks, "=", "$" and "|" are ASCII punctuation in SQuAD's script
+    assert normalize_answer("`flock` on `.lock`") == "flock on lock"
+    assert normalize_answer("| `rrf_k = 60` |") == "rrfk 60"
+    assert contains_answer("takes a non-blocking `flock` on `.lock`.", ["flock"])
