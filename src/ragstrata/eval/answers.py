@@ -11,10 +11,12 @@ Per answerable question (its gold paragraph indexed):
 * ``unverified_citations``: citations the project's checker
   (:class:`~ragstrata.generate.citations.CitationChecker`) does not back. An answerer that
   checked its own citations (the LLM path: ``support`` is set) is taken at its word; for the
-  others (the extractive answerer, whose citations carry no check) every (sentence, cited
-  chunk) pair of the answer is checked here with the same rule as
-  :func:`~ragstrata.generate.citations.ground`: a citation is unverified when a sentence citing
-  it is not supported by the cited chunk's text;
+  others (the extractive answerer, whose citations carry no check) every (claim, cited chunk)
+  pair of the answer is checked here with the same rule as
+  :func:`~ragstrata.generate.citations.ground`: a citation is unverified when a claim citing it
+  is not supported by the cited chunk's text. A claim is the text before a marker, back to the
+  previous marker (:func:`marker_claims`): an extractive quote ending in ``:`` is not merged
+  with the next quote, as a sentence splitter would merge it;
 * ``latency_ms``: wall-clock time of ``ask``; ``words``: the answer's length in words.
 
 Means are over the answered questions (``contains_gold``, ``f1``, ``cites_gold``,
@@ -68,6 +70,7 @@ __all__ = [
     "cases_from_dataset",
     "cases_from_golden",
     "gate",
+    "marker_claims",
     "refusal_scores",
     "run_answer_eval",
     "score_answer",
@@ -186,6 +189,26 @@ def absent_subset(cases: Sequence[AnswerCase], *, fraction: float, seed: int) ->
 # --------------------------------------------------------------------------- scoring
 
 
+def marker_claims(text: str) -> list[tuple[str, tuple[int, ...]]]:
+    """``(claim, labels)`` pairs of an answer: each claim is the text between the previous
+    citation marker (or the start) and the next one, stripped; markers that follow each other
+    (``[1][2]``) all go to the claim before them. Text after the last marker cites nothing and
+    is left out. ``marker_claims("A. [1] B: [2][3]") == [("A.", (1,)), ("B:", (2, 3))]``."""
+    from ragstrata.generate.citations import MARKER, marker_labels
+
+    out: list[tuple[str, tuple[int, ...]]] = []
+    start = 0
+    for m in MARKER.finditer(text):
+        claim = text[start : m.start()].strip()
+        labels = tuple(marker_labels(m.group()))
+        if claim:
+            out.append((claim, labels))
+        elif out:
+            out[-1] = (out[-1][0], tuple(dict.fromkeys(out[-1][1] + labels)))
+        start = m.end()
+    return out
+
+
 def unverified_citations(
     answer: Answer,
     checker: CitationChecker,
@@ -193,17 +216,17 @@ def unverified_citations(
 ) -> int:
     """How many of ``answer``'s citations the checker does not back (see the module
     docstring). ``chunk_texts(chunk_ids)`` maps each cited chunk id to its text."""
-    from ragstrata.generate.citations import parse_answer
-
     citations = answer.citations
     if not citations:
         return 0
     if all(c.support is not None for c in citations):
         return sum(not c.verified for c in citations)
     by_label = {c.label: c for c in citations}
-    parsed = parse_answer(answer.text, max(by_label))
     pairs = [
-        (claim.text, lab) for claim in parsed.claims for lab in claim.labels if lab in by_label
+        (claim, lab)
+        for claim, labels in marker_claims(answer.text)
+        for lab in labels
+        if lab in by_label
     ]
     if not pairs:
         return 0

@@ -226,3 +226,15 @@ def test_gate_directions_and_answerer() -> None:
     assert any("answerer" in f for f in gate({**report, "answerer": "qwen"}, base, tolerance=0.01))
     missing = gate({"answerer": "extractive", "metrics": {}}, base, tolerance=0.01)
     assert any("missing" in f for f in missing)
+
+
+def test_marker_claims_split_at_markers() -> None:
+    from ragstrata.eval.answers import marker_claims
+
+    assert marker_claims("A uno. [1] Dos: [2][3] tres [Source 4] sin cita") == [
+        ("A uno.", (1,)),
+        ("Dos:", (2, 3)),
+        ("tres", (4,)),
+    ]
+    assert marker_claims("[1] nada") == []
+    assert marker_claims("sin marcas") == []
