@@ -11,7 +11,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -31,6 +31,12 @@ from ragstrata.errors import ConfigError, IndexNotFoundError, RagError
 from ragstrata.paths import path_text
 from ragstrata.pipeline import Ragstrata, display_path
 from ragstrata.types import Answer, Hit
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ragstrata.eval.answers import AnswerCase
+    from ragstrata.types import Document
 
 app = typer.Typer(
     name="ragstrata",
@@ -651,7 +657,7 @@ def eval_answers(
 
 def _answer_cases(
     dataset: Path, split: str, max_queries: int | None, index: Path | None, cfg: RagConfig
-) -> tuple[list[Any], Any, str, RagConfig]:
+) -> tuple[list[AnswerCase], Iterable[Document] | None, str, RagConfig]:
     """Cases, documents to index (``None``: the index is the user's), report name and the
     configuration pointing at the index, for ``eval-answers``."""
     from ragstrata.eval.answers import cases_from_dataset, cases_from_golden
