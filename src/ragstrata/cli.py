@@ -11,7 +11,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -56,6 +56,12 @@ class _Group(typer.core.TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:
         return _without_flag_types(super().get_params(ctx))
 
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ragstrata.eval.answers import AnswerCase
+    from ragstrata.types import Document
 
 app = typer.Typer(
     cls=_Group,
@@ -691,6 +697,133 @@ def eval_refusal(
         json_file.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
+@app.command("eval-answers", cls=_Command)
+def eval_answers(
+    dataset: Annotated[
+        Path,
+        typer.Argument(
+            help="SQuAD JSON file/folder, or a golden .yaml/.jsonl file whose entries give "
+            "'answers' (scored against the --index you built)."
+        ),
+    ],
+    split: Annotated[
+        str, typer.Option("--split", help="SQuAD: all, or the train/test half of the articles.")
+    ] = "test",
+    max_queries: Annotated[
+        int | None, typer.Option("--max-queries", min=1, help="Ask only the first N questions.")
+    ] = None,
+    absent: Annotated[
+        float,
+        typer.Option(
+            "--absent",
+            min=0.0,
+            max=1.0,
+            help="Share of the questions whose gold documents are removed (from a copy of the "
+            "index) and asked again, to score refusals; 0 skips it.",
+        ),
+    ] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the absent draw.")] = 0,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm", help="Answerer: none (extractive), local, openai. Default: llm.provider."
+        ),
+    ] = None,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the full report (with per-question).")
+    ] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="Fail (exit 4) below this baseline JSON.")
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Allowed absolute change past the baseline.")
+    ] = 0.01,
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Answer-level evaluation through `ask`: share answered, answer contains a gold answer,
+    token F1, cites the gold document, unverified citations, latency; refusals on questions
+    whose gold documents were removed (docs/evaluation.md)."""
+    from ragstrata.eval.answers import answer_markdown, gate, run_answer_eval
+
+    try:
+        if llm is not None and llm not in ("none", "local", "openai"):
+            raise ConfigError(f"--llm {llm!r} is unknown; choose none, local or openai")
+        overrides = {"llm.provider": llm} if llm is not None else {}
+        cfg = RagConfig.load(config_file=config, overrides=overrides)
+        cases, documents, name, cfg = _answer_cases(dataset, split, max_queries, index, cfg)
+        err.print(
+            f"asking {len(cases)} questions on {cfg.index_path} "
+            f"(+ {round(absent * len(cases))} with their gold documents removed)"
+        )
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if done % 50 == 0 or done == total:
+                err.print(f"[dim]{stage}: {done}/{total}[/]", highlight=False)
+
+        report = run_answer_eval(
+            cfg,
+            cases,
+            name=name,
+            documents=documents,
+            absent_fraction=absent,
+            seed=seed,
+            progress=progress,
+        )
+    except RagError as exc:
+        raise _fail(exc) from exc
+    result = report.to_json()
+    out.print(
+        f"{report.dataset}: {len(report.outcomes)} questions, {len(report.absent)} asked with "
+        f"{report.absent_removed_docs} gold documents removed; {report.n_docs} docs, "
+        f"embedder {report.embedder}, answerer {report.answerer}, {report.seconds:.0f} s",
+        highlight=False,
+    )
+    print(answer_markdown(result))
+    if json_file is not None:
+        json_file.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    if baseline is not None:
+        failures = gate(
+            result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance
+        )
+        for failure in failures:
+            err.print(f"[red]regression[/] {failure}", highlight=False)
+        if failures:
+            raise typer.Exit(4)
+        err.print(f"[green]gate passed[/] (tolerance {tolerance})")
+
+
+def _answer_cases(
+    dataset: Path, split: str, max_queries: int | None, index: Path | None, cfg: RagConfig
+) -> tuple[list[AnswerCase], Iterable[Document] | None, str, RagConfig]:
+    """Cases, documents to index (``None``: the index is the user's), report name and the
+    configuration pointing at the index, for ``eval-answers``."""
+    from ragstrata.eval.answers import cases_from_dataset, cases_from_golden
+    from ragstrata.eval.datasets import load_golden
+    from ragstrata.eval.runner import dataset_documents, golden_qrels, load_dataset
+
+    if dataset.suffix in (".yaml", ".yml", ".jsonl"):
+        golden = load_golden(dataset)
+        cfg = cfg.with_index(index)
+        with Ragstrata(cfg) as engine:
+            _, qrels, unmatched = golden_qrels(engine, golden)
+        for item in unmatched:
+            err.print(f"[yellow]warning[/] expected source not in the index: {item}")
+        cases = cases_from_golden(golden, qrels)[:max_queries]
+        if not cases:
+            raise ConfigError(f"{dataset}: no entry gives 'answers'; add expected answer strings")
+        return cases, None, dataset.name, cfg
+    data = load_dataset(dataset, split=split)
+    cases = cases_from_dataset(data, max_queries=max_queries)
+    if not cases:
+        raise ConfigError(f"{dataset}: no question with gold answer strings (BEIR has none)")
+    if index is None:
+        slug = data.corpus_name.replace("/", "-")
+        index = cfg.home / "eval" / f"{slug}-{resolve_embedder_name(cfg.embedder.name, None)}"
+    return cases, dataset_documents(data), data.name, cfg.with_index(index)
+
+
+@app.command("eval-citations")
 @app.command("eval-citations", cls=_Command)
 def eval_citations(
     corpora: Annotated[

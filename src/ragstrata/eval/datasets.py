@@ -10,11 +10,12 @@ Formats:
   ``title``, ``text``; ``queries.jsonl[.gz]`` with ``_id``, ``text``; ``qrels/{split}.tsv``
   with the header ``query-id<TAB>corpus-id<TAB>score``.
 * SQuAD v1.1 / v2.0 (Rajpurkar et al. 2016, 2018): ``{"data": [{"title", "paragraphs":
-  [{"context", "qas": [{"id", "question", "is_impossible"?}]}]}]}``, plain or gzip. Its
+  [{"context", "qas": [{"id", "question", "answers"?: [{"text"}], "is_impossible"?}]}]}]}``,
+  plain or gzip. Its
   questions can be split by article into a ``"train"`` half (tune there) and a ``"test"`` half
   (report there), see :func:`article_split`.
 * Golden queries: JSONL (one object a line) or YAML (a list of mappings) with keys
-  ``query``, ``expected`` and optionally ``id``.
+  ``query``, ``expected`` and optionally ``id`` and ``answers`` (expected answer strings).
 * Parallel Markdown docs (the same pages in two languages) are read by
   :mod:`ragstrata.eval.parallel_docs`.
 """
@@ -88,6 +89,8 @@ class EvalDataset:
             (``"dev-v1.1-es_small"`` for all three SQuAD splits): the default index folder and
             the indexed documents' sources are named after it, so the splits share one index.
             Left empty, it is ``name``.
+        answers: query id -> the gold answer strings of the query (SQuAD ``answers[].text``,
+            repeats dropped, file order); empty for BEIR and for questions without answers.
     """
 
     name: str
@@ -96,6 +99,7 @@ class EvalDataset:
     qrels: dict[str, dict[str, int]]
     unanswerable: dict[str, str] = field(default_factory=dict)
     corpus_name: str = ""
+    answers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.corpus_name:
@@ -107,12 +111,15 @@ class GoldenQuery:
     """A hand-written query and what a good answer must cite.
 
     ``expected`` items are source paths (or a suffix of one, e.g. ``"docs/install.md"``) or
-    doc ids; matching them against results is the runner's job.
+    doc ids; matching them against results is the runner's job. ``answers``: strings a correct
+    answer contains (any one of them; scored by :mod:`ragstrata.eval.answers`), empty when the
+    entry gives none.
     """
 
     query_id: str
     query: str
     expected: tuple[str, ...]
+    answers: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -304,6 +311,8 @@ def load_squad(path: Path, *, split: str = "all") -> EvalDataset:
       the paragraph context.
     * ``queries``/``qrels``: every answerable question of the split's articles (id ->
       question; its own paragraph with relevance 1).
+    * ``answers``: id -> the gold answer texts of each of those questions (``answers[].text``,
+      stripped, repeats and empty strings dropped).
     * ``unanswerable``: the v2.0 questions of the split's articles with ``is_impossible``
       true (id -> question); they are not in ``queries``/``qrels``. Empty for v1.1 files (no
       such flag).
@@ -339,6 +348,7 @@ def load_squad(path: Path, *, split: str = "all") -> EvalDataset:
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     unanswerable: dict[str, str] = {}
+    answers: dict[str, tuple[str, ...]] = {}
     seen: set[str] = set()
     for ai, article in enumerate(articles):
         where_a = f"{path}: data[{ai}]"
@@ -368,6 +378,9 @@ def load_squad(path: Path, *, split: str = "all") -> EvalDataset:
                 else:
                     queries[qid] = question
                     qrels[qid] = {doc_id: 1}
+                    texts = _squad_answers(qa.get("answers", []), where_q)
+                    if texts:
+                        answers[qid] = texts
 
     stem = path.name
     for suffix in (".gz", ".json"):
@@ -379,12 +392,23 @@ def load_squad(path: Path, *, split: str = "all") -> EvalDataset:
         qrels=qrels,
         unanswerable=unanswerable,
         corpus_name=stem,
+        answers=answers,
     )
+
+
+def _squad_answers(value: Any, where: str) -> tuple[str, ...]:
+    """The distinct non-empty ``text`` of a SQuAD ``answers`` list, in order."""
+    items = _expect(value, list, f"{where}.answers")
+    texts = [
+        _str_field(_expect(item, dict, f"{where}.answers[{i}]"), "text", f"{where}.answers[{i}]")
+        for i, item in enumerate(items)
+    ]
+    return tuple(dict.fromkeys(t.strip() for t in texts if t.strip()))
 
 
 # --------------------------------------------------------------------------- golden queries
 
-_GOLDEN_KEYS = frozenset({"id", "query", "expected"})
+_GOLDEN_KEYS = frozenset({"id", "query", "expected", "answers"})
 
 
 def _golden_entry(obj: Any, n: int, where: str) -> GoldenQuery:
@@ -395,7 +419,7 @@ def _golden_entry(obj: Any, n: int, where: str) -> GoldenQuery:
     unknown = sorted(str(key) for key in obj if key not in _GOLDEN_KEYS)
     if unknown:
         raise ConfigError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: id, query, expected"
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: id, query, expected, answers"
         )
     query = obj.get("query")
     if not isinstance(query, str) or not query.strip():
@@ -410,6 +434,19 @@ def _golden_entry(obj: Any, n: int, where: str) -> GoldenQuery:
             f"{where}: 'expected' must be a non-empty list of source paths or doc ids, "
             f"got {expected!r}"
         )
+    answers = obj.get("answers", [])
+    if isinstance(answers, str) or not isinstance(answers, list):
+        answers = None
+    if answers is None or not all(
+        isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in answers
+    ):
+        raise ConfigError(
+            f"{where}: 'answers' must be a list of expected answer strings, "
+            f"got {obj.get('answers')!r}"
+        )
+    texts = tuple(dict.fromkeys(str(a).strip() for a in answers if str(a).strip()))
+    if answers and not texts:
+        raise ConfigError(f"{where}: 'answers' holds only empty strings; remove it or fill it")
     raw_id = obj.get("id")
     if raw_id is None:
         query_id = f"q{n}"
@@ -421,6 +458,7 @@ def _golden_entry(obj: Any, n: int, where: str) -> GoldenQuery:
         query_id=query_id,
         query=query.strip(),
         expected=tuple(item.strip() for item in expected),
+        answers=texts,
     )
 
 
@@ -449,7 +487,9 @@ def _golden_yaml(path: Path, text: str) -> list[tuple[Any, str]]:
 def load_golden(path: Path) -> list[GoldenQuery]:
     """Load hand-written golden queries from a ``.jsonl`` or ``.yaml``/``.yml`` file.
 
-    Each entry is ``{query: str, expected: [str, ...], id?: str}``; ``query_id`` is the
+    Each entry is ``{query: str, expected: [str, ...], id?: str, answers?: [str, ...]}``
+    (``answers``: strings a correct answer contains, numbers accepted and turned into
+    strings); ``query_id`` is the
     entry's ``id`` (YAML integers are turned into strings) or ``f"q{n}"`` for the n-th entry
     (1-based, blank JSONL lines not counted). Strings are stripped. Order is file order.
 

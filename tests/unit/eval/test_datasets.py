@@ -461,3 +461,57 @@ def test_refusal_calibration_uses_the_same_halves(shared_corpus: Callable[[str],
     test = load_squad(path, split="test")
     assert report.n_calibration == len(train.queries) + len(train.unanswerable)
     assert report.n_test == len(test.queries) + len(test.unanswerable)
+
+
+# --------------------------------------------------------------------------- gold answers
+
+
+def test_load_squad_keeps_gold_answers(tmp_path: Path) -> None:
+    data = squad("1.1")
+    qas = data["data"][0]["paragraphs"][0]["qas"]
+    qas[0]["answers"] = [
+        {"text": "cero", "answer_start": 2},
+        {"text": " cero ", "answer_start": 2},
+        {"text": "el cero", "answer_start": 0},
+        {"text": "", "answer_start": 0},
+    ]
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    ds = load_squad(path)
+    assert ds.answers == {"a0": ("cero", "el cero")}
+    assert load_squad(path, split="test").answers == {}  # a0 is in the train half
+    data["data"][0]["paragraphs"][0]["qas"][0]["answers"] = [{"answer_start": 0}]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"qas\[0\]\.answers\[0\]: field 'text'"):
+        load_squad(path)
+
+
+def test_load_golden_answers(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "- query: default overlap?\n"
+        "  expected: [docs/configuration.md]\n"
+        "  answers: ['15 %', 0.15, ' 15 % ']\n"
+        "- query: no answers\n"
+        "  expected: [a.md]\n",
+        encoding="utf-8",
+    )
+    assert load_golden(path) == [
+        GoldenQuery("q1", "default overlap?", ("docs/configuration.md",), ("15 %", "0.15")),
+        GoldenQuery("q2", "no answers", ("a.md",)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answers", "pattern"),
+    [
+        ('"15 %"', "'answers' must be a list"),
+        ("[true]", "'answers' must be a list"),
+        ('[""]', "only empty strings"),
+    ],
+)
+def test_load_golden_answers_errors(tmp_path: Path, answers: str, pattern: str) -> None:
+    path = tmp_path / "g.jsonl"
+    path.write_text(f'{{"query": "q", "expected": ["a"], "answers": {answers}}}\n', "utf-8")
+    with pytest.raises(ConfigError, match=pattern):
+        load_golden(path)

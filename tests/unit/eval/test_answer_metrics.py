@@ -1,0 +1,81 @@
+"""Answer-string metrics: SQuAD normalization with accents and Spanish articles, contains, F1."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragstrata.eval.answer_metrics import (
+    answer_tokens,
+    contains_answer,
+    max_token_f1,
+    normalize_answer,
+    token_f1,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The Broncos", "broncos"),
+        ("a Cat, an owl; THE dog!", "cat owl dog"),
+        ("¿El Año 1.500?", "ano 1500"),
+        ("Los Ángeles", "angeles"),
+        ("unas   niñas\ty  unos niños", "ninas y ninos"),
+        ("«Sebastián Ramírez»", "sebastian ramirez"),
+        ("la, el; las: los", ""),
+        ("", ""),
+    ],
+)
+def test_normalize_answer(text: str, expected: str) -> None:
+    assert normalize_answer(text) == expected
+
+
+def test_articles_only_as_whole_words() -> None:
+    # "la" inside "lava", "un" inside "uno", "an" inside "and" stay
+    assert normalize_answer("Lava uno and") == "lava uno and"
+
+
+def test_tokens() -> None:
+    assert answer_tokens("El río Amazonas.") == ["rio", "amazonas"]
+    assert answer_tokens("¡!") == []
+
+
+def test_contains_answer_spanish() -> None:
+    answer = "El Super Bowl 50 se jugó en el Estadio de Levi's, en Santa Clara, California. [1]"
+    assert contains_answer(answer, ["estadio de levis"])
+    assert contains_answer(answer, ["Santa Clara (California)", "Santa Clara"])
+    assert contains_answer("Se fundó en 1.500 d. C.", ["1500"])
+    assert not contains_answer("Se fundó en 15000", ["1500"])  # whole tokens only
+    assert contains_answer("La Revolución Francesa", ["revolucion francesa"])
+
+
+def test_contains_answer_ignores_empty_golds() -> None:
+    assert not contains_answer("the answer", ["the", ""])
+    assert not contains_answer("anything", [])
+
+
+def test_token_f1_squad_definition() -> None:
+    assert token_f1("the Denver Broncos", "Denver Broncos") == 1.0
+    # pred 4 tokens, gold 2, 2 shared: p = 0.5, r = 1 -> 2/3
+    assert token_f1("Denver Broncos won it", "Denver Broncos") == pytest.approx(2 / 3)
+    assert token_f1("nada", "algo") == 0.0
+    assert token_f1("", "algo") == 0.0
+    # repeated tokens count as a multiset: pred "rojo rojo", gold "rojo" -> p = 0.5, r = 1
+    assert token_f1("rojo rojo", "rojo") == pytest.approx(2 / 3)
+
+
+def test_token_f1_spanish_articles_and_accents() -> None:
+    assert token_f1("los Países Bajos", "Paises Bajos") == 1.0
+    assert token_f1("una reacción química", "la reaccion") == pytest.approx(2 / 3)
+
+
+def test_max_token_f1_takes_the_best_gold() -> None:
+    assert max_token_f1("en Santa Clara", ["California", "Santa Clara"]) == pytest.approx(0.8)
+    assert max_token_f1("x", []) == 0.0
+
+
+def test_ascii_punctuation_is_squads() -> None:
+    # Markdown backticks, "=", "$" and "|" are ASCII punctuation in SQuAD's script
+    assert normalize_answer("`flock` on `.lock`") == "flock on lock"
+    assert normalize_answer("| `rrf_k = 60` |") == "rrfk 60"
+    assert contains_answer("takes a non-blocking `flock` on `.lock`.", ["flock"])

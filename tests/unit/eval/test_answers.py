@@ -1,0 +1,240 @@
+"""Answer evaluation: scoring one answer, summaries, refusal scores, the absent draw, the gate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from ragstrata.eval.answers import (
+    AnswerCase,
+    AnswerOutcome,
+    AnswerReport,
+    absent_subset,
+    answer_markdown,
+    gate,
+    refusal_scores,
+    score_answer,
+    summarize,
+    unverified_citations,
+)
+from ragstrata.generate.citations import Support
+from ragstrata.types import Answer, Citation
+
+CASE = AnswerCase("q1", "¿Dónde se jugó?", ("Estadio de Levi's",), frozenset({"0-1"}))
+
+
+def citation(
+    label: int, doc_id: str, *, support: float | None = None, verified: bool = True
+) -> Citation:
+    return Citation(
+        label=label,
+        chunk_id=f"c{label}",
+        doc_id=doc_id,
+        source=f"squad/{doc_id}",
+        heading_path=("Super Bowl",),
+        start=0,
+        end=10,
+        score=1.0,
+        quote="q",
+        verified=verified,
+        support=support,
+    )
+
+
+def answer(text: str, citations: Sequence[Citation], *, refusal: bool = False) -> Answer:
+    return Answer(
+        "q",
+        text,
+        refusal,
+        tuple(citations),
+        (),
+        {"total": 5.0},
+        refused_by="evidence" if refusal else None,
+    )
+
+
+def test_score_answer_contains_f1_and_gold_citation() -> None:
+    a = answer(
+        "Se jugó en el Estadio de Levi's. [1] Fue en 2016. [2]",
+        [citation(1, "0-1"), citation(2, "0-2")],
+    )
+    o = score_answer(a, CASE, unverified=1, latency_ms=12.0)
+    assert o.contains and o.cites_gold and not o.refused
+    assert o.citations == 2 and o.unverified == 1
+    # markers are removed before scoring: 9 tokens, gold "estadio de levis" (3) all found
+    assert o.f1 == pytest.approx(2 * (3 / 9) * 1 / (3 / 9 + 1))
+    assert o.words == 10  # words of the text as written, markers removed
+
+
+def test_score_answer_refusal_scores_nothing() -> None:
+    o = score_answer(answer("No lo sé.", [], refusal=True), CASE, unverified=0, latency_ms=3.0)
+    assert o.refused and o.refused_by == "evidence"
+    assert (o.contains, o.f1, o.cites_gold, o.citations) == (False, 0.0, False, 0)
+
+
+def outcome(
+    qid: str,
+    *,
+    refused: bool = False,
+    contains: bool = False,
+    cites: bool = False,
+    citations: int = 1,
+    unverified: int = 0,
+    ms: float = 10.0,
+) -> AnswerOutcome:
+    return AnswerOutcome(
+        qid,
+        refused,
+        "evidence" if refused else None,
+        contains,
+        1.0 if contains else 0.0,
+        cites,
+        0 if refused else citations,
+        unverified,
+        0 if refused else 10,
+        ms,
+    )
+
+
+def test_summarize_denominators() -> None:
+    outs = [
+        outcome("a", contains=True, cites=True, citations=2, unverified=1, ms=10),
+        outcome("b", contains=False, cites=True, citations=2, ms=20),
+        outcome("c", refused=True, ms=30),
+        outcome("d", contains=True, cites=False, ms=40),
+    ]
+    s = summarize(outs)
+    assert s["n"] == 4
+    assert s["answered"] == 0.75
+    assert s["contains_gold"] == round(2 / 3, 4)  # over answered
+    assert s["contains_gold_all"] == 0.5  # over all
+    assert s["cites_gold"] == round(2 / 3, 4)
+    assert s["unverified_citations"] == 0.2  # 1 of 5 citations
+    assert s["answer_words"] == 10.0
+    assert s["latency_ms"] == {"p50": 25.0, "p95": 40.0}
+
+
+def test_refusal_scores() -> None:
+    r = refusal_scores(
+        present_refused=[False, True, False, False], absent_refused=[True, True, False, True]
+    )
+    assert (r["absent_refused"], r["present_refused"], r["n_absent"]) == (3, 1, 4)
+    assert r["refusal_precision"] == 0.75 and r["refusal_recall"] == 0.75
+    assert r["refusal_f1"] == 0.75
+    assert refusal_scores([], [])["refusal_f1"] == 0.0
+
+
+def test_report_metrics_pair_absent_with_present() -> None:
+    report = AnswerReport(
+        "d",
+        "e",
+        "extractive",
+        10,
+        outcomes=[outcome("a"), outcome("b", refused=True), outcome("c")],
+        absent=[outcome("a", refused=True), outcome("b", refused=True)],
+    )
+    m = report.metrics()
+    assert m["false_refusal_rate"] == round(1 / 3, 4)
+    # positives: a, b absent (both refused); negatives: a, b present (b refused)
+    assert m["refusal_precision"] == round(2 / 3, 4) and m["refusal_recall"] == 1.0
+    data = report.to_json()
+    assert data["n_questions"] == 3 and data["n_absent"] == 2
+    table = answer_markdown(data)
+    assert table.count("\n") == 2 and "| extractive | 3 |" in table
+
+
+def cases(n: int) -> list[AnswerCase]:
+    return [AnswerCase(f"q{i:02d}", "?", ("x",), frozenset({f"d{i}"})) for i in range(n)]
+
+
+def test_absent_subset_is_seeded_and_ordered() -> None:
+    pool = cases(20)
+    first = absent_subset(pool, fraction=0.5, seed=3)
+    assert len(first) == 10
+    assert first == absent_subset(pool, fraction=0.5, seed=3)
+    assert [c.qid for c in first] == sorted(c.qid for c in first)
+    assert first != absent_subset(pool, fraction=0.5, seed=4)
+    assert absent_subset(pool, fraction=0.0, seed=0) == []
+    no_gold = [AnswerCase("z", "?", ("x",), frozenset())]
+    assert absent_subset(no_gold, fraction=1.0, seed=0) == []
+    with pytest.raises(ValueError, match="outside"):
+        absent_subset(pool, fraction=1.5, seed=0)
+
+
+class FakeChecker:
+    """Supports a claim when the passage contains it verbatim."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[str]]] = []
+
+    def features(self, claims: Sequence[str], passages: Sequence[str], **_: Any) -> list[Support]:
+        self.calls.append((list(claims), list(passages)))
+        return [
+            Support(c.rstrip(".") in p, 1.0, 1.0, 1.0, (), (0, 0))
+            for c, p in zip(claims, passages, strict=True)
+        ]
+
+
+def test_unverified_citations_checks_unchecked_answers() -> None:
+    a = answer(
+        "Se jugó en Santa Clara. [1] Ganaron los Broncos. [2]",
+        [citation(1, "0-1"), citation(2, "0-2")],
+    )
+    texts = {"c1": "Se jugó en Santa Clara, California.", "c2": "Perdieron los Panthers."}
+    checker = FakeChecker()
+    got = unverified_citations(a, checker, lambda ids: {i: texts[i] for i in ids})  # type: ignore[arg-type]
+    assert got == 1
+    assert checker.calls[0][0] == ["Se jugó en Santa Clara.", "Ganaron los Broncos."]
+
+
+def test_unverified_citations_trusts_a_checked_answer() -> None:
+    a = answer(
+        "x [1] y [2]",
+        [citation(1, "a", support=0.9), citation(2, "b", support=0.1, verified=False)],
+    )
+    checker = FakeChecker()
+    assert unverified_citations(a, checker, lambda ids: {}) == 1  # type: ignore[arg-type]
+    assert checker.calls == []
+    assert unverified_citations(answer("no", []), checker, lambda ids: {}) == 0  # type: ignore[arg-type]
+
+
+def test_gate_directions_and_answerer() -> None:
+    report = {
+        "answerer": "extractive",
+        "metrics": {"contains_gold": 0.70, "false_refusal_rate": 0.20, "unverified_citations": 0.0},
+    }
+    base = {
+        "answerer": "extractive",
+        "metrics": {
+            "contains_gold": 0.70,
+            "false_refusal_rate": 0.20,
+            "unverified_citations": 0.0,
+            "answer_words": 99,
+        },
+    }
+    assert gate(report, base, tolerance=0.01) == []
+    worse = {
+        "answerer": "extractive",
+        "metrics": {"contains_gold": 0.68, "false_refusal_rate": 0.22, "unverified_citations": 0.0},
+    }
+    failures = gate(worse, base, tolerance=0.01)
+    assert any(f.startswith("contains_gold") for f in failures)
+    assert any(f.startswith("false_refusal_rate") for f in failures)
+    assert len(failures) == 2  # answer_words is not gated
+    assert any("answerer" in f for f in gate({**report, "answerer": "qwen"}, base, tolerance=0.01))
+    missing = gate({"answerer": "extractive", "metrics": {}}, base, tolerance=0.01)
+    assert any("missing" in f for f in missing)
+
+
+def test_marker_claims_split_at_markers() -> None:
+    from ragstrata.eval.answers import marker_claims
+
+    assert marker_claims("A uno. [1] Dos: [2][3] tres [Source 4] sin cita") == [
+        ("A uno.", (1,)),
+        ("Dos:", (2, 3)),
+        ("tres", (4,)),
+    ]
+    assert marker_claims("[1] nada") == []
+    assert marker_claims("sin marcas") == []
