@@ -398,31 +398,46 @@ def search(
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
     table = Table(show_lines=False, title=escape(f"{len(result.hits)} hits for {query!r}"))
-    table.add_column("#", justify="right")
-    table.add_column("score", justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
     if explain:
-        table.add_column("dense rank/score")
-        table.add_column("bm25 rank/score")
+        table.add_column("dense rank/score", no_wrap=True)
+        table.add_column("bm25 rank/score", no_wrap=True)
         if any(h.retriever_score("rerank") is not None for h in result.hits):
-            table.add_column("rerank rank/score")
-    table.add_column("source > heading")
+            table.add_column("rerank rank/score", no_wrap=True)
+    wheres = [_hit_where(hit, max(40, out.width // 2)) for hit in result.hits]
+    # file names stay whole: the source column gets what its longest entry needs (folders
+    # shortened to …/ past half the terminal); the text snippet wraps in what is left
+    widest = max((len(w) for w in wheres), default=10)
+    table.add_column("source > heading", min_width=widest, overflow="fold")
     table.add_column("text")
-    for hit in result.hits:
+    for hit, where in zip(result.hits, wheres, strict=True):
         row = [str(hit.rank), f"{hit.score:.4f}"]
         if explain:
             has_rerank = any(h.retriever_score("rerank") is not None for h in result.hits)
             for name in ("dense", "bm25", *(("rerank",) if has_rerank else ())):
                 e = next((x for x in hit.explain if x.retriever == name), None)
                 row.append(f"{e.rank} / {e.score:.3f}" if e else "-")
-        where = display_path(hit.chunk.source)
-        if hit.chunk.page_start is not None:
-            where += f" p. {_pages(hit.chunk.page_start, hit.chunk.page_end)}"
-        row.append(escape(_term(f"{where} > {hit.chunk.heading}" if hit.chunk.heading else where)))
+        row.append(escape(where))
         snippet = " ".join(hit.chunk.text.split())
         row.append(escape(snippet[:160] + ("…" if len(snippet) > 160 else "")))
         table.add_row(*row)
     out.print(table)
     out.print(f"[dim]{result.timings_ms['total']:.1f} ms[/]")
+
+
+def _hit_where(hit: Hit, max_chars: int) -> str:
+    """``source p. pages > heading`` of a hit, terminal-safe (not yet markup-escaped). Over
+    ``max_chars``, the source's folders become ``…/``: the file name itself is never cut."""
+    source = display_path(hit.chunk.source)
+    pages = ""
+    if hit.chunk.page_start is not None:
+        pages = f" p. {_pages(hit.chunk.page_start, hit.chunk.page_end)}"
+    heading = f" > {hit.chunk.heading}" if hit.chunk.heading else ""
+    folder, _, name = source.rpartition("/")
+    if folder and len(source + pages + heading) > max_chars:
+        source = "…/" + name
+    return _term(source + pages + heading)
 
 
 def _answer_json(answer: Answer) -> dict[str, Any]:
@@ -823,7 +838,6 @@ def _answer_cases(
     return cases, dataset_documents(data), data.name, cfg.with_index(index)
 
 
-@app.command("eval-citations")
 @app.command("eval-citations", cls=_Command)
 def eval_citations(
     corpora: Annotated[

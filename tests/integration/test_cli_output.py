@@ -67,3 +67,22 @@ def test_pdf_pages_reach_search_json_and_citations(tmp_path: Path) -> None:
     asked = runner.invoke(app, ["ask", "How long are backups kept?", "--index", index, "--json"])
     citations = json.loads(asked.output)["citations"]
     assert citations and citations[0]["page_end"] == 2
+
+
+def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    (corpus / "a-rather-deep" / "folder-structure").mkdir(parents=True)
+    name = "configuracion-avanzada-del-servidor-de-produccion-y-despliegue.md"
+    (corpus / "a-rather-deep" / "folder-structure" / name).write_text(
+        "# Despliegue\n\n## Variables de entorno\n\nEl servidor lee PORT y WORKERS al arrancar; "
+        "sin ellas usa el puerto 8000 y dos procesos de trabajo.\n",
+        encoding="utf-8",
+    )
+    index = str(tmp_path / "idx")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(corpus), "--index", index]).exit_code == 0
+    result = runner.invoke(
+        app, ["search", "¿Qué puerto usa el servidor?", "--index", index, "--explain"]
+    )
+    assert result.exit_code == 0, result.output
+    assert name in result.output, result.output  # whole, on one line (folders become …/)
