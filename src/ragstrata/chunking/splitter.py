@@ -39,6 +39,14 @@ _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
 _METADATA_KEYS = ("modified", "language", "version", "date", "lang")
 
+TOO_LONG = 1 << 30
+"""Token count given, without tokenizing, to a piece longer than ``max_chars``: it cannot be
+one chunk whatever its tokens, so it is split further. Tokenizing a 20 MB line at once cost
+gigabytes of memory (one encoding object per token)."""
+
+COUNT_BATCH_CHARS = 1 << 20
+"""Characters handed to the tokenizer per ``count_many`` call, bounding its memory."""
+
 CHARS_PER_TOKEN = 24
 """Default character bound per token of budget: prose runs at 4-5 characters per token, code and
 identifiers at 2-4, so only text that the tokenizer does not really split (a 5 MB run of one
@@ -214,7 +222,7 @@ class StructureChunker:
     ) -> Iterator[tuple[int, int, str, str, int]]:
         units: list[_Unit] = []
         tables: list[tuple[int, int, int, str]] = []  # (block start, header end, block end, header)
-        counts = self.counter.count_many([text[b.start : b.end] for b in section.blocks])
+        counts = self._count_many([text[b.start : b.end] for b in section.blocks])
         for block, tokens in zip(section.blocks, counts, strict=True):
             units.extend(self._block_units(text, block, tokens, budget, fences, tables))
         yield from self._pack(text, units, budget, fences, tables)
@@ -260,6 +268,32 @@ class StructureChunker:
                 return [_Unit(block.start, first.end, self.counter.count(merged), False), *rows[1:]]
         return self._split(text, block.start, block.end, inner_budget, 0)
 
+    def _count_many(self, pieces: Sequence[str]) -> list[int]:
+        """Token counts of ``pieces``; :data:`TOO_LONG` for one over ``max_chars`` (never
+        tokenized), the others counted in batches of :data:`COUNT_BATCH_CHARS` characters."""
+        counts = [TOO_LONG] * len(pieces)
+        batch: list[int] = []
+        size = 0
+
+        def flush() -> None:
+            for i, n in zip(
+                batch, self.counter.count_many([pieces[i] for i in batch]), strict=True
+            ):
+                counts[i] = n
+            batch.clear()
+
+        for i, piece in enumerate(pieces):
+            if len(piece) > self.max_chars:
+                continue
+            batch.append(i)
+            size += len(piece)
+            if size >= COUNT_BATCH_CHARS:
+                flush()
+                size = 0
+        if batch:
+            flush()
+        return counts
+
     def _split(self, text: str, start: int, end: int, budget: int, level: int) -> list[_Unit]:
         """Units of ``text[start:end]`` each within ``budget``: lines, sentences, words, cut."""
         splitters: tuple[Callable[[str, int, int], list[tuple[int, int]]], ...] = (
@@ -272,7 +306,7 @@ class StructureChunker:
         parts = splitters[level](text, start, end)
         if len(parts) <= 1:
             return self._split(text, start, end, budget, level + 1)
-        counts = self.counter.count_many([text[a:b] for a, b in parts])
+        counts = self._count_many([text[a:b] for a, b in parts])
         units: list[_Unit] = []
         for (a, b), n in zip(parts, counts, strict=True):
             if n <= budget and b - a <= self.max_chars:

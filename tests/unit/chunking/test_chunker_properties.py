@@ -245,3 +245,37 @@ def test_overlap_between_consecutive_chunks_of_a_section() -> None:
     for a, b in itertools.pairwise(chunks[1:]):
         shared = counter().count(a.text[b.start - a.start :])
         assert shared <= int(0.12 * 128)
+
+
+class _RecordingCounter:
+    """The real tokenizer, recording the longest text it is handed in one call."""
+
+    def __init__(self, inner: HFTokenCounter) -> None:
+        self.inner = inner
+        self.longest = 0
+
+    def count(self, text: str) -> int:
+        self.longest = max(self.longest, len(text))
+        return self.inner.count(text)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        self.longest = max([self.longest, *(len(t) for t in texts)])
+        return self.inner.count_many(texts)
+
+    def cut(self, text: str, max_tokens: int) -> int:
+        self.longest = max(self.longest, len(text))
+        return self.inner.cut(text, max_tokens)
+
+
+def test_the_tokenizer_never_sees_more_than_max_chars_at_once() -> None:
+    """A 600 kB line of ordinary words used to be tokenized whole at every level (block,
+    sentence), which for a 19 MB line cost 5.5 GB; pieces over ``max_chars`` are split
+    without being counted."""
+    words = itertools.cycle(["alpha", "beta", "canción", "delta", "river", "token"])
+    text = "Intro.\n\n" + " ".join(next(words) for _ in range(100_000)) + "\n\nOutro."
+    recording = _RecordingCounter(counter())
+    ch = StructureChunker(recording, max_tokens=256)  # type: ignore[arg-type]
+    chunks = ch.chunk(make_doc(text))
+    assert recording.longest <= ch.max_chars
+    assert max(c.token_count for c in chunks) <= 256
+    assert all(make_doc(text).text[c.start : c.end] == c.text for c in chunks)
