@@ -798,14 +798,10 @@ def eval_answers(
     if json_file is not None:
         json_file.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     if baseline is not None:
-        failures = gate(
-            result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance
+        _exit_on_regressions(
+            gate(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance),
+            tolerance,
         )
-        for failure in failures:
-            err.print(f"[red]regression[/] {failure}", highlight=False)
-        if failures:
-            raise typer.Exit(4)
-        err.print(f"[green]gate passed[/] (tolerance {tolerance})")
 
 
 def _answer_cases(
@@ -904,6 +900,16 @@ def _ablation(
         engine.close()
 
 
+def _exit_on_regressions(failures: list[str], tolerance: float) -> None:
+    """Print a gate's regressions and exit 4 when there are any, else say it passed (the
+    retrieval gate of ``eval`` and the answer gate of ``eval-answers`` alike)."""
+    for failure in failures:
+        err.print(f"[red]regression[/] {failure}", highlight=False)
+    if failures:
+        raise typer.Exit(4)
+    err.print(f"[green]gate passed[/] (tolerance {tolerance})")
+
+
 def _print_eval(
     report: Any,
     json_file: Path | None,
@@ -927,14 +933,10 @@ def _print_eval(
         print()
         print(compare(result, json.loads(compare_file.read_text(encoding="utf-8"))))
     if baseline is not None:
-        failures = gate(
-            result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance
+        _exit_on_regressions(
+            gate(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance),
+            tolerance,
         )
-        for failure in failures:
-            err.print(f"[red]regression[/] {failure}", highlight=False)
-        if failures:
-            raise typer.Exit(4)
-        err.print(f"[green]gate passed[/] (tolerance {tolerance})")
 
 
 reranker_app = typer.Typer(

@@ -265,6 +265,16 @@ def document_from_text(text: str, *, fmt: str, doc_id: str, source: str, stem: s
     )
 
 
+def _target_mode(path: Path, target: Path, errors: list[IngestError]) -> int | None:
+    """``st_mode`` of ``target`` (the resolved ``path``), or ``None`` with a
+    SourceNotFoundError (RS205) for ``path`` in ``errors`` when it cannot be stat'ed."""
+    try:
+        return target.stat().st_mode
+    except OSError as exc:
+        errors.append(SourceNotFoundError(path, f"cannot stat: {exc.strerror}"))
+        return None
+
+
 def _resolve_link(path: Path) -> Path | IngestError:
     """The resolved target of ``path``, or the error that reports it: RS209 for a link that
     dangles or loops, RS205 for a path that is missing or cannot be resolved."""
@@ -358,9 +368,9 @@ def _walk(
                 elif entry.is_file(follow_symlinks=False):
                     found.append(path)
                 else:
-                    mode = entry.stat(follow_symlinks=False).st_mode
+                    kind = _kind(entry.stat(follow_symlinks=False).st_mode)
                     errors.append(
-                        NotRegularFileError(path, f"{_kind(mode)}, not a regular file; not opened")
+                        NotRegularFileError(path, f"{kind}, not a regular file; not opened")
                     )
                 continue
             target = _resolve_link(path)
@@ -368,10 +378,8 @@ def _walk(
                 if supported:
                     errors.append(target)
                 continue
-            try:
-                mode = target.stat().st_mode
-            except OSError as exc:
-                errors.append(SourceNotFoundError(path, f"cannot stat: {exc.strerror}"))
+            mode = _target_mode(path, target, errors)
+            if mode is None:
                 continue
             if stat_mode.S_ISDIR(mode):
                 if target in chain or real.is_relative_to(target):
@@ -445,10 +453,8 @@ def discover(
         if not isinstance(target, Path):
             errors.append(target)
             continue
-        try:
-            mode = target.stat().st_mode
-        except OSError as exc:
-            errors.append(SourceNotFoundError(path, f"cannot stat: {exc.strerror}"))
+        mode = _target_mode(path, target, errors)
+        if mode is None:
             continue
         if stat_mode.S_ISDIR(mode):
             for candidate in _walk(path, roots=roots, follow=follow_symlinks, errors=errors):

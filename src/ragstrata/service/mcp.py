@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
+from ragstrata.assemble.context import merge_section
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, MissingDependencyError, RagError
 from ragstrata.index import catalog
@@ -105,16 +106,9 @@ def document_text(chunks: Sequence[Chunk]) -> str:
     For a document whose chunks cover its whole text this is ``Document.text`` up to the
     whitespace between blocks.
     """
-    parts: list[str] = []
-    pos = 0
-    for chunk in sorted(chunks, key=lambda c: (c.start, c.end)):
-        if chunk.end <= pos:
-            continue  # wholly inside what is written already
-        if chunk.start > pos and parts:
-            parts.append("\n\n")
-        parts.append(chunk.text[max(0, pos - chunk.start) :])
-        pos = chunk.end
-    return "".join(parts)
+    if not chunks:
+        return ""
+    return merge_section(chunks)[0]  # the same join as a parent section's in the context
 
 
 def chunk_json(chunk: Chunk) -> dict[str, Any]:
