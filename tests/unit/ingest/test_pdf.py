@@ -25,8 +25,8 @@ from ragstrata.errors import (
     NoTextLayerError,
     ParserLimitError,
 )
-from ragstrata.ingest import pdf as pdf_module
 from ragstrata.ingest.loader import load_document
+from ragstrata.ingest.pdf import extract as pdf_module
 from ragstrata.ingest.pdf import parse_pdf
 from ragstrata.ingest.text import ParsedText, normalize_text
 
