@@ -8,13 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ragstrata.ingest.pdf.model import (
-    LEADERS_RE,
-    Item,
-    Line,
-    Stats,
-    line_style,
-)
+from ragstrata.ingest.pdf.model import LEADERS_RE, Item, Line, Stats, line_style
 from ragstrata.ingest.text import normalize_text
 from ragstrata.types import Block, BlockKind
 
@@ -217,6 +211,8 @@ def build_items(
     headings: dict[tuple[int, int], tuple[int, int]],
     stats: Stats,
 ) -> list[Item]:
+    """Every page's lines as items, page by page; ``headings`` as
+    :func:`~ragstrata.ingest.pdf.headings.find_headings` gives."""
     items: list[Item] = []
     for page, lines in enumerate(lines_by_page):
         items.extend(_Blocks(page, lines, headings, stats.hyphenated).run())

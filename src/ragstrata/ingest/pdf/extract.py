@@ -26,14 +26,7 @@ from ragstrata.errors import (
     NoTextLayerError,
     ParserLimitError,
 )
-from ragstrata.ingest.pdf.model import (
-    Frame,
-    OutlineEntry,
-    Page,
-    Rule,
-    Word,
-    text_key,
-)
+from ragstrata.ingest.pdf.model import Frame, OutlineEntry, Page, Rule, Word, text_key
 from ragstrata.ingest.pdf.rows import row_segments
 from ragstrata.ingest.text import normalize_text
 

@@ -17,6 +17,7 @@ HEADING_SIZE_RATIO = 1.12
 """A line in a font at least this much larger than the body font may be a heading."""
 _KEY_RE = re.compile(r"[\W_]+")
 LEADERS_RE = re.compile(r"(?:\s?[.·…]){4,}\s*")
+"""Dot leaders (a table of contents' "Introduction ....... 3")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,8 @@ class Frame:
 
 
 def line_style(line: Line) -> Style:
+    """The line's font size (most characters, to 0.5 pt), and bold/mono when >= 90 % of its
+    characters are."""
     weights: Counter[float] = Counter()
     bold = mono = total = 0
     for word in line.words:
@@ -171,4 +174,6 @@ def line_style(line: Line) -> Style:
 
 
 def text_key(text: str) -> str:
+    """Case-folded text without spaces, punctuation or underscores: what outline titles and
+    heading lines are matched on."""
     return _KEY_RE.sub("", text.casefold())

@@ -8,11 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ragstrata.ingest.pdf.model import (
-    Line,
-    Page,
-    Segment,
-)
+from ragstrata.ingest.pdf.model import Line, Page, Segment
 
 logger = logging.getLogger(__name__)
 

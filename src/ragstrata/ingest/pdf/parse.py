@@ -9,10 +9,7 @@ from typing import Any
 from ragstrata.ingest.pdf.blocks import assemble, build_items, collect_hyphenated
 from ragstrata.ingest.pdf.extract import read_pdf
 from ragstrata.ingest.pdf.headings import find_headings
-from ragstrata.ingest.pdf.model import (
-    Line,
-    Stats,
-)
+from ragstrata.ingest.pdf.model import Line, Stats
 from ragstrata.ingest.pdf.order import reading_order
 from ragstrata.ingest.pdf.rows import body_font_size
 from ragstrata.ingest.pdf.running import drop_decorative_rules, drop_running_lines

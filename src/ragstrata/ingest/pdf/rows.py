@@ -6,11 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ragstrata.ingest.pdf.model import (
-    Page,
-    Segment,
-    Word,
-)
+from ragstrata.ingest.pdf.model import Page, Segment, Word
 
 _SEGMENT_GAP_EM = 0.8
 """Words on one row further apart than this (in em of the larger word) start a new segment."""
@@ -48,6 +44,7 @@ def _segment(words: Sequence[Word], table: str = "") -> Segment:
 
 
 def row_segments(words: Sequence[Word]) -> list[Segment]:
+    """Each visual row cut into segments at gaps wider than 0.8 em (module docstring, step 2)."""
     segments: list[Segment] = []
     for row in word_rows(words):
         current = [row[0]]

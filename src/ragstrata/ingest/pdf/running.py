@@ -7,12 +7,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from ragstrata.ingest.pdf.model import (
-    HEADING_SIZE_RATIO,
-    Page,
-    Rule,
-    Segment,
-)
+from ragstrata.ingest.pdf.model import HEADING_SIZE_RATIO, Page, Rule, Segment
 
 _EDGE_ZONE = 0.15
 """Share of the page height at the top and bottom where running headers/footers live."""

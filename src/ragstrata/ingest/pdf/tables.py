@@ -8,12 +8,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import pairwise
 
-from ragstrata.ingest.pdf.model import (
-    Page,
-    Rule,
-    Segment,
-    Word,
-)
+from ragstrata.ingest.pdf.model import Page, Rule, Segment, Word
 from ragstrata.ingest.pdf.rows import word_rows
 
 _TABLE_MIN_FILL = 0.45
