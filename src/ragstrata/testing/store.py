@@ -1,74 +1,35 @@
-"""Conformance suite of the ``VectorStore`` protocol; every implementation subclasses it.
+"""Conformance suite of the :class:`~ragstrata.index.base.VectorStore` protocol; every
+implementation subclasses :class:`StoreContract` (``class TestMyStore(StoreContract)``).
 
-A subclass provides ``make_store``: a fixture returning a zero-argument callable that opens the
-store at one fixed location (calling it again after ``close()`` reopens the same data; a backend
-without persistence sets ``persistent = False``).
-
-Backends: the embedded Qdrant Edge shard, always; :class:`QdrantStore` on qdrant-client's local
-mode, always (the same client code that talks to a server); :class:`QdrantStore` on a real
-Qdrant server when ``RAGSTRATA_QDRANT_URL`` names one (``QDRANT_API_KEY`` is sent if set), each
-test in a fresh collection that is dropped afterwards.
+A subclass provides ``make_store``: a pytest fixture returning a zero-argument callable that
+opens the store (dimension :data:`DIM`) at one fixed location (calling it again after
+``close()`` reopens the same data; a backend without persistence sets ``persistent = False``).
+ragstrata's own backends are subclassed in ``tests/contract/test_store_contract.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import tempfile
-import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from ragstrata.config import StoreConfig
-from ragstrata.errors import DimensionMismatchError, StoreError
+from ragstrata.embed.base import FloatArray
+from ragstrata.errors import DimensionMismatchError
 from ragstrata.index.analyzer import term_id
 from ragstrata.index.base import SparseVector, VectorStore
-from ragstrata.index.edge import EdgeStore
-from ragstrata.retrieve.fusion import rrf
+from ragstrata.testing.fakes import make_chunk
 from ragstrata.types import Chunk
 
 DIM = 8
-SERVER_URL = os.environ.get("RAGSTRATA_QDRANT_URL", "")
+"""Dimension of the vectors the suite writes; ``make_store`` opens stores of this size."""
+
+Filled = tuple[VectorStore, list[Chunk], FloatArray]
+"""The ``filled`` fixture: the store, the chunks of :func:`corpus` and their dense vectors."""
 
 
-def make_chunk(
-    doc_id: str,
-    index: int,
-    text: str,
-    *,
-    source: str | None = None,
-    language: str = "und",
-    pages: tuple[int, int] | None = None,
-    **meta: Any,
-) -> Chunk:
-    chunk_id = hashlib.blake2b(f"{doc_id}\x00{index}\x00{text}".encode(), digest_size=16)
-    return Chunk(
-        chunk_id=chunk_id.hexdigest(),
-        doc_id=doc_id,
-        source=source or f"docs/{doc_id}.md",
-        title=f"Title of {doc_id}",
-        section_path=("Guide", f"Part {index}"),
-        text=text,
-        start=index * 100,
-        end=index * 100 + len(text),
-        index=index,
-        total=3,
-        token_count=len(text.split()),
-        parent_id=hashlib.sha256(f"{doc_id}/{index // 2}".encode()).hexdigest()[:32],
-        content_hash=hashlib.sha256(text.encode()).hexdigest(),
-        metadata=dict(meta),
-        language=language,
-        page_start=pages[0] if pages else None,
-        page_end=pages[1] if pages else None,
-    )
-
-
-def unit_vectors(n: int, seed: int) -> np.ndarray:
+def unit_vectors(n: int, seed: int) -> FloatArray:
     v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
@@ -77,7 +38,7 @@ def sparse(*terms: str) -> SparseVector:
     return {term_id(t): 0.5 for t in terms}
 
 
-def corpus() -> tuple[list[Chunk], np.ndarray, list[SparseVector]]:
+def corpus() -> tuple[list[Chunk], FloatArray, list[SparseVector]]:
     chunks = [
         make_chunk("doc-a", 0, "alpha install guide", language="en", lang="en", tier=1),
         make_chunk("doc-a", 1, "alpha configure server", language="en", lang="en", tier=2),
@@ -109,7 +70,7 @@ class StoreContract:
         s.close()
 
     @pytest.fixture
-    def filled(self, store: VectorStore) -> tuple[VectorStore, list[Chunk], np.ndarray]:
+    def filled(self, store: VectorStore) -> Filled:
         chunks, dense, sparse_vectors = corpus()
         store.upsert(chunks, dense, sparse_vectors)
         return store, chunks, dense
@@ -134,17 +95,17 @@ class StoreContract:
         store.flush()
         assert store.count() == 0
 
-    def test_upsert_then_count(self, filled) -> None:
+    def test_upsert_then_count(self, filled: Filled) -> None:
         store, chunks, _ = filled
         assert store.count() == len(chunks)
 
-    def test_upsert_same_chunk_id_is_idempotent(self, filled) -> None:
+    def test_upsert_same_chunk_id_is_idempotent(self, filled: Filled) -> None:
         store, chunks, dense = filled
         store.upsert(chunks, dense, [sparse(*c.text.split()) for c in chunks])
         assert store.count() == len(chunks)
         assert sorted(store.chunk_ids()) == sorted(c.chunk_id for c in chunks)
 
-    def test_upsert_replaces_payload_and_vectors(self, filled) -> None:
+    def test_upsert_replaces_payload_and_vectors(self, filled: Filled) -> None:
         store, chunks, _ = filled
         old = chunks[0]
         new = make_chunk(old.doc_id, old.index, old.text, lang="fr", tier=9)
@@ -159,7 +120,7 @@ class StoreContract:
             old.chunk_id
         ]
 
-    def test_payload_round_trips(self, filled) -> None:
+    def test_payload_round_trips(self, filled: Filled) -> None:
         store, chunks, _ = filled
         got = store.get([c.chunk_id for c in chunks])
         assert got == chunks
@@ -169,7 +130,7 @@ class StoreContract:
         ]
         assert got[5].language == "und"
 
-    def test_dense_vectors_round_trip(self, filled) -> None:
+    def test_dense_vectors_round_trip(self, filled: Filled) -> None:
         store, chunks, dense = filled
         unknown = make_chunk("ghost", 0, "nothing").chunk_id
         got = store.dense_vectors([chunks[1].chunk_id, unknown, chunks[4].chunk_id])
@@ -181,7 +142,7 @@ class StoreContract:
             np.testing.assert_allclose(vector, dense[i], atol=1e-6)
 
     # ------------------------------------------------------------------ search
-    def test_dense_search_returns_exact_nearest_first(self, filled) -> None:
+    def test_dense_search_returns_exact_nearest_first(self, filled: Filled) -> None:
         store, chunks, dense = filled
         for i, chunk in enumerate(chunks):
             results = store.dense_search(dense[i], limit=3)
@@ -191,14 +152,14 @@ class StoreContract:
             assert scores == sorted(scores, reverse=True)
             assert len(results) == 3
 
-    def test_dense_search_score_is_cosine(self, filled) -> None:
+    def test_dense_search_score_is_cosine(self, filled: Filled) -> None:
         store, _, dense = filled
         query = unit_vectors(1, seed=123)[0]
         expected = sorted((float(d @ query) for d in dense), reverse=True)
         got = [s for _, s in store.dense_search(query * 3.0, limit=len(dense))]
         assert got == pytest.approx(expected, abs=1e-5)
 
-    def test_sparse_search_ranks_doc_with_term_higher(self, filled) -> None:
+    def test_sparse_search_ranks_doc_with_term_higher(self, filled: Filled) -> None:
         store, chunks, _ = filled
         results = store.sparse_search(sparse("troubleshooting"), limit=10)
         assert results[0][0].chunk_id == chunks[2].chunk_id
@@ -206,7 +167,7 @@ class StoreContract:
         others = {c.chunk_id: s for c, s in results[1:]}
         assert all(s < results[0][1] for s in others.values())
 
-    def test_sparse_search_rarer_term_weighs_more(self, filled) -> None:
+    def test_sparse_search_rarer_term_weighs_more(self, filled: Filled) -> None:
         store, chunks, _ = filled
         # "alpha" is in 3 chunks, "install" in 1: equal tf weights, so IDF decides
         results = store.sparse_search(sparse("alpha", "install"), limit=10)
@@ -215,7 +176,7 @@ class StoreContract:
         assert by_id[chunks[0].chunk_id] > by_id[chunks[1].chunk_id] > 0
         assert chunks[3].chunk_id not in by_id
 
-    def test_search_respects_limit(self, filled) -> None:
+    def test_search_respects_limit(self, filled: Filled) -> None:
         store, _, dense = filled
         assert len(store.dense_search(dense[0], limit=2)) == 2
         assert len(store.sparse_search(sparse("alpha"), limit=2)) == 2
@@ -239,7 +200,7 @@ class StoreContract:
             assert [s for _, s in full] == pytest.approx([s for _, s in ids], abs=1e-6)
 
     # ------------------------------------------------------------------ filters
-    def test_filter_by_doc_id(self, filled) -> None:
+    def test_filter_by_doc_id(self, filled: Filled) -> None:
         store, chunks, dense = filled
         hits = store.dense_search(dense[0], limit=10, filters={"doc_id": "doc-b"})
         assert {c.doc_id for c, _ in hits} == {"doc-b"}
@@ -248,14 +209,14 @@ class StoreContract:
         assert store.count({"doc_id": ["doc-a", "doc-c"]}) == 4
         assert sorted(store.chunk_ids({"doc_id": "doc-c"})) == [chunks[5].chunk_id]
 
-    def test_filter_by_source(self, filled) -> None:
+    def test_filter_by_source(self, filled: Filled) -> None:
         store, chunks, _ = filled
         hits = store.sparse_search(
             sparse("alpha", "gamma"), limit=10, filters={"source": "notes/gamma.md"}
         )
         assert [c.chunk_id for c, _ in hits] == [chunks[5].chunk_id]
 
-    def test_filter_by_language(self, filled) -> None:
+    def test_filter_by_language(self, filled: Filled) -> None:
         store, chunks, dense = filled
         hits = store.dense_search(dense[0], limit=10, filters={"language": "es"})
         assert {c.chunk_id for c, _ in hits} == {chunks[3].chunk_id, chunks[4].chunk_id}
@@ -263,7 +224,7 @@ class StoreContract:
         assert store.sparse_search(sparse("beta"), limit=10, filters={"language": "en"}) == []
         assert store.count({"language": "es", "doc_id": "doc-a"}) == 0
 
-    def test_filter_by_metadata(self, filled) -> None:
+    def test_filter_by_metadata(self, filled: Filled) -> None:
         store, _, dense = filled
         hits = store.dense_search(dense[0], limit=10, filters={"meta.lang": "es"})
         assert {c.doc_id for c, _ in hits} == {"doc-b"}
@@ -273,7 +234,7 @@ class StoreContract:
         assert store.count({"meta.lang": "de"}) == 0
 
     # ------------------------------------------------------------------ deletes & reads
-    def test_delete_documents_removes_only_that_doc(self, filled) -> None:
+    def test_delete_documents_removes_only_that_doc(self, filled: Filled) -> None:
         store, chunks, dense = filled
         store.delete_documents(["doc-a", "no-such-doc"])
         assert store.count() == 3
@@ -283,7 +244,7 @@ class StoreContract:
         store.delete_documents([])
         assert store.count() == 3
 
-    def test_get_returns_input_order_and_skips_unknown(self, filled) -> None:
+    def test_get_returns_input_order_and_skips_unknown(self, filled: Filled) -> None:
         store, chunks, _ = filled
         unknown = make_chunk("ghost", 0, "nothing").chunk_id
         order = [chunks[4].chunk_id, unknown, chunks[0].chunk_id, chunks[2].chunk_id]
@@ -292,7 +253,7 @@ class StoreContract:
         assert [c.chunk_id for c in got] == expected
         assert store.get([]) == []
 
-    def test_chunk_ids_lists_everything(self, filled) -> None:
+    def test_chunk_ids_lists_everything(self, filled: Filled) -> None:
         store, chunks, _ = filled
         ids = store.chunk_ids()
         assert len(ids) == len(set(ids))
@@ -331,7 +292,7 @@ class StoreContract:
             store.upsert(chunks, wrong, sparse_vectors)
         assert store.count() == 0
 
-    def test_wrong_dim_on_search(self, filled) -> None:
+    def test_wrong_dim_on_search(self, filled: Filled) -> None:
         store, _, _ = filled
         with pytest.raises(DimensionMismatchError):
             store.dense_search(np.ones(DIM - 1, dtype=np.float32), limit=3)
@@ -340,174 +301,3 @@ class StoreContract:
         chunks, dense, sparse_vectors = corpus()
         with pytest.raises(DimensionMismatchError):
             store.upsert(chunks, dense[:-1], sparse_vectors)
-
-
-class TestEdgeStore(StoreContract):
-    @pytest.fixture
-    def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
-        return lambda: EdgeStore(tmp_path / "shard", dim=DIM)
-
-
-class TestEdgeStoreInt8OnDisk(StoreContract):
-    """Scalar int8 quantization in RAM, float32 originals memory-mapped; searches rescore."""
-
-    @pytest.fixture
-    def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
-        return lambda: EdgeStore(tmp_path / "shard", dim=DIM, quantization="int8", on_disk=True)
-
-
-class TestEdgeStoreBinary(StoreContract):
-    """Binary quantization (1 bit per dimension) with rescoring by the float32 vectors."""
-
-    @pytest.fixture
-    def make_store(self, tmp_path: Path) -> Callable[[], VectorStore]:
-        return lambda: EdgeStore(tmp_path / "shard", dim=DIM, quantization="binary")
-
-
-# ---------------------------------------------------------------------- QdrantStore backends
-class QdrantStoreContract(StoreContract):
-    """The shared contract plus what only the Qdrant backend offers: server-side hybrid (Query
-    API prefetch + RRF) and the schema check of an existing collection."""
-
-    @pytest.fixture
-    def qdrant_store(self, store: VectorStore) -> Any:
-        from ragstrata.index.qdrant import QdrantStore
-
-        assert isinstance(store, QdrantStore)
-        return store
-
-    def test_collection_schema_matches_the_embedded_engine(self, qdrant_store: Any) -> None:
-        from qdrant_client import models
-
-        from ragstrata.index.edge import DENSE, SPARSE
-
-        params = qdrant_store._client.get_collection(qdrant_store.collection).config.params
-        assert params.vectors[DENSE].size == DIM
-        assert params.vectors[DENSE].distance == models.Distance.COSINE
-        assert params.sparse_vectors[SPARSE].modifier == models.Modifier.IDF
-
-    def test_server_hybrid_equals_unweighted_python_rrf(self, filled, qdrant_store: Any) -> None:
-        query, terms = unit_vectors(1, seed=5)[0], sparse("alpha", "beta", "notes")
-        fused = rrf(
-            {
-                "dense": qdrant_store.dense_search_ids(query, limit=6),
-                "bm25": qdrant_store.sparse_search_ids(terms, limit=6),
-            },
-            k=60,
-        )
-        got = qdrant_store.hybrid_search_ids(query, terms, limit=6, candidates=6, rrf_k=60)
-        assert [cid for cid, _ in got] == [f.item_id for f in fused]
-        assert [s for _, s in got] == pytest.approx([f.score for f in fused], rel=1e-12)
-
-    def test_server_hybrid_weights_scale_the_rank(self, filled, qdrant_store: Any) -> None:
-        """Qdrant's weighted RRF is ``1 / (rank / w + k)`` (k = rrf_k here), not ragstrata's
-        ``w / (rank + k)``: documented in docs/deploy.md, pinned here."""
-        _, _, dense = filled
-        query, terms = dense[1], sparse("troubleshooting")
-        dense_ids = [c for c, _ in qdrant_store.dense_search_ids(query, limit=6)]
-        bm25_ids = [c for c, _ in qdrant_store.sparse_search_ids(terms, limit=6)]
-        w_dense, w_bm25, k = 0.6, 0.4, 60
-        expected: dict[str, float] = {}
-        for ids, w in ((dense_ids, w_dense), (bm25_ids, w_bm25)):
-            for rank, cid in enumerate(ids, start=1):
-                expected[cid] = expected.get(cid, 0.0) + 1.0 / (rank / w + k)
-        got = qdrant_store.hybrid_search_ids(
-            query, terms, limit=6, candidates=6, rrf_k=k, weights=(w_dense, w_bm25)
-        )
-        assert dict(got) == pytest.approx({c: expected[c] for c, _ in got}, rel=1e-9)
-        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-
-    def test_server_hybrid_filters_and_empty_sparse(self, filled, qdrant_store: Any) -> None:
-        store, chunks, dense = filled
-        got = qdrant_store.hybrid_search_ids(
-            dense[0], sparse("alpha"), limit=10, candidates=10, filters={"doc_id": "doc-b"}
-        )
-        assert {cid for cid, _ in got} == {chunks[3].chunk_id, chunks[4].chunk_id}
-        dense_only = qdrant_store.hybrid_search_ids(dense[0], {}, limit=3, candidates=10)
-        assert [cid for cid, _ in dense_only] == [
-            cid for cid, _ in store.dense_search_ids(dense[0], limit=3)
-        ]
-        with pytest.raises(DimensionMismatchError):
-            qdrant_store.hybrid_search_ids(
-                np.ones(DIM + 1, dtype=np.float32), {}, limit=3, candidates=3
-            )
-
-    def test_reopen_with_another_dim_is_refused(
-        self, make_store: Callable[[], VectorStore], qdrant_store: Any
-    ) -> None:
-        from ragstrata.index.qdrant import QdrantStore
-
-        if not self.persistent:
-            pytest.skip("this backend keeps nothing after close()")
-        location, collection = qdrant_store.location, qdrant_store.collection
-        qdrant_store.close()
-        with pytest.raises(DimensionMismatchError, match="8-d"):
-            QdrantStore(
-                location,
-                dim=DIM * 2,
-                collection=collection,
-                api_key=StoreConfig().resolve_api_key(),  # a server's key, if one is set
-            )
-        make_store().close()  # the refused open left the location usable
-
-
-@pytest.fixture
-def fast_dir(tmp_path: Path) -> Iterator[Path]:
-    """A directory on tmpfs when the machine has one: qdrant-client's local mode commits SQLite
-    once per point, ~23 ms each on a disk (1,500 points: 35 s) and ~0.5 ms on tmpfs."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        path = Path(tempfile.mkdtemp(prefix="ragstrata-qdrant-", dir=shm))
-        yield path
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        yield tmp_path
-
-
-class TestQdrantLocalStore(QdrantStoreContract):
-    """QdrantStore on qdrant-client's local mode (``local:PATH``)."""
-
-    @pytest.fixture
-    def make_store(self, fast_dir: Path) -> Callable[[], VectorStore]:
-        pytest.importorskip("qdrant_client")
-        from ragstrata.index.qdrant import QdrantStore
-
-        return lambda: QdrantStore(f"local:{fast_dir / 'qdrant'}", dim=DIM)
-
-    def test_second_open_of_a_local_path_is_refused(self, store: VectorStore) -> None:
-        from ragstrata.index.qdrant import QdrantStore
-
-        assert isinstance(store, QdrantStore)
-        with pytest.raises(StoreError, match="already accessed"):
-            QdrantStore(store.location, dim=DIM)
-
-
-class TestQdrantMemoryStore(QdrantStoreContract):
-    """QdrantStore on qdrant-client's in-memory local mode (``:memory:``): nothing persists."""
-
-    persistent = False
-
-    @pytest.fixture
-    def make_store(self) -> Callable[[], VectorStore]:
-        pytest.importorskip("qdrant_client")
-        from ragstrata.index.qdrant import QdrantStore
-
-        return lambda: QdrantStore(":memory:", dim=DIM)
-
-
-@pytest.mark.skipif(not SERVER_URL, reason="RAGSTRATA_QDRANT_URL names no Qdrant server")
-class TestQdrantServerStore(QdrantStoreContract):
-    """QdrantStore on the Qdrant server at ``$RAGSTRATA_QDRANT_URL``, one collection per test."""
-
-    @pytest.fixture
-    def make_store(self) -> Iterator[Callable[[], VectorStore]]:
-        pytest.importorskip("qdrant_client")
-        from qdrant_client import QdrantClient
-
-        from ragstrata.index.qdrant import QdrantStore
-
-        config = StoreConfig(url=SERVER_URL, collection=f"ragstrata-test-{uuid.uuid4().hex[:12]}")
-        yield lambda: QdrantStore.from_config(config, dim=DIM, index_dir=Path("unused"))
-        admin = QdrantClient(url=SERVER_URL, api_key=config.resolve_api_key())
-        admin.delete_collection(config.collection)
-        admin.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import HashEmbedder, make_hit
+from ragstrata.testing.fakes import HashEmbedder, make_hit
 
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.base import FunctionCounter

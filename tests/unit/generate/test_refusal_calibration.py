@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fakes import make_hit
+from ragstrata.testing.fakes import make_hit
 
 from ragstrata.config import LLMConfig, RagConfig
 from ragstrata.errors import ConfigError
