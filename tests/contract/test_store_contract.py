@@ -73,7 +73,9 @@ class QdrantStoreContract(StoreContract):
         assert params.vectors[DENSE].distance == models.Distance.COSINE
         assert params.sparse_vectors[SPARSE].modifier == models.Modifier.IDF
 
-    def test_server_hybrid_equals_unweighted_python_rrf(self, filled: Filled, qdrant_store: Any) -> None:
+    def test_server_hybrid_equals_unweighted_python_rrf(
+        self, filled: Filled, qdrant_store: Any
+    ) -> None:
         query, terms = unit_vectors(1, seed=5)[0], sparse("alpha", "beta", "notes")
         fused = rrf(
             {
@@ -104,7 +106,9 @@ class QdrantStoreContract(StoreContract):
         assert dict(got) == pytest.approx({c: expected[c] for c, _ in got}, rel=1e-9)
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
 
-    def test_server_hybrid_filters_and_empty_sparse(self, filled: Filled, qdrant_store: Any) -> None:
+    def test_server_hybrid_filters_and_empty_sparse(
+        self, filled: Filled, qdrant_store: Any
+    ) -> None:
         store, chunks, dense = filled
         got = qdrant_store.hybrid_search_ids(
             dense[0], sparse("alpha"), limit=10, candidates=10, filters={"doc_id": "doc-b"}
