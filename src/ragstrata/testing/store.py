@@ -30,15 +30,20 @@ Filled = tuple[VectorStore, list[Chunk], FloatArray]
 
 
 def unit_vectors(n: int, seed: int) -> FloatArray:
+    """``n`` random float32 unit vectors of :data:`DIM` dims (the same for the same seed)."""
     v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: FloatArray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def sparse(*terms: str) -> SparseVector:
+    """Sparse vector of weight 0.5 per term."""
     return {term_id(t): 0.5 for t in terms}
 
 
 def corpus() -> tuple[list[Chunk], FloatArray, list[SparseVector]]:
+    """Six chunks of three documents (English, Spanish, one without language, one with pages
+    and another source), with dense and sparse vectors: what ``filled`` writes."""
     chunks = [
         make_chunk("doc-a", 0, "alpha install guide", language="en", lang="en", tier=1),
         make_chunk("doc-a", 1, "alpha configure server", language="en", lang="en", tier=2),
