@@ -45,6 +45,7 @@ from ragstrata.errors import (
 )
 from ragstrata.index import catalog
 from ragstrata.ingest.loader import FORMATS
+from ragstrata.optional import require
 from ragstrata.paths import path_text
 from ragstrata.pipeline import IngestReport, Ragstrata
 
@@ -237,11 +238,7 @@ class FolderWatcher:
         a locked index are raised (see :meth:`sync`). Raises MissingDependencyError without
         the ``watch`` extra.
         """
-        try:
-            from watchfiles import watch
-        except ImportError as exc:
-            raise MissingDependencyError("watchfiles", "watch") from exc
-
+        watch = require("watchfiles", extra="watch").watch
         quiet = self.debounce_ms
         batches = watch(
             *self._watched,

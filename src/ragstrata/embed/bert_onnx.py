@@ -37,7 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstrata.embed.e5_format import QK
-from ragstrata.errors import ConfigError, MissingDependencyError
+from ragstrata.errors import ConfigError
+from ragstrata.optional import require
 
 OPSET: Final = 17
 
@@ -90,7 +91,7 @@ class _Graph:
     """A tiny builder over ``onnx.helper``: named initializers and nodes, fresh output names."""
 
     def __init__(self) -> None:
-        import onnx
+        onnx = require("onnx", extra="onnx")
         from onnx import helper, numpy_helper
 
         self.onnx, self.helper, self.numpy_helper = onnx, helper, numpy_helper
@@ -157,10 +158,7 @@ def build_bert_onnx(
     """
     if q4_matmuls and q4 is None:
         raise ConfigError("build_bert_onnx: q4_matmuls=True needs a q4 source")
-    try:
-        g = _Graph()
-    except ImportError as exc:
-        raise MissingDependencyError("onnx", "onnx") from exc
+    g = _Graph()
     helper, tp = g.helper, g.onnx.TensorProto
     hidden, heads, ffn, eps = config.hidden, config.heads, config.ffn, config.eps
 

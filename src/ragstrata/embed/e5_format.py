@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from ragstrata.errors import EmbeddingError, MissingDependencyError
+from ragstrata.errors import EmbeddingError
+from ragstrata.optional import require
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -293,11 +294,10 @@ def build_tokenizer(model: E5File, *, max_length: int) -> Tokenizer:
 
     Raises MissingDependencyError without the ``tokenizers`` package.
     """
-    try:
-        from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors
-        from tokenizers.models import Unigram
-    except ImportError as exc:
-        raise MissingDependencyError("tokenizers", "onnx") from exc
+    require("tokenizers", extra="onnx")
+    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import Unigram
+
     vocab = [(piece, float(score)) for piece, score in zip(model.pieces, model.scores, strict=True)]
     tok = Tokenizer(Unigram(vocab, unk_id=model.unk_id, byte_fallback=False))
     charsmap = precompiled_charsmap({chr(cp): out for cp, out in model.norm_map.items()})

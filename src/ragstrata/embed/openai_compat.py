@@ -53,8 +53,8 @@ from ragstrata.errors import (
     ConfigError,
     DimensionMismatchError,
     EmbeddingError,
-    MissingDependencyError,
 )
+from ragstrata.optional import require
 
 if TYPE_CHECKING:
     import httpx
@@ -291,10 +291,7 @@ class OpenAICompatEmbedder:
             raise ConfigError(f"max_input_tokens={max_input_tokens} must be >= 1")
         if backoff_base_s < 0 or backoff_cap_s < 0 or max_retry_after_s < 0:
             raise ConfigError("backoff_base_s, backoff_cap_s and max_retry_after_s must be >= 0")
-        try:
-            import httpx  # noqa: F401  (fail now, not at the first request)
-        except ImportError as exc:
-            raise MissingDependencyError("httpx", "openai") from exc
+        require("httpx", extra="openai")  # fail now, not at the first request
         self._url = base_url.rstrip("/") + "/embeddings"
         self._shown_url = redact_url(self._url)
         self._model = model

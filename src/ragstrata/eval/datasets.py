@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from ragstrata.errors import ConfigError, MissingDependencyError
+from ragstrata.errors import ConfigError
+from ragstrata.optional import require
 
 __all__ = [
     "SQUAD_SPLITS",
@@ -463,10 +464,7 @@ def _golden_entry(obj: Any, n: int, where: str) -> GoldenQuery:
 
 
 def _golden_yaml(path: Path, text: str) -> list[tuple[Any, str]]:
-    try:
-        import yaml  # type: ignore[import-untyped,unused-ignore]
-    except ImportError as exc:  # pragma: no cover - pyyaml comes with the ingest extra
-        raise MissingDependencyError("pyyaml", "ingest") from exc
+    yaml = require("yaml", extra="ingest", package="pyyaml")  # comes with the ingest extra
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)

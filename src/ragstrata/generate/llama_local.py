@@ -42,6 +42,7 @@ from ragstrata.generate.base import (
     Usage,
     collect,
 )
+from ragstrata.optional import require
 
 logger = logging.getLogger(__name__)
 
@@ -210,17 +211,14 @@ class LlamaGenerator:
 
     @cached_property
     def _llama(self) -> Any:
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise MissingDependencyError("llama-cpp-python", "llm") from exc
+        llama_cpp = require("llama_cpp", extra="llm", package="llama-cpp-python")
         path = self.resolved_model_path()
         kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "seed": self.seed, "verbose": False}
         if self.threads:
             kwargs["n_threads"] = self.threads
             kwargs["n_threads_batch"] = self.threads
         try:
-            return Llama(model_path=str(path), **kwargs)
+            return llama_cpp.Llama(model_path=str(path), **kwargs)
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"{path}: llama.cpp could not load the model ({exc})") from exc
 

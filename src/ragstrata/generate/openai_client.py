@@ -20,8 +20,9 @@ from functools import cached_property
 from typing import Any
 
 from ragstrata.chunking.tokens import TokenCounter
-from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
+from ragstrata.errors import ConfigError, GenerationError
 from ragstrata.generate.base import STOP, ChatMessage, Completion, Delta, FunctionCounter, Usage
+from ragstrata.optional import require
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +34,7 @@ def bpe_counter(encoding: str) -> TokenCounter:
     """Counter over OpenAI's ``encoding`` (``o200k_base``/``cl100k_base``) from bpe-openai.
 
     Raises MissingDependencyError without the ``llm`` extra."""
-    try:
-        import bpe_openai
-    except ImportError as exc:
-        raise MissingDependencyError("bpe-openai", "llm") from exc
-    enc = bpe_openai.get_encoding(encoding)
+    enc = require("bpe_openai", extra="llm", package="bpe-openai").get_encoding(encoding)
     return FunctionCounter(enc.encode_ordinary)
 
 
@@ -111,11 +108,7 @@ class OpenAIGenerator:
 
     @cached_property
     def _client(self) -> Any:
-        try:
-            import openai
-        except ImportError as exc:
-            raise MissingDependencyError("openai", "llm") from exc
-        return openai.OpenAI(
+        return require("openai", extra="llm").OpenAI(
             base_url=self.base_url,
             api_key=self._api_key or "not-needed",
             timeout=self.timeout_s,

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from ragstrata.embed.base import FloatArray
-from ragstrata.errors import DimensionMismatchError, MissingDependencyError, StoreError
+from ragstrata.errors import DimensionMismatchError, StoreError
 from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
+from ragstrata.optional import require
 from ragstrata.types import Chunk
 
 DENSE = "dense"
@@ -120,11 +121,7 @@ class EdgeStore:
         oversampling: float = 2.0,
         hnsw_ef: int | None = 256,
     ) -> None:
-        try:
-            import qdrant_edge as qe
-        except ImportError as exc:
-            raise MissingDependencyError("qdrant-edge-py", "local") from exc
-        self._qe = qe
+        self._qe = qe = require("qdrant_edge", extra="local", package="qdrant-edge-py")
         self._dim = dim
         self.path = path
         if quantization not in QUANTIZATIONS:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstrata.embed.base import FloatArray
-from ragstrata.errors import ConfigError, DimensionMismatchError, MissingDependencyError, StoreError
+from ragstrata.errors import ConfigError, DimensionMismatchError, StoreError
 from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
 from ragstrata.index.edge import (
     _INDEXED_FIELDS,
@@ -37,6 +37,7 @@ from ragstrata.index.edge import (
     chunk_to_payload,
     payload_to_chunk,
 )
+from ragstrata.optional import require
 from ragstrata.types import Chunk
 
 if TYPE_CHECKING:
@@ -101,10 +102,9 @@ class QdrantStore:
                 f"store.write_ordering={write_ordering!r}; "
                 f"choose one of {', '.join(WRITE_ORDERINGS)}"
             )
-        try:
-            from qdrant_client import QdrantClient, models
-        except ImportError as exc:
-            raise MissingDependencyError("qdrant-client", "qdrant") from exc
+        require("qdrant_client", extra="qdrant", package="qdrant-client")
+        from qdrant_client import QdrantClient, models  # typed names, once checked
+
         self._models = models
         self._dim = dim
         if quantization not in QUANTIZATIONS:

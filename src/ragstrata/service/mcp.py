@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
 from ragstrata.assemble.context import merge_section
 from ragstrata.config import RagConfig
-from ragstrata.errors import ConfigError, MissingDependencyError, RagError
+from ragstrata.errors import ConfigError, RagError
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
+from ragstrata.optional import require
 from ragstrata.pipeline import Ragstrata
 from ragstrata.service.errors import InvalidRequestError, NotFoundError
 from ragstrata.service.wire import answer_json, hit_json
@@ -257,10 +258,7 @@ class IndexTools:
 
 def _require_sdk() -> None:
     """Raise MissingDependencyError unless the SDK (extra ``mcp``) can be imported."""
-    try:
-        import mcp.server.mcpserver  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError("mcp", "mcp") from exc
+    require("mcp.server.mcpserver", extra="mcp")
 
 
 def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCPServer[Any]":

@@ -1,17 +1,18 @@
-"""OnnxMiniLMEmbedder: shapes, order, truncation, and fidelity to the torch MiniLM.
+"""OnnxMiniLMEmbedder beyond the Embedder contract (tests/contract/test_embedder_contract.py):
+construction, truncation, and fidelity to the torch MiniLM.
 
 The model is built once per test session into a temporary cache from the wheel's safetensors
-with numpy + onnx (a few seconds, no torch); only the comparison with the torch embedder needs
-torch.
+with numpy + onnx (a few seconds, no torch; the ``onnx_embedder`` fixture of tests/conftest.py);
+only the comparison with the torch embedder needs torch.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,22 +39,9 @@ SENTENCES = [
 ]
 
 
-def batch_floor(embedder: OnnxMiniLMEmbedder) -> float:
-    """Least cosine between a text's vector in a batch and alone. int8 quantizes activations
-    with one scale per batch, so its vectors depend slightly on the other texts of the batch
-    (measured 0.984-0.996 for the sentences below); fp32 vectors do not."""
-    return 0.98 if embedder.variant == "int8" else 0.99999
-
-
-@pytest.fixture(scope="session")
-def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onnx-cache")
-
-
 @pytest.fixture(scope="session", params=["int8", "fp32"])
-def embedder(request: pytest.FixtureRequest, onnx_cache: Path) -> OnnxMiniLMEmbedder:
-    emb = OnnxMiniLMEmbedder(variant=request.param, batch_size=4, threads=1, cache_dir=onnx_cache)
-    emb.warm_up()
+def embedder(request: pytest.FixtureRequest, onnx_embedder: Any) -> OnnxMiniLMEmbedder:
+    emb: OnnxMiniLMEmbedder = onnx_embedder("minilm", request.param)
     return emb
 
 
@@ -75,31 +63,6 @@ def test_constructor_is_cheap_and_validates(tmp_path: Path) -> None:
         OnnxMiniLMEmbedder(variant="fp16")  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         OnnxMiniLMEmbedder(batch_size=0)
-
-
-def test_shape_dtype_unit_norm(embedder: OnnxMiniLMEmbedder) -> None:
-    vecs = embedder.embed_documents(SENTENCES)
-    assert vecs.shape == (len(SENTENCES), 384)
-    assert vecs.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
-    query = embedder.embed_query(SENTENCES[0])
-    assert query.shape == (384,) and query.dtype == np.float32
-    assert float(query @ vecs[0]) >= batch_floor(embedder)
-
-
-def test_empty_input(embedder: OnnxMiniLMEmbedder) -> None:
-    out = embedder.embed_documents([])
-    assert out.shape == (0, 384) and out.dtype == np.float32
-
-
-def test_order_preserved_under_length_sorted_batching(embedder: OnnxMiniLMEmbedder) -> None:
-    texts = [f"{s} " * (1 + i % 3) for i, s in enumerate(SENTENCES * 2)]
-    shuffled = list(range(len(texts)))
-    random.Random(7).shuffle(shuffled)
-    together = embedder.embed_documents([texts[i] for i in shuffled])
-    for row, i in enumerate(shuffled):
-        alone = embedder.embed_query(texts[i])  # batch of one: no padding at all
-        assert float(together[row] @ alone) >= batch_floor(embedder)
 
 
 def test_long_texts_are_truncated_not_fatal(embedder: OnnxMiniLMEmbedder) -> None:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from fakes import HashEmbedder, ScriptedGenerator, make_hit
-
 from ragstrata.config import LLMConfig
 from ragstrata.generate.answer import AnswerEvent, LLMAnswerer, TokenEvent, answer_from_events
 from ragstrata.generate.citations import CitationChecker
 from ragstrata.generate.prompt import REFUSALS
 from ragstrata.index.analyzer import Analyzer
+from ragstrata.testing.fakes import HashEmbedder, ScriptedChatModel, make_hit
 
 INSTALL = "The installer needs Python 3.11 and four gigabytes of memory."
 BILLING = "Invoices are emailed on the first day of each month."
 
 
-def answerer(gen: ScriptedGenerator, *, min_evidence: float = 0.5) -> LLMAnswerer:
+def answerer(gen: ScriptedChatModel, *, min_evidence: float = 0.5) -> LLMAnswerer:
     analyzer = Analyzer()
     return LLMAnswerer(
         gen,
@@ -30,7 +29,7 @@ def run(a: LLMAnswerer, question: str, hits: list) -> list:  # type: ignore[type
 
 
 def test_answers_streams_and_verifies() -> None:
-    gen = ScriptedGenerator("It needs Python 3.11 and four gigabytes of memory [1].")
+    gen = ScriptedChatModel("It needs Python 3.11 and four gigabytes of memory [1].")
     hits = [make_hit("install", INSTALL, 1, dense=0.7), make_hit("billing", BILLING, 2, dense=0.2)]
     events = run(answerer(gen), "What does the installer need?", hits)
     tokens = [e.text for e in events if isinstance(e, TokenEvent)]
@@ -45,7 +44,7 @@ def test_answers_streams_and_verifies() -> None:
 
 
 def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
-    gen = ScriptedGenerator("should not be used")
+    gen = ScriptedChatModel("should not be used")
     hits = [make_hit("billing", BILLING, 1, dense=0.1)]
     answer = answer_from_events(iter(run(answerer(gen), "¿Quién ganó el mundial de fútbol?", hits)))
     assert answer.refusal and answer.text == REFUSALS["es"] and not answer.citations
@@ -54,7 +53,7 @@ def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
 
 
 def test_llm_refusal_is_recognized() -> None:
-    gen = ScriptedGenerator(REFUSALS["en"])
+    gen = ScriptedChatModel(REFUSALS["en"])
     hits = [make_hit("install", INSTALL, 1, dense=0.9)]
     answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
     assert answer.refusal and answer.metadata["refused_by"] == "llm"
@@ -76,7 +75,7 @@ def test_newest_version_wins_and_conflict_is_marked() -> None:
         title="Limits",
         metadata={"version": "1.10"},
     )
-    gen = ScriptedGenerator("The limit is 250 requests per minute [1].")
+    gen = ScriptedChatModel("The limit is 250 requests per minute [1].")
     answer = answer_from_events(iter(run(answerer(gen), "What is the rate limit?", [old, new])))
     assert answer.conflict
     assert answer.metadata["conflict"] == [{"title": "Limits", "kept": "1.10", "dropped": ["1.9"]}]
@@ -86,7 +85,7 @@ def test_newest_version_wins_and_conflict_is_marked() -> None:
 
 
 def test_an_answer_without_citations_is_not_shown() -> None:
-    gen = ScriptedGenerator("PWNED")
+    gen = ScriptedChatModel("PWNED")
     hits = [make_hit("install", INSTALL, 1, dense=0.9)]
     answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
     assert answer.refusal and answer.metadata["refused_by"] == "no_citations"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fakes import HashEmbedder, make_hit
 
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.base import FunctionCounter
@@ -17,6 +16,7 @@ from ragstrata.generate.citations import (
     parse_answer,
 )
 from ragstrata.index.analyzer import Analyzer
+from ragstrata.testing.fakes import HashEmbedder, make_hit
 
 WORDS = FunctionCounter(lambda t: t.split())
 

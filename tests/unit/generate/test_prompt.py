@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fakes import make_hit
 
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.base import FunctionCounter
@@ -15,6 +14,7 @@ from ragstrata.generate.prompt import (
     question_language,
     refusal_message,
 )
+from ragstrata.testing.fakes import make_hit
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fakes import make_hit
 
 from ragstrata.config import LLMConfig, RagConfig
 from ragstrata.errors import ConfigError
@@ -17,6 +16,7 @@ from ragstrata.generate.evidence import (
     min_evidence_for,
 )
 from ragstrata.index.analyzer import Analyzer
+from ragstrata.testing.fakes import make_hit
 from ragstrata.types import RetrieverHit
 
 

@@ -1,10 +1,9 @@
-"""CrossEncoderReranker on both backends: one contract suite subclassed per backend, plus
-ONNX-vs-torch agreement and the shipped model."""
+"""CrossEncoderReranker beyond the Reranker contract (tests/contract/test_reranker_contract.py):
+ONNX-vs-torch agreement, the int8 package, bad folders and the shipped model."""
 
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from pathlib import Path
 
@@ -12,88 +11,15 @@ import numpy as np
 import pytest
 
 from ragstrata.config import RerankConfig
-from ragstrata.errors import ConfigError, RetrievalError
+from ragstrata.errors import ConfigError
 from ragstrata.rerank import Reranker, load_reranker
 from ragstrata.rerank.cross_encoder import META_FILE, CrossEncoderReranker
-
-QUERY = "what causes scurvy in sailors"
-PASSAGES = [
-    "Scurvy is caused by a lack of vitamin C.",
-    "Rickets follows vitamin D deficiency in children who see little sun.",
-    "Paris is the capital of France.",
-    "Long voyages without fresh fruit left sailors with bleeding gums, loose teeth and "
-    "wounds that would not heal, until lemon juice became part of the daily ration.",
-    "x",
-    "El escorbuto se debe a la falta de vitamina C.",
-    "Cats sleep most of the day.",
-]
+from ragstrata.testing.reranker import PASSAGES, QUERY
 
 
-class RerankerContract:
-    """What every Reranker must do; subclasses provide ``make(**kwargs)``."""
-
-    def make(self, **kwargs: object) -> CrossEncoderReranker:
-        raise NotImplementedError
-
-    def test_conforms_to_the_protocol(self) -> None:
-        reranker = self.make()
-        assert isinstance(reranker, Reranker)
-        assert reranker.max_length >= 8 and reranker.name
-
-    def test_scores_align_with_shuffled_inputs(self) -> None:
-        reranker = self.make(batch_size=2)  # several length-sorted batches
-        base = reranker.score(QUERY, PASSAGES).scores
-        assert base.shape == (len(PASSAGES),) and base.dtype == np.float32
-        rng = random.Random(3)
-        for _ in range(3):
-            order = list(range(len(PASSAGES)))
-            rng.shuffle(order)
-            shuffled = reranker.score(QUERY, [PASSAGES[i] for i in order]).scores
-            np.testing.assert_allclose(shuffled, base[order], rtol=1e-4, atol=1e-4)
-
-    def test_batch_size_does_not_change_scores(self) -> None:
-        one = self.make(batch_size=1).score(QUERY, PASSAGES).scores
-        many = self.make(batch_size=64).score(QUERY, PASSAGES).scores
-        np.testing.assert_allclose(one, many, rtol=1e-3, atol=1e-3)
-
-    def test_truncation_is_counted(self) -> None:
-        reranker = self.make(max_length=24)
-        long = " ".join(["vitamin"] * 60)
-        result = reranker.score(QUERY, [long, "short", long])
-        assert result.truncated == 2
-        assert np.isfinite(result.scores).all()
-        assert self.make().score(QUERY, ["short"]).truncated == 0
-
-    def test_empty_inputs(self) -> None:
-        reranker = self.make()
-        result = reranker.score(QUERY, [])
-        assert result.scores.shape == (0,) and result.truncated == 0
-        with pytest.raises(RetrievalError):
-            reranker.score("  ", PASSAGES)
-
-
-class TestTorchBackend(RerankerContract):
-    @pytest.fixture(autouse=True)
-    def _folder(self, tiny_cross_encoder: Path) -> None:
-        self.folder = tiny_cross_encoder
-
-    def make(self, **kwargs: object) -> CrossEncoderReranker:
-        return CrossEncoderReranker(self.folder, backend="torch", **kwargs)  # type: ignore[arg-type]
-
-    def test_auto_picks_torch_without_onnx(self) -> None:
-        assert CrossEncoderReranker(self.folder).backend == "torch"
-
-
-class TestOnnxBackend(RerankerContract):
-    @pytest.fixture(autouse=True)
-    def _folder(self, tiny_onnx: Path) -> None:
-        self.folder = tiny_onnx
-
-    def make(self, **kwargs: object) -> CrossEncoderReranker:
-        return CrossEncoderReranker(self.folder, **kwargs)  # type: ignore[arg-type]
-
-    def test_auto_picks_onnx(self) -> None:
-        assert self.make().backend == "onnx"
+def test_auto_backend_prefers_onnx(tiny_cross_encoder: Path, tiny_onnx: Path) -> None:
+    assert CrossEncoderReranker(tiny_cross_encoder).backend == "torch"
+    assert CrossEncoderReranker(tiny_onnx).backend == "onnx"
 
 
 def test_onnx_export_matches_torch(tiny_cross_encoder: Path, tiny_onnx: Path) -> None:
