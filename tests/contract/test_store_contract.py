@@ -26,8 +26,8 @@ import pytest
 
 from ragstrata.config import StoreConfig
 from ragstrata.errors import DimensionMismatchError, StoreError
-from ragstrata.index.analyzer import term_id
 from ragstrata.index.base import SparseVector, VectorStore
+from ragstrata.index.bm25 import term_id
 from ragstrata.index.edge import EdgeStore
 from ragstrata.retrieve.fusion import rrf
 from ragstrata.types import Chunk

@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragstrata.chunking.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
 from ragstrata.config import EMBEDDERS, EmbedderConfig
 from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.errors import ConfigError, EmbeddingError, MissingDependencyError
+from ragstrata.text.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
 
 _LOCK = threading.Lock()
 

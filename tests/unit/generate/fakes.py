@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.generate.base import ChatMessage, Completion, Delta, FunctionCounter, Usage
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.generate.base import ChatMessage, Completion, Delta, Usage
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.tokens import FunctionCounter
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 

@@ -6,7 +6,6 @@ import pytest
 from fakes import HashEmbedder, make_hit
 
 from ragstrata.assemble.context import assemble
-from ragstrata.generate.base import FunctionCounter
 from ragstrata.generate.citations import (
     CheckerSettings,
     CitationChecker,
@@ -16,7 +15,8 @@ from ragstrata.generate.citations import (
     marker_labels,
     parse_answer,
 )
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.tokens import FunctionCounter
 
 WORDS = FunctionCounter(lambda t: t.split())
 

@@ -16,7 +16,7 @@ from ragstrata.generate.evidence import (
     evidence,
     min_evidence_for,
 )
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import RetrieverHit
 
 

@@ -12,13 +12,11 @@ For each raw token (``\\w`` runs joined by ``- _ / . : @``):
 * runs of CJK characters become overlapping character bigrams (Lucene's CJKAnalyzer scheme), so
   CJK text never vanishes from the index.
 
-Term ids for sparse vectors are the first 4 bytes of BLAKE2b of the term (stable across runs and
-machines).
+Terms become sparse-vector ids and BM25 weights in :mod:`ragstrata.index.bm25`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -175,11 +173,6 @@ def fold_accents(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def term_id(term: str) -> int:
-    """Stable unsigned 32-bit id of ``term`` (BLAKE2b, first 4 bytes, big-endian)."""
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
-
-
 class Analyzer:
     """Text → BM25 terms. ``languages`` ⊆ ("english", "spanish"); raises ConfigError otherwise,
     MissingDependencyError without PyStemmer."""
@@ -263,17 +256,3 @@ def _cjk_bigrams(raw: str) -> list[str]:
             out.extend("".join(run[i : i + 2]) for i in range(len(run) - 1))
         run = []
     return out
-
-
-def bm25_document_weights(
-    tf: Counter[str], *, doc_len: int, avgdl: float, k1: float, b: float
-) -> dict[int, float]:
-    """BM25 term-frequency component per term id (Lucene form, Robertson & Zaragoza 2009):
-    ``tf / (tf + k1 * (1 - b + b * doc_len / avgdl))``. The IDF factor
-    ``ln(1 + (N - df + 0.5) / (df + 0.5))`` is applied by the index at query time."""
-    norm = k1 * (1.0 - b + b * doc_len / avgdl) if avgdl > 0 else k1
-    weights: dict[int, float] = {}
-    for term, count in tf.items():
-        key = term_id(term)
-        weights[key] = weights.get(key, 0.0) + count / (count + norm)
-    return weights
