@@ -7,7 +7,7 @@ retriever once per query (``--candidates`` each, as ``ragstrata eval`` does), th
 two rankings with weighted RRF (k = 60) for every dense weight in ``--weights`` (BM25 weight =
 1 - dense weight; RRF is invariant to scaling both) and scores nDCG@10 and hit@5 at document
 level, exactly as the evaluation runner does. Each query is also classified the way the
-hybrid retriever does (:func:`ragstrata.language.language_relation`: the question's
+hybrid retriever does (:func:`ragstrata.text.language.language_relation`: the question's
 language against the languages of the dense arm's top hits), so the table shows how often the
 rule calls a set cross-lingual.
 
@@ -31,9 +31,9 @@ from pathlib import Path
 from ragstrata.config import RagConfig
 from ragstrata.eval.metrics import hit_rate_at_k, ndcg_at_k
 from ragstrata.eval.runner import load_dataset
-from ragstrata.language import language_relation
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.fusion import rrf
+from ragstrata.text.language import language_relation
 
 RESULTS = Path(__file__).parent / "results" / "fusion_weights.json"
 

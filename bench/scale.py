@@ -288,7 +288,7 @@ def stage_build(work: Path, n: int, variant: str) -> None:
     """Bulk-build one store of ``n`` chunks with ``EdgeStore.upsert`` + ``optimize`` and record
     build time, peak RSS, disk; also the exact dense top-10 of every query (numpy brute force
     over the same vectors) for the recall measurement."""
-    from ragstrata.index.analyzer import bm25_document_weights
+    from ragstrata.index.bm25 import bm25_document_weights
     from ragstrata.index.edge import EdgeStore, payload_to_chunk
 
     path = index_path(work, n, variant)
@@ -367,9 +367,9 @@ def stage_query_child(work: Path, n: int, variant: str) -> None:
     """Runs in a fresh process: open the store, time the queries, report this process's RSS."""
     from ragstrata.config import RetrievalConfig
     from ragstrata.embed.local import load_embedder
-    from ragstrata.index.analyzer import Analyzer
     from ragstrata.index.edge import EdgeStore
     from ragstrata.retrieve.hybrid import HybridRetriever, query_sparse_vector
+    from ragstrata.text.analyzer import Analyzer
 
     path = index_path(work, n, variant)
     queries = json.loads((work / "queries.json").read_text())
@@ -478,9 +478,9 @@ def stage_baselines(work: Path, n: int = 100_000) -> None:
     import bm25s
     from rank_bm25 import BM25Okapi
 
-    from ragstrata.index.analyzer import Analyzer
     from ragstrata.index.edge import EdgeStore
     from ragstrata.retrieve.hybrid import query_sparse_vector
+    from ragstrata.text.analyzer import Analyzer
 
     queries = json.loads((work / "queries.json").read_text())
     analyzer = Analyzer()
@@ -539,10 +539,10 @@ def _rerank_latency(store: Any, queries: list[str]) -> dict[str, Any]:
     """Cross-encoder (the shipped model) over the top 50 hybrid candidates of each query."""
     from ragstrata.config import RagConfig, RetrievalConfig
     from ragstrata.embed.local import load_embedder
-    from ragstrata.index.analyzer import Analyzer
     from ragstrata.rerank.base import passage_text
     from ragstrata.rerank.cross_encoder import CrossEncoderReranker
     from ragstrata.retrieve.hybrid import HybridRetriever
+    from ragstrata.text.analyzer import Analyzer
 
     reranker = CrossEncoderReranker(RagConfig.load().rerank.model_path)
     retriever = HybridRetriever(store, load_embedder("minilm-onnx"), Analyzer(), RetrievalConfig())

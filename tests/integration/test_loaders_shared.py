@@ -99,7 +99,7 @@ def test_debian_reference_tables_navigation_and_sections(
     from selectolax.lexbor import LexborHTMLParser
 
     from ragstrata.chunking.splitter import StructureChunker
-    from ragstrata.chunking.tokens import CallableTokenCounter
+    from ragstrata.text.tokens import CallableTokenCounter
 
     chunker = StructureChunker(
         CallableTokenCounter(lambda t: len(t.split())), max_tokens=512, overlap_ratio=0.0

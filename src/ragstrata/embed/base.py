@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragstrata.chunking.tokens import TokenCounter
+from ragstrata.text.tokens import TokenCounter
 
 FloatArray = npt.NDArray[np.float32]
 

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragstrata.chunking.tokens import HFTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.embed.bert_onnx import BertConfig, build_bert_onnx
 from ragstrata.embed.e5_format import Q4_DTYPE, E5File, build_tokenizer, read_e5_file
@@ -50,6 +49,7 @@ from ragstrata.embed.onnx import (
     quantize_int8,
 )
 from ragstrata.errors import EmbeddingError, MissingDependencyError
+from ragstrata.text.tokens import HFTokenCounter, TokenCounter
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

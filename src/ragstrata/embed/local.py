@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragstrata.chunking.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
 from ragstrata.config import EMBEDDERS, EmbedderConfig
 from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
 from ragstrata.errors import ConfigError, EmbeddingError
 from ragstrata.optional import require
+from ragstrata.text.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
 
 _LOCK = threading.Lock()
 

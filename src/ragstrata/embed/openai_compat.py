@@ -47,7 +47,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ragstrata.chunking.tokens import CallableTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray, l2_normalize
 from ragstrata.errors import (
     ConfigError,
@@ -55,6 +54,7 @@ from ragstrata.errors import (
     EmbeddingError,
 )
 from ragstrata.optional import require
+from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
 
 if TYPE_CHECKING:
     import httpx

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragstrata.chunking.splitter import find_fences, sentence_spans
 from ragstrata.errors import RagError
 from ragstrata.generate.citations import CheckerSettings, CitationChecker, claim_names
 from ragstrata.generate.extractive import clean_sentence
+from ragstrata.text.spans import find_fences, sentence_spans
 from ragstrata.types import Chunk
 
 SEED = 13

@@ -100,9 +100,9 @@ def dataset_documents(dataset: EvalDataset) -> Iterator[Document]:
     Raises:
         EmptyDocumentError: a Markdown document holds no text blocks.
     """
-    from ragstrata.ingest.language import detect_language
     from ragstrata.ingest.loader import document_from_text
     from ragstrata.ingest.text import split_paragraphs
+    from ragstrata.text.language import detect_language
 
     for doc in dataset.corpus.values():
         source = f"{dataset.corpus_name}/{doc.doc_id}"

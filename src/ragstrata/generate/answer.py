@@ -22,7 +22,7 @@ from ragstrata.generate.base import Generator, Usage
 from ragstrata.generate.citations import CitationChecker, ground
 from ragstrata.generate.evidence import check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message, render_sources
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Answer, Hit, RefusalReason
 
 PROMPT_OVERHEAD_TOKENS = 450

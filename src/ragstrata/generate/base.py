@@ -12,18 +12,17 @@ LLM is configured; it has its own (question, context) protocol.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from ragstrata.chunking.tokens import TokenCounter
-from ragstrata.errors import ChunkingError, GenerationError
+from ragstrata.errors import GenerationError
+from ragstrata.text.tokens import TokenCounter
 
 __all__ = [
     "ChatMessage",
     "Completion",
     "Delta",
-    "FunctionCounter",
     "GenerationError",
     "Generator",
     "Usage",
@@ -129,37 +128,3 @@ def collect(deltas: Iterator[Delta]) -> Completion:
             usage = delta.usage or usage
             reason = delta.finish_reason or reason
     return Completion("".join(parts), usage, reason)
-
-
-def cut_by_search(count: Callable[[str], int], text: str, budget: int) -> int:
-    """Largest ``i`` (``1 <= i <= len(text)``) with ``count(text[:i]) <= budget``, by binary
-    search over character positions (``O(log n)`` calls of ``count``); the
-    :meth:`TokenCounter.cut` contract for tokenizers without character offsets."""
-    if budget < 1:
-        raise ChunkingError(f"token budget {budget} must be >= 1")
-    if count(text) <= budget:
-        return len(text)
-    low, high = 1, len(text)  # count(text[:high]) > budget
-    while high - low > 1:
-        mid = (low + high) // 2
-        if count(text[:mid]) <= budget:
-            low = mid
-        else:
-            high = mid
-    return low
-
-
-class FunctionCounter:
-    """A :class:`TokenCounter` from a ``text -> token ids`` function."""
-
-    def __init__(self, encode: Callable[[str], Sequence[int]]) -> None:
-        self._encode = encode
-
-    def count(self, text: str) -> int:
-        return len(self._encode(text)) if text else 0
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [self.count(t) for t in texts]
-
-    def cut(self, text: str, budget: int) -> int:
-        return cut_by_search(self.count, text, budget)

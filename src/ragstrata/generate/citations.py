@@ -44,10 +44,10 @@ from typing import Any, Literal
 import numpy as np
 
 from ragstrata.assemble.context import Context, Source
-from ragstrata.chunking.splitter import sentence_spans
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.code_check import INLINE_CODE, unbacked_code
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.spans import sentence_spans
 from ragstrata.types import Citation
 
 _WORD = r"(?:fuentes?|sources?|src|refs?|documentos?|docs?|citas?)"

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Hit
 
 logger = logging.getLogger(__name__)

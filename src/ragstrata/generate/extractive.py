@@ -16,9 +16,9 @@ from typing import Protocol
 import numpy as np
 
 from ragstrata.assemble.context import Context, Source
-from ragstrata.chunking.splitter import find_fences, sentence_spans
 from ragstrata.embed.base import Embedder
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.spans import find_fences, sentence_spans
 
 _MDX = re.compile(r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")

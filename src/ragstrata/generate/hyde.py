@@ -18,8 +18,8 @@ import numpy.typing as npt
 
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.base import ChatMessage, Generator
-from ragstrata.language import question_language
 from ragstrata.retrieve.fusion import rrf
+from ragstrata.text.language import question_language
 from ragstrata.types import Chunk, Hit
 
 HYDE_TOKENS = 96

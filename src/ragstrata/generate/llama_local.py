@@ -31,18 +31,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
 from ragstrata.generate.base import (
     STOP,
     ChatMessage,
     Completion,
     Delta,
-    FunctionCounter,
     Usage,
     collect,
 )
 from ragstrata.optional import require
+from ragstrata.text.tokens import FunctionCounter, TokenCounter
 
 logger = logging.getLogger(__name__)
 

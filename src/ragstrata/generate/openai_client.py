@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.errors import ConfigError, GenerationError
-from ragstrata.generate.base import STOP, ChatMessage, Completion, Delta, FunctionCounter, Usage
+from ragstrata.generate.base import STOP, ChatMessage, Completion, Delta, Usage
 from ragstrata.optional import require
+from ragstrata.text.tokens import FunctionCounter, TokenCounter
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from ragstrata.assemble.context import Context
 from ragstrata.generate.base import ChatMessage
-from ragstrata.language import Language, question_language
+from ragstrata.text.language import Language, question_language
 
 REFUSALS: dict[Language, str] = {
     "es": "No encontré información suficiente en los documentos para responder a esta pregunta.",

@@ -35,9 +35,9 @@ from ragstrata.ingest.confluence import (
     looks_like_confluence,
     parse_confluence,
 )
-from ragstrata.ingest.language import detect_language
 from ragstrata.ingest.text import ParsedText, decode_bytes, normalize_text, parse_text
 from ragstrata.paths import path_text
+from ragstrata.text.language import detect_language
 from ragstrata.types import Document
 
 __all__ = [
@@ -146,7 +146,7 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         ``text``/``pdf`` (a Confluence HTML export page is ``html``, parsed by
         :func:`~ragstrata.ingest.confluence.parse_confluence`, with ``metadata["confluence"]``);
         ``language`` the detected language (see
-        :func:`~ragstrata.ingest.language.detect_language`); ``pages`` the page offsets (PDF);
+        :func:`~ragstrata.text.language.detect_language`); ``pages`` the page offsets (PDF);
         ``metadata`` holds the front-matter keys plus ``modified`` (mtime, ISO-8601
         UTC) and ``size_bytes``.
 

@@ -12,11 +12,12 @@ from typing import Literal, Protocol
 from ragstrata.config import RetrievalConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
-from ragstrata.index.analyzer import Analyzer, term_id
 from ragstrata.index.base import Filters, VectorStore
-from ragstrata.language import LanguageRelation, language_relation
+from ragstrata.index.bm25 import term_id
 from ragstrata.retrieve.fusion import rrf
 from ragstrata.retrieve.weights import fusion_weights_for
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.language import LanguageRelation, language_relation
 from ragstrata.types import Chunk, Hit
 
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -66,7 +67,7 @@ class HybridRetriever:
     """Dense + BM25 over one :class:`VectorStore`, fused with weighted RRF.
 
     The RRF weights depend on the query's language against its passages'
-    (:func:`ragstrata.language.language_relation` over the dense arm's top 10, whose languages
+    (:func:`ragstrata.text.language.language_relation` over the dense arm's top 10, whose languages
     do not depend on word overlap): ``dense_weight``/``bm25_weight`` when they match or it
     cannot tell, ``cross_dense_weight``/``cross_bm25_weight`` when a query is asked in another
     language than the passages that answer it; unset, the embedder's calibrated weights

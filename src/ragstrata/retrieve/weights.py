@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragstrata.config import RetrievalConfig
-from ragstrata.language import LanguageRelation
+from ragstrata.text.language import LanguageRelation
 
 __all__ = ["CALIBRATED_WEIGHTS", "UNCALIBRATED_WEIGHTS", "FusionWeights", "fusion_weights_for"]
 

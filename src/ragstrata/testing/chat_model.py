@@ -8,14 +8,14 @@ Promises checked: ``complete`` gives the same text as the joined ``stream`` for 
 messages (greedy or seeded sampling) and as a second ``complete``; a stream ends with exactly
 one ``done`` delta, the last, carrying usage and a finish reason; usage counts prompt and
 completion tokens; ``name`` is ``provider:model``, ``context_window`` a positive token count
-and ``counter`` a :class:`~ragstrata.chunking.tokens.TokenCounter`. ragstrata's own chat
+and ``counter`` a :class:`~ragstrata.text.tokens.TokenCounter`. ragstrata's own chat
 models are subclassed in ``tests/contract/test_chat_model_contract.py``.
 """
 
 from __future__ import annotations
 
-from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.generate.base import ChatMessage, Delta, Generator, collect
+from ragstrata.text.tokens import TokenCounter
 
 MESSAGES: tuple[ChatMessage, ...] = (
     ChatMessage("system", "Answer in one short sentence."),

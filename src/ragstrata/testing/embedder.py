@@ -23,8 +23,8 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from ragstrata.chunking.tokens import TokenCounter
 from ragstrata.embed.base import Embedder
+from ragstrata.text.tokens import TokenCounter
 
 TEXTS: tuple[str, ...] = (
     "How do I declare optional query parameters in FastAPI?",

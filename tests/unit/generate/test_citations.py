@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from ragstrata.assemble.context import assemble
-from ragstrata.generate.base import FunctionCounter
 from ragstrata.generate.citations import (
     CheckerSettings,
     CitationChecker,
@@ -15,8 +14,9 @@ from ragstrata.generate.citations import (
     marker_labels,
     parse_answer,
 )
-from ragstrata.index.analyzer import Analyzer
 from ragstrata.testing.fakes import HashEmbedder, make_hit
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.tokens import FunctionCounter
 
 WORDS = FunctionCounter(lambda t: t.split())
 

@@ -9,7 +9,7 @@ import pytest
 
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.extractive import ExtractiveAnswerer, Quote, clean_sentence, render
-from ragstrata.index.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ragstrata.assemble.context import assemble
-from ragstrata.generate.base import FunctionCounter
 from ragstrata.generate.prompt import (
     REFUSALS,
     build_messages,
     is_refusal,
     neutralize,
-    question_language,
     refusal_message,
 )
 from ragstrata.testing.fakes import make_hit
-
-
-@pytest.mark.parametrize(
-    ("question", "lang"),
-    [
-        ("¿Qué necesita la instalación?", "es"),
-        ("Cómo se declara un parámetro de ruta", "es"),
-        ("cuales son los requisitos de la instalacion", "es"),
-        ("What does ERR_CONN_RESET mean?", "en"),
-        ("How do I declare a path parameter in FastAPI", "en"),
-        ("useState", "en"),
-    ],
-)
-def test_question_language(question: str, lang: str) -> None:
-    assert question_language(question) == lang
+from ragstrata.text.tokens import FunctionCounter
 
 
 def test_refusal_message_follows_the_question() -> None:

@@ -15,8 +15,8 @@ from ragstrata.generate.evidence import (
     evidence,
     min_evidence_for,
 )
-from ragstrata.index.analyzer import Analyzer
 from ragstrata.testing.fakes import make_hit
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import RetrieverHit
 
 

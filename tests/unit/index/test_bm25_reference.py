@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragstrata.index.analyzer import Analyzer, bm25_document_weights, term_id
+from ragstrata.index.bm25 import bm25_document_weights, term_id
 from ragstrata.index.edge import EdgeStore
 from ragstrata.retrieve.hybrid import query_sparse_vector
+from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk
 
 bm25s = pytest.importorskip("bm25s")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ragstrata.chunking.splitter import StructureChunker
-from ragstrata.chunking.tokens import CallableTokenCounter
 from ragstrata.ingest import discover, load_document
 from ragstrata.ingest.confluence import is_export_root, looks_like_confluence, parse_confluence
+from ragstrata.text.tokens import CallableTokenCounter
 from ragstrata.types import Document
 
 EXPORT = Path(__file__).resolve().parents[2] / "fixtures" / "confluence" / "OPS"

@@ -16,7 +16,6 @@ import pytest
 
 from pdf_builder import Page, build_pdf
 from ragstrata.chunking.splitter import StructureChunker
-from ragstrata.chunking.tokens import CallableTokenCounter
 from ragstrata.errors import (
     CorruptFileError,
     EncryptedDocumentError,
@@ -29,6 +28,7 @@ from ragstrata.ingest.loader import load_document
 from ragstrata.ingest.pdf import extract as pdf_module
 from ragstrata.ingest.pdf import parse_pdf
 from ragstrata.ingest.text import ParsedText, normalize_text
+from ragstrata.text.tokens import CallableTokenCounter
 
 pytest.importorskip("pypdfium2")
 

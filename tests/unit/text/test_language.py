@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragstrata.language import hint_language, language_relation, query_language
+from ragstrata.text.language import (
+    hint_language,
+    language_relation,
+    query_language,
+    question_language,
+)
 
 
 @pytest.mark.parametrize(
@@ -27,6 +32,21 @@ def test_query_language(query: str, lang: str) -> None:
 def test_hint_language_is_none_without_cues() -> None:
     assert hint_language("useState") is None
     assert query_language("1234 !!") is None
+
+
+@pytest.mark.parametrize(
+    ("question", "lang"),
+    [
+        ("¿Qué necesita la instalación?", "es"),
+        ("Cómo se declara un parámetro de ruta", "es"),
+        ("cuales son los requisitos de la instalacion", "es"),
+        ("What does ERR_CONN_RESET mean?", "en"),
+        ("How do I declare a path parameter in FastAPI", "en"),
+        ("useState", "en"),
+    ],
+)
+def test_question_language(question: str, lang: str) -> None:
+    assert question_language(question) == lang
 
 
 @pytest.mark.parametrize(

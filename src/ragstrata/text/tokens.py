@@ -1,7 +1,8 @@
-"""Token counting with the embedding model's own tokenizer.
+"""Token counting with a model's own tokenizer.
 
-The chunker never guesses token counts from characters or words: it asks a :class:`TokenCounter`
-built from the embedder's tokenizer, so a chunk that fits the budget also fits the model.
+Nothing guesses token counts from characters or words: the chunker asks a :class:`TokenCounter`
+built from the embedder's tokenizer, so a chunk that fits the budget also fits the model, and
+the answer stage one built from the LLM's tokenizer (prompt budgeting).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ragstrata.errors import ChunkingError, MissingDependencyError
+from ragstrata.errors import ChunkingError
+from ragstrata.optional import require
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -52,11 +54,8 @@ class HFTokenCounter:
     @classmethod
     def from_file(cls, path: Path) -> HFTokenCounter:
         """Load ``tokenizer.json``; raises MissingDependencyError without ``tokenizers``."""
-        try:
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise MissingDependencyError("tokenizers", "local") from exc
-        return cls(Tokenizer.from_file(str(path)))
+        tokenizers = require("tokenizers", extra="local")
+        return cls(tokenizers.Tokenizer.from_file(str(path)))
 
     def count(self, text: str) -> int:
         if not text:
@@ -87,10 +86,28 @@ class HFTokenCounter:
         return 1
 
 
+def cut_by_search(count: Callable[[str], int], text: str, budget: int) -> int:
+    """Largest ``i`` (``1 <= i <= len(text)``) with ``count(text[:i]) <= budget``, by binary
+    search over character positions (``O(log n)`` calls of ``count``); the
+    :meth:`TokenCounter.cut` contract for tokenizers without character offsets."""
+    if budget < 1:
+        raise ChunkingError(f"token budget {budget} must be >= 1")
+    if count(text) <= budget:
+        return len(text)
+    low, high = 1, len(text)  # invariant: answer in [low, high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if count(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
 class CallableTokenCounter:
     """Counter over any ``count(text) -> int`` function (e.g. a model without ``tokenizer.json``).
 
-    ``cut`` is a binary search over code-point positions: O(log n) calls to ``count``.
+    ``cut`` is :func:`cut_by_search`: O(log n) calls to ``count``.
     """
 
     def __init__(self, count: Callable[[str], int]) -> None:
@@ -103,15 +120,12 @@ class CallableTokenCounter:
         return [self.count(t) for t in texts]
 
     def cut(self, text: str, budget: int) -> int:
-        if budget < 1:
-            raise ChunkingError(f"token budget {budget} must be >= 1")
-        if self.count(text) <= budget:
-            return len(text)
-        low, high = 1, len(text)  # invariant: answer in [low, high)
-        while high - low > 1:
-            mid = (low + high) // 2
-            if self.count(text[:mid]) <= budget:
-                low = mid
-            else:
-                high = mid
-        return low
+        return cut_by_search(self.count, text, budget)
+
+
+class FunctionCounter(CallableTokenCounter):
+    """A :class:`TokenCounter` from a ``text -> token ids`` function: counts
+    ``len(encode(text))``, cuts like :class:`CallableTokenCounter`."""
+
+    def __init__(self, encode: Callable[[str], Sequence[int]]) -> None:
+        super().__init__(lambda text: len(encode(text)))

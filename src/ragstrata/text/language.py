@@ -1,9 +1,15 @@
-"""Which language a short text (a question, a query) is written in: Spanish or English.
+"""Which language a text is written in: a document's (any language), a question's or a query's
+(Spanish or English).
+
+Documents are classified by py3langid (Lui & Baldwin 2012, "langid.py: An Off-the-shelf
+Language Identification Tool", ACL demo track; the model ships inside the wheel: nothing is
+downloaded at run time), see :func:`detect_language`.
 
 Questions are too short for a statistical identifier (py3langid calls most of them wrongly or
-not at all, see :func:`ragstrata.ingest.language.detect_language`'s 20-letter floor), so the
-decision counts cues: ``¿``/``¡``/``ñ``, accented vowels and Spanish function words against
-English function words. The lowest floor of the package: every stage may import it.
+not at all, see :func:`detect_language`'s 20-letter floor), so the decision counts cues:
+``¿``/``¡``/``ñ``, accented vowels and Spanish function words against English function words;
+:func:`query_language` falls back to py3langid restricted to the two languages when the cues are
+tied.
 """
 
 from __future__ import annotations
@@ -13,9 +19,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
+from ragstrata.errors import MissingDependencyError
+
 __all__ = [
+    "UNDETERMINED",
     "Language",
     "LanguageRelation",
+    "detect_language",
     "hint_language",
     "language_relation",
     "query_language",
@@ -24,6 +34,14 @@ __all__ = [
 
 Language = Literal["es", "en"]
 LanguageRelation = Literal["same", "cross", "unknown"]
+
+UNDETERMINED = "und"
+"""ISO 639-2 code for "undetermined", returned for text too short or too ambiguous to call."""
+
+_SAMPLE_CHARS = 20_000
+_MIN_LETTERS = 20
+_MIN_PROBABILITY = 0.5
+_CODE_RE = re.compile(r"```.*?```|`[^`\n]*`|<[^>\n]+>|https?://\S+", re.DOTALL)
 
 _ES_HINTS = frozenset(
     [
@@ -136,17 +154,50 @@ def hint_language(text: str) -> Language | None:
     return "es" if es > en else "en"
 
 
+def _new_identifier() -> Any:
+    """A fresh py3langid identifier over every language; raises ImportError without
+    py3langid."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> Any:
+    """The per-document identifier (every language)."""
+    try:
+        return _new_identifier()
+    except ImportError as exc:
+        raise MissingDependencyError("py3langid", "ingest") from exc
+
+
 @lru_cache(maxsize=1)
 def _es_en_identifier() -> Any:
     """py3langid's model restricted to Spanish and English (its own instance: the per-document
     detector keeps every language). ``None`` without the ``ingest`` extra."""
     try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+        identifier = _new_identifier()
     except ImportError:
         return None
-    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     identifier.set_languages(["es", "en"])
     return identifier
+
+
+def detect_language(text: str) -> str:
+    """ISO 639-1 code of ``text``'s main language (``"es"``, ``"en"``...), or ``"und"``.
+
+    Code spans, fenced code, HTML tags and URLs are removed first, then up to the first 20,000
+    characters are classified. Returns ``"und"`` when fewer than 20 letters remain or the
+    normalized probability of the best language is below 0.5. Deterministic.
+
+    Raises:
+        MissingDependencyError: py3langid is not installed (``pip install 'ragstrata[ingest]'``).
+    """
+    sample = _CODE_RE.sub(" ", text[: _SAMPLE_CHARS * 2])[:_SAMPLE_CHARS]
+    if sum(ch.isalpha() for ch in sample) < _MIN_LETTERS:
+        return UNDETERMINED
+    language, probability = _identifier().classify(sample)
+    return str(language) if float(probability) >= _MIN_PROBABILITY else UNDETERMINED
 
 
 def query_language(query: str) -> Language | None:

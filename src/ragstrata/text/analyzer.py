@@ -12,13 +12,11 @@ For each raw token (``\\w`` runs joined by ``- _ / . : @``):
 * runs of CJK characters become overlapping character bigrams (Lucene's CJKAnalyzer scheme), so
   CJK text never vanishes from the index.
 
-Term ids for sparse vectors are the first 4 bytes of BLAKE2b of the term (stable across runs and
-machines).
+Terms become sparse-vector ids and BM25 weights in :mod:`ragstrata.index.bm25`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -26,7 +24,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ragstrata.errors import ConfigError, MissingDependencyError
+from ragstrata.errors import ConfigError
+from ragstrata.optional import require
 
 _TOKEN = re.compile(r"[/#@]?\w+(?:[-_/.:@]+\w+)*/?")
 _PART = re.compile(r"[^\W_]+")
@@ -175,11 +174,6 @@ def fold_accents(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def term_id(term: str) -> int:
-    """Stable unsigned 32-bit id of ``term`` (BLAKE2b, first 4 bytes, big-endian)."""
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
-
-
 class Analyzer:
     """Text → BM25 terms. ``languages`` ⊆ ("english", "spanish"); raises ConfigError otherwise,
     MissingDependencyError without PyStemmer."""
@@ -188,12 +182,9 @@ class Analyzer:
         unknown = [lang for lang in languages if lang not in LANGUAGES]
         if unknown or not languages:
             raise ConfigError(f"bm25 languages {list(languages)!r}: choose from {LANGUAGES}")
-        try:
-            import Stemmer
-        except ImportError as exc:
-            raise MissingDependencyError("PyStemmer", "local") from exc
+        stemmer = require("Stemmer", extra="local", package="PyStemmer")
         self.languages = tuple(languages)
-        self._stemmers: list[Any] = [Stemmer.Stemmer(lang) for lang in self.languages]
+        self._stemmers: list[Any] = [stemmer.Stemmer(lang) for lang in self.languages]
         self._stop = (
             frozenset().union(*(STOPWORDS[lang] for lang in self.languages))
             if stopwords
@@ -263,17 +254,3 @@ def _cjk_bigrams(raw: str) -> list[str]:
             out.extend("".join(run[i : i + 2]) for i in range(len(run) - 1))
         run = []
     return out
-
-
-def bm25_document_weights(
-    tf: Counter[str], *, doc_len: int, avgdl: float, k1: float, b: float
-) -> dict[int, float]:
-    """BM25 term-frequency component per term id (Lucene form, Robertson & Zaragoza 2009):
-    ``tf / (tf + k1 * (1 - b + b * doc_len / avgdl))``. The IDF factor
-    ``ln(1 + (N - df + 0.5) / (df + 0.5))`` is applied by the index at query time."""
-    norm = k1 * (1.0 - b + b * doc_len / avgdl) if avgdl > 0 else k1
-    weights: dict[int, float] = {}
-    for term, count in tf.items():
-        key = term_id(term)
-        weights[key] = weights.get(key, 0.0) + count / (count + norm)
-    return weights

@@ -1,0 +1,103 @@
+"""Spans of text: sentences and CommonMark code fences, as character offsets.
+
+Shared by the chunker (split points, fences kept whole), the extractive answerer and the
+citation checks (sentences outside code). Offsets are absolute positions in the text given, so
+``text[start:end]`` is the span.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Fence", "find_fences", "sentence_spans", "strip_span"]
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A fenced code region: opening line ``[open_start, open_end)``, closing line
+    ``[close_start, close_end)``; ``opener``/``closer`` re-open and close it in a split chunk."""
+
+    open_start: int
+    open_end: int  # end of the opening fence line (exclusive, before "\n")
+    close_start: int  # start of the closing fence line, or len(text) if never closed
+    close_end: int
+    opener: str
+    closer: str
+
+
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` narrowed past leading and trailing whitespace of ``text[start:end]``
+    (``start == end`` when it is all whitespace)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans of ``text[start:end]`` (absolute offsets, trimmed, non-empty), split after
+    ``. ! ? …`` and CJK full stops followed by whitespace."""
+    out = []
+    pos = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        a, b = strip_span(text, pos, m.end())
+        if a < b:
+            out.append((a, b))
+        pos = m.end()
+    a, b = strip_span(text, pos, end)
+    if a < b:
+        out.append((a, b))
+    return out
+
+
+def find_fences(text: str) -> list[Fence]:
+    """CommonMark fenced code regions (opening line, closing line) over the whole text."""
+    fences: list[Fence] = []
+    pos = 0
+    open_fence: tuple[int, int, str, str] | None = None  # start, end, marker, line
+    for line in text.split("\n"):
+        line_end = pos + len(line)
+        m = _FENCE.match(line)
+        if m:
+            marker = m.group(1)
+            if open_fence is None:
+                if not (marker[0] == "`" and "`" in m.group(2)):
+                    # a split chunk re-opens the fence with its language only: info strings
+                    # such as MDX line highlights (```js [[1, 7, "fn"], ...]) can be longer
+                    # than a whole chunk
+                    info = m.group(2).split()
+                    open_fence = (pos, line_end, marker, marker + (info[0] if info else ""))
+            elif (
+                marker[0] == open_fence[2][0]
+                and len(marker) >= len(open_fence[2])
+                and not m.group(2).strip()
+            ):
+                fences.append(
+                    Fence(
+                        open_fence[0],
+                        open_fence[1],
+                        pos,
+                        line_end,
+                        open_fence[3] + "\n",
+                        "\n" + open_fence[2],
+                    )
+                )
+                open_fence = None
+        pos = line_end + 1
+    if open_fence is not None:
+        fences.append(
+            Fence(
+                open_fence[0],
+                open_fence[1],
+                len(text),
+                len(text),
+                open_fence[3] + "\n",
+                "\n" + open_fence[2],
+            )
+        )
+    return fences
