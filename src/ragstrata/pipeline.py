@@ -6,27 +6,20 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 import os
 import re
-import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ragstrata.assemble.context import assemble
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
-    ChunkingError,
     IndexNotFoundError,
     MissingDependencyError,
     SourceNotFoundError,
@@ -36,14 +29,21 @@ from ragstrata.generate.evidence import check_evidence, min_evidence_for
 from ragstrata.generate.extractive import ExtractiveAnswerer, quoted_labels, render
 from ragstrata.generate.prompt import refusal_message
 from ragstrata.index import catalog
-from ragstrata.index.analyzer import Analyzer, bm25_document_weights
-from ragstrata.index.base import Filters
-from ragstrata.index.catalog import DocEntry, Manifest
-from ragstrata.index.edge import EdgeStore
-from ragstrata.index.qdrant import QdrantStore
+from ragstrata.index.analyzer import Analyzer
+from ragstrata.index.base import Filters, VectorStore
+from ragstrata.index.catalog import Manifest
+from ragstrata.index.writer import (
+    IndexWriter,
+    IngestReport,
+    ProgressCallback,
+    count_new,
+    recover,
+    skip_unchanged_files,
+)
 from ragstrata.paths import path_text
 from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
+from ragstrata.stages import load_embedder, load_generator, load_reranker, open_store
 from ragstrata.types import (
     Answer,
     Chunk,
@@ -58,70 +58,10 @@ if TYPE_CHECKING:
     from ragstrata.generate.answer import AskEvent
     from ragstrata.generate.base import Generator
 
-StoreBackend = EdgeStore | QdrantStore
-"""The embedded shard (``store.url`` empty) or a Qdrant collection (see docs/deploy.md)."""
-
 logger = logging.getLogger(__name__)
 
 READ_WAIT_S = 30.0
 """How long search/ask wait for an ingest holding the index before failing with RS503."""
-
-COMMIT_CHUNKS = 256
-"""Chunks embedded and committed together (one journal/flush/manifest cycle)."""
-
-
-@dataclass(slots=True)
-class IngestReport:
-    """Outcome of one ``ingest`` run; ``status`` is ``ok``, ``partial`` or ``failed``.
-
-    ``updated`` counts documents whose content changed, ``reindexed`` unchanged documents
-    re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
-    chunks written, ``embedded`` how many of them had to be embedded (the others reused the
-    stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
-    """
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    pruned: int = 0
-    reindexed: int = 0
-    chunks: int = 0
-    embedded: int = 0
-    bytes_read: int = 0
-    failures: list[IngestFailure] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def status(self) -> str:
-        if not self.failures:
-            return "ok"
-        return "partial" if (self.added + self.updated + self.unchanged) else "failed"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "pruned": self.pruned,
-            "reindexed": self.reindexed,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "reused_vectors": self.chunks - self.embedded,
-            "bytes_read": self.bytes_read,
-            "seconds": round(self.seconds, 3),
-            "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
-            "failures": [_failure_json(f) for f in self.failures],
-        }
-
-
-def _failure_json(failure: IngestFailure) -> dict[str, str]:
-    return {"path": failure.path, "code": failure.code, "reason": failure.reason}
-
-
-ProgressCallback = Callable[[str, int, int], None]
-"""``(event, done, total)``: ``discover`` (files found), ``parse`` (documents done of total),
-``bytes`` (bytes parsed of total), ``embed`` (chunks just embedded, as done and total)."""
 
 
 def display_path(source: str) -> str:
@@ -152,7 +92,7 @@ class Ragstrata:
         self.index_dir = self.config.index_path
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
-        self._store: StoreBackend | None = None
+        self._store: VectorStore | None = None
         self._retriever: HybridRetriever | None = None
         self._chunker: StructureChunker | None = None
         self._lock: catalog.IndexLock | None = None
@@ -165,8 +105,6 @@ class Ragstrata:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from ragstrata.embed.local import load_embedder
-
             cfg = self.config.embedder
             self._embedder = load_embedder(
                 self.embedder_name, batch_size=cfg.batch_size, threads=cfg.threads, config=cfg
@@ -232,7 +170,9 @@ class Ragstrata:
         if self._lock is None:
             self._lock = catalog.IndexLock.acquire(self.index_dir, wait_s=wait_s, purpose=purpose)
 
-    def _open_store(self, manifest: Manifest, *, writing: bool = False) -> StoreBackend:
+    def _open_store(self, manifest: Manifest, *, writing: bool = False) -> VectorStore:
+        """The index's store (opened once, see :func:`~ragstrata.stages.open_store`), after
+        checking that ``manifest`` fits this engine; takes the index lock."""
         if self._store is None:
             catalog.check_compatible(
                 manifest,
@@ -243,23 +183,12 @@ class Ragstrata:
                 writing=writing,
             )
             self._hold_lock(wait_s=READ_WAIT_S, purpose="open")
-            if self.config.store.url:  # a Qdrant server/cluster or qdrant-client local mode
-                self._store = QdrantStore.from_config(
-                    self.config.store,
-                    dim=manifest.dim,
-                    index_dir=self.index_dir,
-                    expected_chunks=manifest.n_chunks,
-                )
-            else:
-                store_cfg = self.config.store
-                self._store = EdgeStore(
-                    self.index_dir / "shard",
-                    dim=manifest.dim,
-                    quantization=store_cfg.quantization,
-                    on_disk=store_cfg.on_disk,
-                    oversampling=store_cfg.oversampling,
-                    hnsw_ef=store_cfg.hnsw_ef,
-                )
+            self._store = open_store(
+                self.config.store,
+                dim=manifest.dim,
+                index_dir=self.index_dir,
+                expected_chunks=manifest.n_chunks,
+            )
         return self._store
 
     def manifest(self) -> Manifest:
@@ -307,7 +236,9 @@ class Ragstrata:
         files, errors = discover(list(paths), follow_symlinks=cfg.follow_symlinks)
         present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths
         workers = auto_workers() if cfg.workers < 0 else cfg.workers
-        files, skipped = self._skip_unchanged_files(files)
+        files, skipped = skip_unchanged_files(
+            self.index_dir, files, signature=self._index_signature()
+        )
         sizes = [_size(p) for p in files]
         total_bytes = sum(sizes)
 
@@ -354,32 +285,6 @@ class Ragstrata:
         report.unchanged += skipped
         return report
 
-    def _skip_unchanged_files(self, files: list[Path]) -> tuple[list[Path], int]:
-        """Drop files whose bytes and index signature match the manifest (no parse needed)."""
-        from ragstrata.ingest.loader import doc_id_for
-
-        try:
-            manifest = catalog.read_manifest(self.index_dir)
-        except StoreError:
-            return files, 0
-        journal = catalog.read_journal(self.index_dir)
-        if journal == []:  # a journal that cannot be read: parse everything
-            return files, 0
-        rolled_back = set(journal or ())  # an interrupted commit: these documents are redone
-        signature = self._index_signature()
-        keep: list[Path] = []
-        for path in files:
-            doc_id = doc_id_for(path)
-            entry = None if doc_id in rolled_back else manifest.documents.get(doc_id)
-            if (
-                entry is None
-                or entry.signature != signature
-                or not entry.file_hash
-                or _file_sha256(path) != entry.file_hash
-            ):
-                keep.append(path)
-        return keep, len(files) - len(keep)
-
     def add_documents(
         self,
         documents: Iterable[Document | IngestFailure],
@@ -399,70 +304,55 @@ class Ragstrata:
         progress) before raising IndexLockedError; 0 fails at once.
         """
         started = time.perf_counter()
-        report = IngestReport()
         if dry_run and not (self.index_dir / catalog.MANIFEST).exists():
             # no index yet: everything would be added, and a dry run writes nothing
-            for item in documents:
-                if isinstance(item, IngestFailure):
-                    report.failures.append(item)
-                else:
-                    report.added += 1
-            report.seconds = time.perf_counter() - started
-            return report
-        self._hold_lock(wait_s=lock_wait_s, purpose="write")
-        try:
-            manifest = catalog.read_manifest(self.index_dir)
-        except StoreError:
-            if (self.index_dir / catalog.MANIFEST).exists():
-                raise
-            manifest = self._new_manifest()
-        store = self._open_store(manifest, writing=True)
-        if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
-            catalog.write_manifest(self.index_dir, manifest)
-        self._recover(store, manifest)
-        if not dry_run:
-            self._adopt_configuration(manifest)
-        signature = self._index_signature()
-        pending: list[tuple[Document, list[Chunk]]] = []
-        pending_chunks = 0
-        for done, item in enumerate(documents, start=1):
-            if isinstance(item, IngestFailure):
-                report.failures.append(item)
-            else:
-                entry = manifest.documents.get(item.doc_id)
-                same_text = entry is not None and entry.content_hash == item.content_hash
-                if same_text and entry is not None and entry.signature == signature:
-                    report.unchanged += 1
-                elif dry_run:
-                    report.added += entry is None
-                    report.updated += entry is not None and not same_text
-                    report.reindexed += same_text
-                else:
-                    chunks = self._chunk_or_fail(item, report)
-                    if chunks:
-                        pending.append((item, chunks))
-                        pending_chunks += len(chunks)
-                        report.added += entry is None
-                        report.updated += entry is not None and not same_text
-                        report.reindexed += same_text
-            if progress:
-                progress("parse", done, total or done)
-            if pending_chunks >= COMMIT_CHUNKS:
-                self._commit(store, manifest, pending, progress, report)
-                pending, pending_chunks = [], 0
-        if pending:
-            self._commit(store, manifest, pending, progress, report)
-        if prune is not None:
-            stale = [d for d, e in manifest.documents.items() if prune(e.source)]
-            report.pruned = len(stale)
-            if stale and not dry_run:
-                self._delete(store, manifest, stale)
-        if not dry_run and (report.chunks or report.updated or report.pruned):
-            # Edge has no background optimizer: build HNSW/segment indexes now
-            store.optimize()
-        store.flush()
+            report = count_new(documents)
+        else:
+            self._hold_lock(wait_s=lock_wait_s, purpose="write")
+            try:
+                manifest = catalog.read_manifest(self.index_dir)
+            except StoreError:
+                if (self.index_dir / catalog.MANIFEST).exists():
+                    raise
+                manifest = self._new_manifest()
+            writer = self._writer(manifest, self._open_store(manifest, writing=True))
+            report = writer.add(
+                documents, total=total, progress=progress, prune=prune, dry_run=dry_run
+            )
         report.seconds = time.perf_counter() - started
         return report
+
+    def delete(self, doc_ids: Sequence[str], *, lock_wait_s: float = 0.0) -> int:
+        """Remove the documents ``doc_ids`` (ids as in the manifest and on every
+        :class:`~ragstrata.types.Chunk`) from the index in one journaled commit; returns how
+        many of them the index held (unknown ids are skipped, not an error).
+
+        The files they came from are not touched: a later :meth:`ingest` of those files adds
+        them again. Raises IndexNotFoundError when there is no index, IndexLockedError when
+        another process holds it (after ``lock_wait_s`` seconds).
+        """
+        self.manifest()  # IndexNotFoundError before any lock file is created
+        self._hold_lock(wait_s=lock_wait_s, purpose="write")
+        manifest = self.manifest()
+        writer = self._writer(manifest, self._open_store(manifest, writing=True))
+        writer.recover()
+        removed = writer.delete(doc_ids)
+        if removed:
+            writer.optimize()
+        writer.store.flush()
+        return removed
+
+    def _writer(self, manifest: Manifest, store: VectorStore) -> IndexWriter:
+        return IndexWriter(
+            self.index_dir,
+            store,
+            manifest,
+            embedder=self.embedder,
+            analyzer=self.analyzer,
+            chunker=self.chunker,
+            chunker_signature=self._chunker_signature(),
+            bm25=self.config.bm25,
+        )
 
     def _index_signature(self) -> str:
         return catalog.index_signature(
@@ -472,149 +362,6 @@ class Ragstrata:
             b=self.config.bm25.b,
         )
 
-    def _adopt_configuration(self, manifest: Manifest) -> None:
-        """Make the configured chunker/analyzer/BM25 parameters the index's own. Documents
-        indexed under another configuration keep their old signature and are re-indexed as the
-        ingest reaches them (a crash in between leaves each document consistent with its own
-        signature; the next run finishes the migration)."""
-        chunker = self._chunker_signature()
-        analyzer = self.analyzer.signature
-        k1, b = self.config.bm25.k1, self.config.bm25.b
-        if (manifest.chunker, manifest.analyzer, manifest.k1, manifest.b) != (
-            chunker,
-            analyzer,
-            k1,
-            b,
-        ):
-            manifest.chunker, manifest.analyzer, manifest.k1, manifest.b = (
-                chunker,
-                analyzer,
-                k1,
-                b,
-            )
-            catalog.write_manifest(self.index_dir, manifest)
-
-    def _chunk_or_fail(self, document: Document, report: IngestReport) -> list[Chunk]:
-        try:
-            chunks = self.chunker.chunk(document)
-        except ChunkingError as exc:
-            report.failures.append(IngestFailure(document.source, exc.code, str(exc)))
-            return []
-        if not chunks:
-            report.failures.append(IngestFailure(document.source, "RS203", "no text to index"))
-        return chunks
-
-    def _delete(self, store: StoreBackend, manifest: Manifest, doc_ids: Sequence[str]) -> None:
-        """Remove documents in one journaled commit."""
-        catalog.write_journal(self.index_dir, doc_ids)
-        self._forget(store, manifest, doc_ids)
-
-    def _recover(self, store: StoreBackend, manifest: Manifest) -> None:
-        """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`)."""
-        doc_ids = catalog.read_journal(self.index_dir)
-        if doc_ids is not None:
-            self._forget(store, manifest, doc_ids)
-
-    def _forget(self, store: StoreBackend, manifest: Manifest, doc_ids: Sequence[str]) -> None:
-        """Delete the documents' chunks and manifest entries (unknown ids are fine), then
-        persist the manifest and close the journal."""
-        store.delete_documents(doc_ids)
-        store.flush()
-        for doc_id in doc_ids:
-            entry = manifest.documents.pop(doc_id, None)
-            if entry is not None:
-                manifest.bm25_docs -= len(entry.chunk_ids)
-                manifest.bm25_total_length -= entry.bm25_length
-        catalog.write_manifest(self.index_dir, manifest)
-        catalog.clear_journal(self.index_dir)
-
-    def _commit(
-        self,
-        store: StoreBackend,
-        manifest: Manifest,
-        batch: Sequence[tuple[Document, list[Chunk]]],
-        progress: ProgressCallback | None,
-        report: IngestReport,
-    ) -> None:
-        """Write ``batch`` (documents and their new chunks) in one journaled commit.
-
-        A chunk whose embedded text is identical to one of the document's stored chunks (same
-        :func:`embed_hash`) reuses that stored vector instead of being embedded again.
-        """
-        chunker = self.chunker
-        analyzer = self.analyzer
-        chunks = [c for _, cs in batch for c in cs]
-        texts = [chunker.embedding_text(c) for c in chunks]
-        hashes = [embed_hash(t) for t in texts]
-        tfs = [analyzer.term_frequencies(t) for t in texts]
-        lengths = [sum(tf.values()) for tf in tfs]
-        # BM25 statistics after this commit (replaced documents leave, new chunks enter)
-        docs = manifest.bm25_docs + len(chunks)
-        total = manifest.bm25_total_length + sum(lengths)
-        stored: dict[str, str] = {}  # embed hash -> chunk id of a stored vector for that text
-        for doc, _ in batch:
-            old = manifest.documents.get(doc.doc_id)
-            if old is not None:
-                docs -= len(old.chunk_ids)
-                total -= old.bm25_length
-                stored.update(zip(old.embed_hashes, old.chunk_ids, strict=False))
-        avgdl = total / docs if docs else 1.0
-        sparse = [
-            bm25_document_weights(tf, doc_len=n, avgdl=avgdl, k1=manifest.k1, b=manifest.b)
-            for tf, n in zip(tfs, lengths, strict=True)
-        ]
-        vectors, embedded = self._vectors(store, texts, hashes, stored)
-        if progress:
-            progress("embed", len(chunks), len(chunks))
-        doc_ids = [doc.doc_id for doc, _ in batch]
-        catalog.write_journal(self.index_dir, doc_ids)
-        store.delete_documents(doc_ids)
-        store.upsert(chunks, vectors, sparse)
-        store.flush()
-        signature = self._index_signature()
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        offset = 0
-        for doc, doc_chunks in batch:
-            n = len(doc_chunks)
-            manifest.documents[doc.doc_id] = DocEntry(
-                source=doc.source,
-                content_hash=doc.content_hash,
-                chunk_ids=tuple(c.chunk_id for c in doc_chunks),
-                bm25_length=sum(lengths[offset : offset + n]),
-                title=doc.title,
-                signature=signature,
-                embed_hashes=tuple(hashes[offset : offset + n]),
-                file_hash=doc.file_hash,
-                indexed_at=now,
-            )
-            offset += n
-        manifest.bm25_docs = docs
-        manifest.bm25_total_length = total
-        catalog.write_manifest(self.index_dir, manifest)
-        catalog.clear_journal(self.index_dir)
-        report.chunks += len(chunks)
-        report.embedded += embedded
-
-    def _vectors(
-        self,
-        store: StoreBackend,
-        texts: Sequence[str],
-        hashes: Sequence[str],
-        stored: dict[str, str],
-    ) -> tuple[np.ndarray, int]:
-        """float32 (n, dim) vectors for ``texts`` (stored ones reused, the rest embedded) and
-        the number embedded."""
-        found = store.dense_vectors(sorted({stored[h] for h in hashes if h in stored}))
-        reuse = {h: found[stored[h]] for h in hashes if h in stored and stored[h] in found}
-        missing = [i for i, h in enumerate(hashes) if h not in reuse]
-        vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
-        if missing:
-            vectors[missing] = self.embedder.embed_documents([texts[i] for i in missing])
-        for i, h in enumerate(hashes):
-            if h in reuse:
-                vectors[i] = reuse[h]
-        return vectors, len(missing)
-
     # ------------------------------------------------------------------ query
     @property
     def retriever(self) -> HybridRetriever:
@@ -622,7 +369,7 @@ class Ragstrata:
             manifest = self.manifest()
             store = self._open_store(manifest)  # takes the index lock: no writer is running
             if catalog.read_journal(self.index_dir) is not None:
-                self._recover(store, manifest)
+                recover(self.index_dir, store, manifest)
             self._retriever = HybridRetriever(
                 store, self.embedder, self.analyzer, self.config.retrieval
             )
@@ -680,9 +427,7 @@ class Ragstrata:
                 logger.warning("no reranker model shipped at %s; reranking is skipped", path)
                 self._reranker_missing = True
                 return None
-            from ragstrata.rerank.cross_encoder import CrossEncoderReranker
-
-            self._reranker = CrossEncoderReranker(
+            self._reranker = load_reranker(
                 path,
                 batch_size=cfg.batch_size,
                 max_length=cfg.max_length,
@@ -695,8 +440,6 @@ class Ragstrata:
         """The configured LLM (``llm.provider``), or ``None`` for the extractive answerer.
         Created on first use; the model itself loads on the first generation."""
         if not self._generator_loaded:
-            from ragstrata.generate.answer import load_generator
-
             self._generator = load_generator(self.config.llm)
             self._generator_loaded = True
         return self._generator
@@ -953,27 +696,6 @@ class Ragstrata:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-def embed_hash(text: str) -> str:
-    """Identity of an embedded text: the first 16 hex digits of its UTF-8 SHA-256."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _file_sha256(path: Path) -> str:
-    """SHA-256 of a regular file's bytes; ``""`` when it cannot be read or is not a regular
-    file (opened without blocking: a FIFO swapped in after ``discover`` cannot hang ingest)."""
-    digest = hashlib.sha256()
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return ""  # let the loader report it
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return ""  # unreadable: let the loader report it
-    return digest.hexdigest()
 
 
 def _size(path: Path) -> int:

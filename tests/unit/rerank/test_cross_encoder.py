@@ -13,8 +13,9 @@ import pytest
 
 from ragstrata.config import RerankConfig
 from ragstrata.errors import ConfigError, RetrievalError
-from ragstrata.rerank import Reranker, load_reranker
+from ragstrata.rerank import Reranker
 from ragstrata.rerank.cross_encoder import META_FILE, CrossEncoderReranker
+from ragstrata.stages import load_reranker
 
 QUERY = "what causes scurvy in sailors"
 PASSAGES = [
