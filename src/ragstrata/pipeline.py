@@ -6,7 +6,6 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import re
@@ -15,16 +14,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragstrata import stages
 from ragstrata.assemble.context import assemble
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
-from ragstrata.errors import (
-    IndexNotFoundError,
-    MissingDependencyError,
-    SourceNotFoundError,
-    StoreError,
-)
+from ragstrata.errors import IndexNotFoundError, StoreError
 from ragstrata.generate.evidence import check_evidence, min_evidence_for
 from ragstrata.generate.extractive import ExtractiveAnswerer, quoted_labels, render
 from ragstrata.generate.prompt import refusal_message
@@ -37,22 +32,14 @@ from ragstrata.index.writer import (
     IngestReport,
     ProgressCallback,
     count_new,
+    index_signature,
+    new_manifest,
     recover,
-    skip_unchanged_files,
 )
-from ragstrata.paths import path_text
+from ragstrata.indexing import parse_paths
 from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
-from ragstrata.stages import load_embedder, load_generator, load_reranker, open_store
-from ragstrata.types import (
-    Answer,
-    Chunk,
-    Citation,
-    Document,
-    Hit,
-    IngestFailure,
-    RefusalReason,
-)
+from ragstrata.types import Answer, Chunk, Citation, Document, Hit, IngestFailure, RefusalReason
 
 if TYPE_CHECKING:
     from ragstrata.generate.answer import AskEvent
@@ -106,7 +93,7 @@ class Ragstrata:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             cfg = self.config.embedder
-            self._embedder = load_embedder(
+            self._embedder = stages.load_embedder(
                 self.embedder_name, batch_size=cfg.batch_size, threads=cfg.threads, config=cfg
             )
         return self._embedder
@@ -133,37 +120,8 @@ class Ragstrata:
     @property
     def chunker(self) -> StructureChunker:
         if self._chunker is None:
-            cfg = self.config.chunking
-            emb = self.embedder
-            max_tokens = cfg.max_tokens or min(512, emb.max_seq_length)
-            self._chunker = StructureChunker(
-                emb.counter,
-                max_tokens=min(max_tokens, emb.max_seq_length),
-                special_tokens=emb.special_tokens,
-                overlap_ratio=cfg.overlap_ratio,
-                max_prefix_tokens=cfg.max_prefix_tokens,
-            )
+            self._chunker = stages.load_chunker(self.config.chunking, self.embedder)
         return self._chunker
-
-    def _chunker_signature(self) -> str:
-        """Parser version + chunker settings: what turns a file's bytes into chunks."""
-        from ragstrata.ingest.loader import PARSER_VERSION
-
-        c = self.chunker
-        return (
-            f"parser-{PARSER_VERSION}:structure-v3:max={c.max_tokens}:overlap={c.overlap_ratio}"
-            f":prefix={c.max_prefix_tokens}:chars={c.max_chars}"
-        )
-
-    def _new_manifest(self) -> Manifest:
-        return Manifest(
-            embedder=self.embedder.name,
-            dim=self.embedder.dim,
-            analyzer=self.analyzer.signature,
-            chunker=self._chunker_signature(),
-            k1=self.config.bm25.k1,
-            b=self.config.bm25.b,
-        )
 
     def _hold_lock(self, *, wait_s: float, purpose: str) -> None:
         """Take the index lock for this engine's lifetime (until :meth:`close`)."""
@@ -183,7 +141,7 @@ class Ragstrata:
                 writing=writing,
             )
             self._hold_lock(wait_s=READ_WAIT_S, purpose="open")
-            self._store = open_store(
+            self._store = stages.open_store(
                 self.config.store,
                 dim=manifest.dim,
                 index_dir=self.index_dir,
@@ -218,71 +176,23 @@ class Ragstrata:
         when another process is writing the index (or, after ``lock_wait_s`` seconds, still has
         it open), EmbedderMismatchError for an index built otherwise.
         """
-        from ragstrata.ingest.loader import discover, source_for
-        from ragstrata.ingest.pool import auto_workers, load_many
-
-        missing = [p for p in paths if not os.path.lexists(p)]
-        if missing and len(missing) == len(paths):
-            raise SourceNotFoundError(
-                ", ".join(path_text(p) for p in missing),
-                "no such file or directory; nothing was ingested (no index was created or changed)",
-            )
-        for module, package in (("markdown_it", "markdown-it-py"), ("selectolax", "selectolax")):
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise MissingDependencyError(package, "ingest") from exc
-        cfg = self.config.ingest
-        files, errors = discover(list(paths), follow_symlinks=cfg.follow_symlinks)
-        present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths
-        workers = auto_workers() if cfg.workers < 0 else cfg.workers
-        files, skipped = skip_unchanged_files(
-            self.index_dir, files, signature=self._index_signature()
-        )
-        sizes = [_size(p) for p in files]
-        total_bytes = sum(sizes)
-
-        # the parser processes start now, beside the store and the embedder being opened
-        loaded = load_many(
-            files,
-            max_file_bytes=cfg.max_file_bytes,
-            workers=workers,
-            timeout_s=cfg.parse_timeout_s,
-            max_memory_mb=cfg.max_worker_memory_mb,
-        )
-
-        def load_all() -> Iterator[Document | IngestFailure]:
-            for err in errors:
-                yield IngestFailure(err.path, err.code, err.reason)
-            done = 0
-            for item, size in zip(loaded, sizes, strict=True):
-                done += size
-                if progress:
-                    progress("bytes", done, total_bytes)
-                yield item
-
-        roots = [p.resolve() for p in paths]
-
-        def gone(source: str) -> bool:
-            path = Path(source)
-            under = any(path == r or path.is_relative_to(r) for r in roots)
-            return under and source not in present and not path.exists()
-
-        if progress:
-            progress("discover", len(files), len(files))
-        try:
+        with parse_paths(
+            paths,
+            config=self.config.ingest,
+            index_dir=self.index_dir,
+            signature=self._index_signature,
+            progress=progress,
+        ) as parsed:
             report = self.add_documents(
-                load_all(),
-                total=len(files) + len(errors),
+                parsed.documents,
+                total=parsed.total,
                 progress=progress,
-                prune=gone if prune else None,
+                prune=parsed.gone if prune else None,
                 dry_run=dry_run,
                 lock_wait_s=lock_wait_s,
             )
-        finally:
-            loaded.close()  # stops the parser processes, also when add_documents failed
-        report.bytes_read = total_bytes
-        report.unchanged += skipped
+        report.bytes_read = parsed.bytes_read
+        report.unchanged += parsed.skipped
         return report
 
     def add_documents(
@@ -308,14 +218,7 @@ class Ragstrata:
             # no index yet: everything would be added, and a dry run writes nothing
             report = count_new(documents)
         else:
-            self._hold_lock(wait_s=lock_wait_s, purpose="write")
-            try:
-                manifest = catalog.read_manifest(self.index_dir)
-            except StoreError:
-                if (self.index_dir / catalog.MANIFEST).exists():
-                    raise
-                manifest = self._new_manifest()
-            writer = self._writer(manifest, self._open_store(manifest, writing=True))
+            writer = self._writer(lock_wait_s=lock_wait_s, create=True)
             report = writer.add(
                 documents, total=total, progress=progress, prune=prune, dry_run=dry_run
             )
@@ -331,10 +234,7 @@ class Ragstrata:
         them again. Raises IndexNotFoundError when there is no index, IndexLockedError when
         another process holds it (after ``lock_wait_s`` seconds).
         """
-        self.manifest()  # IndexNotFoundError before any lock file is created
-        self._hold_lock(wait_s=lock_wait_s, purpose="write")
-        manifest = self.manifest()
-        writer = self._writer(manifest, self._open_store(manifest, writing=True))
+        writer = self._writer(lock_wait_s=lock_wait_s, create=False)
         writer.recover()
         removed = writer.delete(doc_ids)
         if removed:
@@ -342,7 +242,20 @@ class Ragstrata:
         writer.store.flush()
         return removed
 
-    def _writer(self, manifest: Manifest, store: VectorStore) -> IndexWriter:
+    def _writer(self, *, lock_wait_s: float, create: bool) -> IndexWriter:
+        """A writer over the index, taking the index lock (IndexLockedError after
+        ``lock_wait_s`` seconds); ``create``: a new index's manifest when there is none,
+        else IndexNotFoundError before any lock file is created."""
+        if not create:
+            self.manifest()
+        self._hold_lock(wait_s=lock_wait_s, purpose="write")
+        try:
+            manifest = catalog.read_manifest(self.index_dir)
+        except StoreError:
+            if not create or (self.index_dir / catalog.MANIFEST).exists():
+                raise
+            manifest = new_manifest(self.embedder, self.analyzer, self.chunker, self.config.bm25)
+        store = self._open_store(manifest, writing=True)
         return IndexWriter(
             self.index_dir,
             store,
@@ -350,17 +263,11 @@ class Ragstrata:
             embedder=self.embedder,
             analyzer=self.analyzer,
             chunker=self.chunker,
-            chunker_signature=self._chunker_signature(),
             bm25=self.config.bm25,
         )
 
     def _index_signature(self) -> str:
-        return catalog.index_signature(
-            chunker=self._chunker_signature(),
-            analyzer=self.analyzer.signature,
-            k1=self.config.bm25.k1,
-            b=self.config.bm25.b,
-        )
+        return index_signature(self.chunker, self.analyzer, self.config.bm25)
 
     # ------------------------------------------------------------------ query
     @property
@@ -421,18 +328,8 @@ class Ragstrata:
         is unset and no model is shipped (logged once). An explicit ``rerank.model`` that is not
         a usable folder raises ConfigError."""
         if self._reranker is None and not self._reranker_missing:
-            cfg = self.config.rerank
-            path = cfg.model_path
-            if not cfg.model and not path.is_dir():
-                logger.warning("no reranker model shipped at %s; reranking is skipped", path)
-                self._reranker_missing = True
-                return None
-            self._reranker = load_reranker(
-                path,
-                batch_size=cfg.batch_size,
-                max_length=cfg.max_length,
-                threads=cfg.threads,
-            )
+            self._reranker = stages.configured_reranker(self.config.rerank)
+            self._reranker_missing = self._reranker is None
         return self._reranker
 
     @property
@@ -440,7 +337,7 @@ class Ragstrata:
         """The configured LLM (``llm.provider``), or ``None`` for the extractive answerer.
         Created on first use; the model itself loads on the first generation."""
         if not self._generator_loaded:
-            self._generator = load_generator(self.config.llm)
+            self._generator = stages.load_generator(self.config.llm)
             self._generator_loaded = True
         return self._generator
 
@@ -663,21 +560,7 @@ class Ragstrata:
     # ------------------------------------------------------------------ admin
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, embedder, analyzer and on-disk size of the index."""
-        manifest = self.manifest()
-        size = sum(
-            p.stat().st_blocks * 512 for p in _walk_files(self.index_dir)
-        )  # allocated, not sparse
-        return {
-            "index": path_text(self.index_dir),
-            "documents": len(manifest.documents),
-            "chunks": manifest.n_chunks,
-            "embedder": manifest.embedder,
-            "dim": manifest.dim,
-            "analyzer": manifest.analyzer,
-            "chunker": manifest.chunker,
-            "bm25": {"k1": manifest.k1, "b": manifest.b, "avgdl": round(manifest.avgdl, 2)},
-            "size_bytes": size,
-        }
+        return catalog.index_stats(self.index_dir)
 
     def __enter__(self) -> Ragstrata:
         return self
@@ -696,22 +579,3 @@ class Ragstrata:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _walk_files(root: Path) -> Iterator[Path]:
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            yield Path(dirpath) / name
-
-
-def _refusal(question: str) -> str:
-    """The refusal sentence in the question's language (the LLM path's own, see
-    :func:`~ragstrata.generate.prompt.refusal_message`)."""
-    return refusal_message(question)

@@ -7,18 +7,29 @@ implementation module is imported when its name is asked for, and models load on
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragstrata.config import EMBEDDERS, EmbedderConfig, LLMConfig, StoreConfig
+from ragstrata.config import (
+    EMBEDDERS,
+    ChunkerConfig,
+    EmbedderConfig,
+    LLMConfig,
+    RerankConfig,
+    StoreConfig,
+)
 from ragstrata.errors import ConfigError, EmbeddingError
 
 if TYPE_CHECKING:
+    from ragstrata.chunking.splitter import StructureChunker
     from ragstrata.embed.base import Embedder
     from ragstrata.generate.base import Generator
     from ragstrata.index.base import VectorStore
     from ragstrata.rerank.base import Reranker
+
+logger = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------- embedders
 EmbedderFactory = Callable[[EmbedderConfig | None, int, int], "Embedder"]
@@ -108,6 +119,22 @@ def load_embedder(
     return factory(config, batch_size, threads)
 
 
+# ---------------------------------------------------------------------- chunker
+def load_chunker(config: ChunkerConfig, embedder: Embedder) -> StructureChunker:
+    """The structure-aware chunker for ``embedder``: counts with its tokenizer, chunks of at
+    most ``chunking.max_tokens`` (unset: 512) and never more than the embedder's window."""
+    from ragstrata.chunking.splitter import StructureChunker
+
+    max_tokens = config.max_tokens or min(512, embedder.max_seq_length)
+    return StructureChunker(
+        embedder.counter,
+        max_tokens=min(max_tokens, embedder.max_seq_length),
+        special_tokens=embedder.special_tokens,
+        overlap_ratio=config.overlap_ratio,
+        max_prefix_tokens=config.max_prefix_tokens,
+    )
+
+
 # ---------------------------------------------------------------------- generators
 def _openai_generator(config: LLMConfig, env: Any) -> Generator:
     from ragstrata.generate.openai_client import OpenAIGenerator
@@ -170,6 +197,19 @@ def load_reranker(
 
     return CrossEncoderReranker(
         Path(str(path)), batch_size=batch_size, max_length=max_length, threads=threads
+    )
+
+
+def configured_reranker(config: RerankConfig) -> Reranker | None:
+    """The cross-encoder ``config`` names (see :func:`load_reranker`), or ``None`` when
+    ``rerank.model`` is unset and no model is shipped (logged). An explicit ``rerank.model``
+    that is not a usable folder raises ConfigError."""
+    path = config.model_path
+    if not config.model and not path.is_dir():
+        logger.warning("no reranker model shipped at %s; reranking is skipped", path)
+        return None
+    return load_reranker(
+        path, batch_size=config.batch_size, max_length=config.max_length, threads=config.threads
     )
 
 

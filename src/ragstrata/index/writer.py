@@ -114,13 +114,47 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def chunker_signature(chunker: StructureChunker) -> str:
+    """Parser version + chunker settings: what turns a file's bytes into chunks."""
+    from ragstrata.ingest.loader import PARSER_VERSION
+
+    c = chunker
+    return (
+        f"parser-{PARSER_VERSION}:structure-v3:max={c.max_tokens}:overlap={c.overlap_ratio}"
+        f":prefix={c.max_prefix_tokens}:chars={c.max_chars}"
+    )
+
+
+def index_signature(chunker: StructureChunker, analyzer: Analyzer, bm25: BM25Config) -> str:
+    """The signature a document indexed with these stages carries (see
+    :func:`ragstrata.index.catalog.index_signature`)."""
+    return catalog.index_signature(
+        chunker=chunker_signature(chunker), analyzer=analyzer.signature, k1=bm25.k1, b=bm25.b
+    )
+
+
+def new_manifest(
+    embedder: Embedder, analyzer: Analyzer, chunker: StructureChunker, bm25: BM25Config
+) -> Manifest:
+    """The manifest of a new, empty index built with these stages."""
+    return Manifest(
+        embedder=embedder.name,
+        dim=embedder.dim,
+        analyzer=analyzer.signature,
+        chunker=chunker_signature(chunker),
+        k1=bm25.k1,
+        b=bm25.b,
+    )
+
+
 def skip_unchanged_files(
-    index_dir: Path, files: list[Path], *, signature: str
+    index_dir: Path, files: list[Path], *, signature: Callable[[], str]
 ) -> tuple[list[Path], int]:
-    """Drop files whose bytes and index ``signature`` match the manifest of the index at
-    ``index_dir`` (no parse needed); returns the files to parse and how many were dropped.
-    Without a readable manifest and journal, nothing is dropped; documents an interrupted
-    commit lists are never dropped (they are redone)."""
+    """Drop files whose bytes and index signature (``signature()``, asked for only when the
+    index exists) match the manifest of the index at ``index_dir`` (no parse needed); returns
+    the files to parse and how many were dropped. Without a readable manifest and journal,
+    nothing is dropped; documents an interrupted commit lists are never dropped (they are
+    redone)."""
     from ragstrata.ingest.loader import doc_id_for
 
     try:
@@ -131,13 +165,14 @@ def skip_unchanged_files(
     if journal == []:  # a journal that cannot be read: parse everything
         return files, 0
     rolled_back = set(journal or ())  # an interrupted commit: these documents are redone
+    wanted = signature()
     keep: list[Path] = []
     for path in files:
         doc_id = doc_id_for(path)
         entry = None if doc_id in rolled_back else manifest.documents.get(doc_id)
         if (
             entry is None
-            or entry.signature != signature
+            or entry.signature != wanted
             or not entry.file_hash
             or file_sha256(path) != entry.file_hash
         ):
@@ -183,9 +218,8 @@ class IndexWriter:
     journaled commits. The caller holds the index lock and has checked that the store fits the
     manifest (:func:`~ragstrata.index.catalog.check_compatible`).
 
-    ``chunker`` splits documents and gives each chunk's embedded text; ``chunker_signature``
-    names what turns a file into chunks (parser and chunker settings); with the analyzer's
-    signature and ``bm25`` it makes the index signature that a document indexed otherwise is
+    ``chunker`` splits documents and gives each chunk's embedded text; with the analyzer and
+    ``bm25`` it makes the :func:`index_signature` that a document indexed otherwise is
     re-chunked for. ``manifest`` is updated in place as commits land.
     """
 
@@ -198,7 +232,6 @@ class IndexWriter:
         embedder: Embedder,
         analyzer: Analyzer,
         chunker: StructureChunker,
-        chunker_signature: str,
         bm25: BM25Config,
     ) -> None:
         self.index_dir = index_dir
@@ -207,11 +240,8 @@ class IndexWriter:
         self.embedder = embedder
         self.analyzer = analyzer
         self.chunker = chunker
-        self.chunker_signature = chunker_signature
         self.bm25 = bm25
-        self.signature = catalog.index_signature(
-            chunker=chunker_signature, analyzer=analyzer.signature, k1=bm25.k1, b=bm25.b
-        )
+        self.signature = index_signature(chunker, analyzer, bm25)
 
     def recover(self) -> None:
         """Roll back an interrupted commit (see :func:`recover`)."""
@@ -293,7 +323,8 @@ class IndexWriter:
         ingest reaches them (a crash in between leaves each document consistent with its own
         signature; the next run finishes the migration)."""
         manifest = self.manifest
-        wanted = (self.chunker_signature, self.analyzer.signature, self.bm25.k1, self.bm25.b)
+        chunker = chunker_signature(self.chunker)
+        wanted = (chunker, self.analyzer.signature, self.bm25.k1, self.bm25.b)
         if (manifest.chunker, manifest.analyzer, manifest.k1, manifest.b) != wanted:
             manifest.chunker, manifest.analyzer, manifest.k1, manifest.b = wanted
             catalog.write_manifest(self.index_dir, manifest)

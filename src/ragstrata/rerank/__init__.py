@@ -1,5 +1,6 @@
 """Cross-encoder reranking: the :class:`~ragstrata.rerank.base.Reranker` protocol, a local
-CrossEncoder/ONNX implementation and the training recipe of the shipped model.
+CrossEncoder/ONNX implementation (the shipped model's training recipe is
+:mod:`ragstrata.training.reranker`, above the engine).
 
 Nothing heavy is imported here; models load on first use.
 """
