@@ -540,11 +540,10 @@ def _rerank_latency(store: Any, queries: list[str]) -> dict[str, Any]:
     from ragstrata.config import RagConfig, RetrievalConfig
     from ragstrata.index.analyzer import Analyzer
     from ragstrata.rerank.base import passage_text
-    from ragstrata.rerank.cross_encoder import CrossEncoderReranker
     from ragstrata.retrieve.hybrid import HybridRetriever
-    from ragstrata.stages import load_embedder
+    from ragstrata.stages import load_embedder, load_reranker
 
-    reranker = CrossEncoderReranker(RagConfig.load().rerank.model_path)
+    reranker = load_reranker(RagConfig.load().rerank.model_path)
     retriever = HybridRetriever(store, load_embedder("minilm-onnx"), Analyzer(), RetrievalConfig())
     cands = [
         [passage_text(h.chunk) for h in retriever.search(q, top_k=50, candidates=50).hits]
