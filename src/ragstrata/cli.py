@@ -28,8 +28,8 @@ from rich.table import Table
 
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.errors import ConfigError, IndexNotFoundError, RagError
-from ragstrata.paths import path_text
-from ragstrata.pipeline import Ragstrata, display_path
+from ragstrata.paths import display_path, path_text
+from ragstrata.pipeline import Ragstrata
 from ragstrata.types import Answer, Hit
 
 

@@ -7,7 +7,6 @@ later the service) is a thin layer over it.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,6 +36,7 @@ from ragstrata.index.writer import (
     recover,
 )
 from ragstrata.indexing import parse_paths
+from ragstrata.paths import display_path
 from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
 from ragstrata.types import Answer, Chunk, Citation, Document, Hit, IngestFailure, RefusalReason
@@ -49,14 +49,6 @@ logger = logging.getLogger(__name__)
 
 READ_WAIT_S = 30.0
 """How long search/ask wait for an ingest holding the index before failing with RS503."""
-
-
-def display_path(source: str) -> str:
-    """``source`` relative to the working directory when below it, else unchanged."""
-    try:
-        return os.path.relpath(source) if Path(source).is_relative_to(Path.cwd()) else source
-    except ValueError:
-        return source
 
 
 class Ragstrata:
