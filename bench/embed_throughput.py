@@ -3,7 +3,7 @@
 
 Takes ``--n`` real chunks (paragraphs of the shared React-es and FastAPI docs, merged until
 100-250 MiniLM tokens; up to half Spanish), builds each ``--embedders`` name through
-``ragstrata.embed.local.load_embedder`` and, per thread count:
+``ragstrata.stages.load_embedder`` and, per thread count:
 
 * **throughput**: texts/s and tokens/s, tokens counted with each model's own tokenizer plus what
   the model adds to every text (``emb.special_tokens``: ``[CLS]``/``[SEP]``, or ``<s>``,
@@ -119,7 +119,7 @@ def load_chunks(n: int, counter: Any) -> list[str]:
 
 
 def make(name: str, threads: int) -> Any:
-    from ragstrata.embed.local import load_embedder
+    from ragstrata.stages import load_embedder
 
     return load_embedder(name, batch_size=32, threads=threads)
 

@@ -24,7 +24,7 @@ from ragstrata.config import RagConfig
 from ragstrata.eval.runner import load_dataset
 from ragstrata.pipeline import Ragstrata
 from ragstrata.rerank.base import passage_text
-from ragstrata.rerank.cross_encoder import CrossEncoderReranker
+from ragstrata.stages import load_reranker
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,7 +50,7 @@ def main() -> None:
     data = load_dataset(args.dataset, split=args.split)
     queries = [data.queries[q] for q in sorted(data.queries)][: args.n]
     model = args.model or config.rerank.model_path
-    reranker = CrossEncoderReranker(model, threads=args.threads)
+    reranker = load_reranker(model, threads=args.threads)
     with Ragstrata(config) as engine:
         candidates = [
             [

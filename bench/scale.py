@@ -366,9 +366,9 @@ def stage_build(work: Path, n: int, variant: str) -> None:
 def stage_query_child(work: Path, n: int, variant: str) -> None:
     """Runs in a fresh process: open the store, time the queries, report this process's RSS."""
     from ragstrata.config import RetrievalConfig
-    from ragstrata.embed.local import load_embedder
     from ragstrata.index.edge import EdgeStore
     from ragstrata.retrieve.hybrid import HybridRetriever, query_sparse_vector
+    from ragstrata.stages import load_embedder
     from ragstrata.text.analyzer import Analyzer
 
     path = index_path(work, n, variant)
@@ -538,13 +538,12 @@ def _bm25s_vocab(docs: list[list[str]]) -> tuple[list[list[int]], dict[str, int]
 def _rerank_latency(store: Any, queries: list[str]) -> dict[str, Any]:
     """Cross-encoder (the shipped model) over the top 50 hybrid candidates of each query."""
     from ragstrata.config import RagConfig, RetrievalConfig
-    from ragstrata.embed.local import load_embedder
     from ragstrata.rerank.base import passage_text
-    from ragstrata.rerank.cross_encoder import CrossEncoderReranker
     from ragstrata.retrieve.hybrid import HybridRetriever
+    from ragstrata.stages import load_embedder, load_reranker
     from ragstrata.text.analyzer import Analyzer
 
-    reranker = CrossEncoderReranker(RagConfig.load().rerank.model_path)
+    reranker = load_reranker(RagConfig.load().rerank.model_path)
     retriever = HybridRetriever(store, load_embedder("minilm-onnx"), Analyzer(), RetrievalConfig())
     cands = [
         [passage_text(h.chunk) for h in retriever.search(q, top_k=50, candidates=50).hits]

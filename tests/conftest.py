@@ -85,7 +85,7 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder; built once per session (a few seconds, no download)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from ragstrata.rerank.train import base_model_dir
+    from ragstrata.training.reranker import base_model_dir
 
     base = base_model_dir()
     folder = tmp_path_factory.mktemp("tiny-ce")
@@ -110,7 +110,7 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_onnx(tiny_cross_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny cross-encoder exported to ONNX fp32 (``model.onnx``) next to its tokenizer."""
     pytest.importorskip("onnxruntime")
-    from ragstrata.rerank.train import export_onnx
+    from ragstrata.training.reranker import export_onnx
 
     folder = tmp_path_factory.mktemp("tiny-onnx")
     export_onnx(tiny_cross_encoder, folder / "model.onnx")

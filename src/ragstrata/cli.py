@@ -28,8 +28,8 @@ from rich.table import Table
 
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.errors import ConfigError, IndexNotFoundError, RagError
-from ragstrata.paths import path_text
-from ragstrata.pipeline import Ragstrata, display_path
+from ragstrata.paths import display_path, path_text
+from ragstrata.pipeline import Ragstrata
 from ragstrata.types import Answer, Hit
 
 
@@ -981,7 +981,7 @@ def reranker_train(
     """Fine-tune all-MiniLM-L6-v2 (from its wheel) into a cross-encoder on SciFact train +
     heading pseudo-queries, export it to int8 ONNX and pick its fusion weight on held-out
     train claims. The SciFact index defaults to the one `ragstrata eval` builds."""
-    from ragstrata.rerank.train import TrainSettings, run_training
+    from ragstrata.training.reranker import TrainSettings, run_training
 
     try:
         settings = TrainSettings(

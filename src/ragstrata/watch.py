@@ -44,10 +44,11 @@ from ragstrata.errors import (
     SourceNotFoundError,
 )
 from ragstrata.index import catalog
+from ragstrata.index.writer import IngestReport
 from ragstrata.ingest.loader import FORMATS
 from ragstrata.optional import require
 from ragstrata.paths import path_text
-from ragstrata.pipeline import IngestReport, Ragstrata
+from ragstrata.pipeline import Ragstrata
 
 if TYPE_CHECKING:
     from watchfiles import Change

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from ragstrata.rerank.train import base_model_dir, export_onnx
+    from ragstrata.training.reranker import base_model_dir, export_onnx
 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny-ce")

@@ -12,13 +12,12 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from ragstrata.config import EMBEDDERS, EmbedderConfig
-from ragstrata.embed.base import Embedder, FloatArray, l2_normalize, length_sorted_batches
-from ragstrata.errors import ConfigError, EmbeddingError
+from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.errors import EmbeddingError
 from ragstrata.optional import require
 from ragstrata.text.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
 
@@ -138,60 +137,3 @@ class E5Embedder:
         vec = np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
         out: FloatArray = l2_normalize(vec[None, :])[0]
         return out
-
-
-def load_embedder(
-    name: str, *, batch_size: int = 32, threads: int = 0, config: EmbedderConfig | None = None
-) -> Embedder:
-    """Embedder by config name (see :data:`ragstrata.config.EMBEDDERS`); raises EmbeddingError
-    for an unknown name.
-
-    ``openai`` needs ``config`` (its ``base_url``, ``model``, ... and the API key read from the
-    variable named by ``config.api_key_env``); without it, ConfigError, so that documents are
-    never sent to a default endpoint the caller did not choose.
-    """
-    if name == "openai":
-        if config is None or config.name != "openai":
-            raise ConfigError(
-                "embedder 'openai' needs its settings: call load_embedder('openai', "
-                "config=EmbedderConfig(name='openai', base_url=..., model=...))"
-            )
-        from ragstrata.embed.openai_compat import OpenAICompatEmbedder
-
-        return OpenAICompatEmbedder(
-            base_url=config.base_url,
-            model=config.model,
-            api_key=config.resolve_api_key(),
-            api_key_env=config.api_key_env or None,
-            dimensions=config.dimensions,
-            batch_size=batch_size,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            requests_per_minute=config.requests_per_minute,
-            tokens_per_minute=config.tokens_per_minute,
-            max_input_tokens=config.max_input_tokens,
-        )
-    if name == "minilm":
-        return MiniLMEmbedder(batch_size=batch_size, threads=threads)
-    if name in ("minilm-onnx", "minilm-onnx-fp32"):
-        from ragstrata.embed.onnx import OnnxMiniLMEmbedder
-
-        return OnnxMiniLMEmbedder(
-            variant="int8" if name == "minilm-onnx" else "fp32",
-            batch_size=batch_size,
-            threads=threads,
-        )
-    if name == "e5":
-        return E5Embedder(batch_size=batch_size, threads=threads)
-    if name in _E5_ONNX:
-        from ragstrata.embed.e5_onnx import OnnxE5Embedder
-
-        return OnnxE5Embedder(variant=_E5_ONNX[name], batch_size=batch_size, threads=threads)
-    raise EmbeddingError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
-
-
-_E5_ONNX: dict[str, Literal["int8", "q4", "fp32"]] = {
-    "e5-onnx": "int8",
-    "e5-onnx-q4": "q4",
-    "e5-onnx-fp32": "fp32",
-}

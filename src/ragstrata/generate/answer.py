@@ -194,36 +194,3 @@ class LLMAnswerer:
                 meta,
             )
         )
-
-
-def load_generator(config: LLMConfig, *, env: Any = None) -> Generator | None:
-    """The generator ``config`` describes (``None`` for ``provider = "none"``); nothing is
-    loaded until first use."""
-    if config.provider == "none":
-        return None
-    if config.provider == "openai":
-        from ragstrata.generate.openai_client import OpenAIGenerator
-
-        return OpenAIGenerator(
-            base_url=config.base_url,
-            model=config.model,
-            api_key=config.resolve_api_key(env),
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            tokenizer=config.tokenizer,
-            context_window=config.n_ctx,
-            seed=config.seed,
-        )
-    from ragstrata.generate.llama_local import LlamaGenerator
-
-    return LlamaGenerator(
-        model_path=config.model_path,
-        local_model=config.local_model,
-        n_ctx=config.n_ctx,
-        threads=config.threads,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        seed=config.seed,
-    )

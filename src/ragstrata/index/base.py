@@ -102,6 +102,11 @@ class VectorStore(Protocol):
         """Make every accepted write durable."""
         ...
 
+    def optimize(self) -> None:
+        """Build the search indexes of what was written now, after a bulk write, instead of at
+        the next threshold (a no-op where the backend builds them in the background)."""
+        ...
+
     def close(self) -> None:
         """Flush and release files; the store must not be used afterwards."""
         ...

@@ -21,12 +21,13 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFoundError, StoreError
+from ragstrata.paths import path_text
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.json"
@@ -163,6 +164,30 @@ def read_manifest(index_dir: Path) -> Manifest:
         return Manifest.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, KeyError) as exc:
         raise StoreError(f"{path} is corrupt: {exc}") from exc
+
+
+def index_stats(index_dir: Path) -> dict[str, Any]:
+    """Documents, chunks, embedder, analyzer, chunker, BM25 parameters and on-disk size (bytes
+    allocated, not sparse) of the index at ``index_dir``; IndexNotFoundError without one."""
+    manifest = read_manifest(index_dir)
+    size = sum(p.stat().st_blocks * 512 for p in _walk_files(index_dir))
+    return {
+        "index": path_text(index_dir),
+        "documents": len(manifest.documents),
+        "chunks": manifest.n_chunks,
+        "embedder": manifest.embedder,
+        "dim": manifest.dim,
+        "analyzer": manifest.analyzer,
+        "chunker": manifest.chunker,
+        "bm25": {"k1": manifest.k1, "b": manifest.b, "avgdl": round(manifest.avgdl, 2)},
+        "size_bytes": size,
+    }
+
+
+def _walk_files(root: Path) -> Iterator[Path]:
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            yield Path(dirpath) / name
 
 
 def write_manifest(index_dir: Path, manifest: Manifest) -> None:

@@ -48,7 +48,8 @@ from ragstrata.generate.answer import AnswerEvent, TokenEvent
 from ragstrata.generate.prompt import refusal_message
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
-from ragstrata.pipeline import IngestReport, Ragstrata
+from ragstrata.index.writer import IngestReport
+from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import Mode, SearchResult
 from ragstrata.service.errors import (
     InvalidRequestError,

@@ -249,6 +249,17 @@ class StoreContract:
         store.delete_documents([])
         assert store.count() == 3
 
+    def test_optimize_keeps_every_chunk_searchable(self, filled: Filled) -> None:
+        store, chunks, dense = filled
+        store.optimize()
+        store.optimize()  # idempotent, also with nothing new written
+        assert store.count() == len(chunks)
+        assert store.dense_search(dense[2], limit=1)[0][0].chunk_id == chunks[2].chunk_id
+        assert store.sparse_search(sparse("alpha"), limit=len(chunks))
+        store.delete_documents([chunks[0].doc_id])
+        store.optimize()
+        assert chunks[0].chunk_id not in store.chunk_ids()
+
     def test_get_returns_input_order_and_skips_unknown(self, filled: Filled) -> None:
         store, chunks, _ = filled
         unknown = make_chunk("ghost", 0, "nothing").chunk_id

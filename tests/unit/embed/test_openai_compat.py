@@ -32,7 +32,6 @@ pytest.importorskip("httpx")
 
 from ragstrata.config import EMBEDDERS, EmbedderConfig, RagConfig
 from ragstrata.embed.base import Embedder
-from ragstrata.embed.local import load_embedder
 from ragstrata.embed.openai_compat import (
     RETRY_STATUSES,
     OpenAICompatEmbedder,
@@ -49,6 +48,7 @@ from ragstrata.errors import (
     EmbedderMismatchError,
     EmbeddingError,
 )
+from ragstrata.stages import load_embedder
 
 NATIVE_DIM = 32
 SECRET = "sk-test-SECRET-0123456789abcdef"

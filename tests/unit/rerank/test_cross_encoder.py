@@ -12,8 +12,9 @@ import pytest
 
 from ragstrata.config import RerankConfig
 from ragstrata.errors import ConfigError
-from ragstrata.rerank import Reranker, load_reranker
+from ragstrata.rerank import Reranker
 from ragstrata.rerank.cross_encoder import META_FILE, CrossEncoderReranker
+from ragstrata.stages import load_reranker
 from ragstrata.testing.reranker import PASSAGES, QUERY
 
 
@@ -29,7 +30,7 @@ def test_onnx_export_matches_torch(tiny_cross_encoder: Path, tiny_onnx: Path) ->
 
 
 def test_int8_package_is_close_to_torch(tiny_cross_encoder: Path, tmp_path: Path) -> None:
-    from ragstrata.rerank.train import package_model
+    from ragstrata.training.reranker import package_model
 
     (tiny_cross_encoder / META_FILE).write_text(json.dumps({"max_length": 64}))
     try:

@@ -600,7 +600,7 @@ def run_training(
     """
     from ragstrata.eval.datasets import load_beir
     from ragstrata.eval.runner import dataset_documents
-    from ragstrata.rerank.cross_encoder import CrossEncoderReranker
+    from ragstrata.stages import load_reranker
 
     t0 = time.perf_counter()
     dataset = load_beir(scifact, split="train")
@@ -644,7 +644,7 @@ def run_training(
     report.onnx_bytes = onnx_path.stat().st_size
     log(f"int8 ONNX: {report.onnx_bytes / 1e6:.1f} MB at {onnx_path}")
     if dev_q:
-        reranker = CrossEncoderReranker(out_dir, threads=settings.threads)
+        reranker = load_reranker(out_dir, threads=settings.threads)
         ndcg = choose_retrieval_weight(
             engine, dataset, dev_q, reranker, candidates=settings.candidates
         )

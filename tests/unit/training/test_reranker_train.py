@@ -7,7 +7,7 @@ import random
 import pytest
 
 from ragstrata.errors import ConfigError
-from ragstrata.rerank.train import TrainSettings, heading_groups, split_dev
+from ragstrata.training.reranker import TrainSettings, heading_groups, split_dev
 from ragstrata.types import Chunk
 
 

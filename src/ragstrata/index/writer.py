@@ -1,0 +1,439 @@
+"""Writing one index directory: chunked documents in journaled commits, deletes, crash
+recovery, and the BM25 length statistics the manifest keeps.
+
+:class:`IndexWriter` runs the commit protocol of :mod:`ragstrata.index.catalog` over a
+:class:`~ragstrata.index.base.VectorStore`: journal the documents being rewritten, delete their
+old chunks and upsert the new ones, flush, replace the manifest, clear the journal. A crash at
+any point leaves a journal that :func:`recover` rolls back (the listed documents become absent),
+so the manifest always equals the stored chunks.
+
+BM25: the store applies IDF; each chunk's sparse vector carries the term-frequency component,
+which needs the collection's average chunk length. The manifest keeps the chunk count
+(``bm25_docs``) and total length (``bm25_total_length``); every commit and delete updates both,
+and a commit weights its chunks with the average as it will be after that commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragstrata.chunking.splitter import StructureChunker
+from ragstrata.config import BM25Config
+from ragstrata.embed.base import Embedder
+from ragstrata.errors import ChunkingError, StoreError
+from ragstrata.index import catalog
+from ragstrata.index.base import VectorStore
+from ragstrata.index.bm25 import bm25_document_weights
+from ragstrata.index.catalog import DocEntry, Manifest
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.types import Chunk, Document, IngestFailure
+
+COMMIT_CHUNKS = 256
+"""Chunks embedded and committed together (one journal/flush/manifest cycle)."""
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``(event, done, total)``: ``discover`` (files found), ``parse`` (documents done of total),
+``bytes`` (bytes parsed of total), ``embed`` (chunks just embedded, as done and total)."""
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """Outcome of one ``ingest`` run; ``status`` is ``ok``, ``partial`` or ``failed``.
+
+    ``updated`` counts documents whose content changed, ``reindexed`` unchanged documents
+    re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
+    chunks written, ``embedded`` how many of them had to be embedded (the others reused the
+    stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
+    """
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    reindexed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    bytes_read: int = 0
+    failures: list[IngestFailure] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if not self.failures:
+            return "ok"
+        return "partial" if (self.added + self.updated + self.unchanged) else "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "pruned": self.pruned,
+            "reindexed": self.reindexed,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "reused_vectors": self.chunks - self.embedded,
+            "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 3),
+            "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
+            "failures": [_failure_json(f) for f in self.failures],
+        }
+
+
+def _failure_json(failure: IngestFailure) -> dict[str, str]:
+    return {"path": failure.path, "code": failure.code, "reason": failure.reason}
+
+
+def embed_hash(text: str) -> str:
+    """Identity of an embedded text: the first 16 hex digits of its UTF-8 SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a regular file's bytes; ``""`` when it cannot be read or is not a regular
+    file (opened without blocking: a FIFO swapped in after ``discover`` cannot hang ingest)."""
+    digest = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""  # let the loader report it
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return ""  # unreadable: let the loader report it
+    return digest.hexdigest()
+
+
+def chunker_signature(chunker: StructureChunker) -> str:
+    """Parser version + chunker settings: what turns a file's bytes into chunks."""
+    from ragstrata.ingest.loader import PARSER_VERSION
+
+    c = chunker
+    return (
+        f"parser-{PARSER_VERSION}:structure-v3:max={c.max_tokens}:overlap={c.overlap_ratio}"
+        f":prefix={c.max_prefix_tokens}:chars={c.max_chars}"
+    )
+
+
+def index_signature(chunker: StructureChunker, analyzer: Analyzer, bm25: BM25Config) -> str:
+    """The signature a document indexed with these stages carries (see
+    :func:`ragstrata.index.catalog.index_signature`)."""
+    return catalog.index_signature(
+        chunker=chunker_signature(chunker), analyzer=analyzer.signature, k1=bm25.k1, b=bm25.b
+    )
+
+
+def new_manifest(
+    embedder: Embedder, analyzer: Analyzer, chunker: StructureChunker, bm25: BM25Config
+) -> Manifest:
+    """The manifest of a new, empty index built with these stages."""
+    return Manifest(
+        embedder=embedder.name,
+        dim=embedder.dim,
+        analyzer=analyzer.signature,
+        chunker=chunker_signature(chunker),
+        k1=bm25.k1,
+        b=bm25.b,
+    )
+
+
+def skip_unchanged_files(
+    index_dir: Path, files: list[Path], *, signature: Callable[[], str]
+) -> tuple[list[Path], int]:
+    """Drop files whose bytes and index signature (``signature()``, asked for only when the
+    index exists) match the manifest of the index at ``index_dir`` (no parse needed); returns
+    the files to parse and how many were dropped. Without a readable manifest and journal,
+    nothing is dropped; documents an interrupted commit lists are never dropped (they are
+    redone)."""
+    from ragstrata.ingest.loader import doc_id_for
+
+    try:
+        manifest = catalog.read_manifest(index_dir)
+    except StoreError:
+        return files, 0
+    journal = catalog.read_journal(index_dir)
+    if journal == []:  # a journal that cannot be read: parse everything
+        return files, 0
+    rolled_back = set(journal or ())  # an interrupted commit: these documents are redone
+    wanted = signature()
+    keep: list[Path] = []
+    for path in files:
+        doc_id = doc_id_for(path)
+        entry = None if doc_id in rolled_back else manifest.documents.get(doc_id)
+        if (
+            entry is None
+            or entry.signature != wanted
+            or not entry.file_hash
+            or file_sha256(path) != entry.file_hash
+        ):
+            keep.append(path)
+    return keep, len(files) - len(keep)
+
+
+def count_new(documents: Iterable[Document | IngestFailure]) -> IngestReport:
+    """The dry-run report of ``documents`` against no index: each one would be added."""
+    report = IngestReport()
+    for item in documents:
+        if isinstance(item, IngestFailure):
+            report.failures.append(item)
+        else:
+            report.added += 1
+    return report
+
+
+def forget(index_dir: Path, store: VectorStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:
+    """Delete the documents' chunks and manifest entries (unknown ids are fine), then persist
+    the manifest and close the journal."""
+    store.delete_documents(doc_ids)
+    store.flush()
+    for doc_id in doc_ids:
+        entry = manifest.documents.pop(doc_id, None)
+        if entry is not None:
+            manifest.bm25_docs -= len(entry.chunk_ids)
+            manifest.bm25_total_length -= entry.bm25_length
+    catalog.write_manifest(index_dir, manifest)
+    catalog.clear_journal(index_dir)
+
+
+def recover(index_dir: Path, store: VectorStore, manifest: Manifest) -> None:
+    """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`): the documents its
+    journal lists become absent. Nothing happens without a journal."""
+    doc_ids = catalog.read_journal(index_dir)
+    if doc_ids is not None:
+        forget(index_dir, store, manifest, doc_ids)
+
+
+class IndexWriter:
+    """Writes documents into the index at ``index_dir`` (its ``store`` and ``manifest``) in
+    journaled commits. The caller holds the index lock and has checked that the store fits the
+    manifest (:func:`~ragstrata.index.catalog.check_compatible`).
+
+    ``chunker`` splits documents and gives each chunk's embedded text; with the analyzer and
+    ``bm25`` it makes the :func:`index_signature` that a document indexed otherwise is
+    re-chunked for. ``manifest`` is updated in place as commits land.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        store: VectorStore,
+        manifest: Manifest,
+        *,
+        embedder: Embedder,
+        analyzer: Analyzer,
+        chunker: StructureChunker,
+        bm25: BM25Config,
+    ) -> None:
+        self.index_dir = index_dir
+        self.store = store
+        self.manifest = manifest
+        self.embedder = embedder
+        self.analyzer = analyzer
+        self.chunker = chunker
+        self.bm25 = bm25
+        self.signature = index_signature(chunker, analyzer, bm25)
+
+    def recover(self) -> None:
+        """Roll back an interrupted commit (see :func:`recover`)."""
+        recover(self.index_dir, self.store, self.manifest)
+
+    def add(
+        self,
+        documents: Iterable[Document | IngestFailure],
+        *,
+        total: int | None = None,
+        progress: ProgressCallback | None = None,
+        prune: Callable[[str], bool] | None = None,
+        dry_run: bool = False,
+    ) -> IngestReport:
+        """Chunk, embed and commit ``documents`` (failures are passed through to the report);
+        see :meth:`ragstrata.pipeline.Ragstrata.add_documents`.
+
+        A new index's manifest is written first; an interrupted commit is rolled back and the
+        configured chunker/analyzer/BM25 parameters become the index's own before any document
+        is read. Unchanged documents (same content hash and signature) are skipped; changed
+        ones are replaced in the commit that adds their new chunks, :data:`COMMIT_CHUNKS`
+        chunks per commit. ``prune(source)`` selects indexed documents to remove in one more
+        commit; ``dry_run`` only counts. The store is optimized when anything changed.
+        """
+        report = IngestReport()
+        manifest = self.manifest
+        if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
+            catalog.write_manifest(self.index_dir, manifest)
+        self.recover()
+        if not dry_run:
+            self._adopt_configuration()
+        signature = self.signature
+        pending: list[tuple[Document, list[Chunk]]] = []
+        pending_chunks = 0
+        for done, item in enumerate(documents, start=1):
+            if isinstance(item, IngestFailure):
+                report.failures.append(item)
+            else:
+                entry = manifest.documents.get(item.doc_id)
+                same_text = entry is not None and entry.content_hash == item.content_hash
+                if same_text and entry is not None and entry.signature == signature:
+                    report.unchanged += 1
+                elif dry_run:
+                    report.added += entry is None
+                    report.updated += entry is not None and not same_text
+                    report.reindexed += same_text
+                else:
+                    chunks = self._chunk_or_fail(item, report)
+                    if chunks:
+                        pending.append((item, chunks))
+                        pending_chunks += len(chunks)
+                        report.added += entry is None
+                        report.updated += entry is not None and not same_text
+                        report.reindexed += same_text
+            if progress:
+                progress("parse", done, total or done)
+            if pending_chunks >= COMMIT_CHUNKS:
+                self._commit_into(pending, progress, report)
+                pending, pending_chunks = [], 0
+        if pending:
+            self._commit_into(pending, progress, report)
+        if prune is not None:
+            stale = [d for d, e in manifest.documents.items() if prune(e.source)]
+            report.pruned = len(stale)
+            if stale and not dry_run:
+                self.delete(stale)
+        if not dry_run and (report.chunks or report.updated or report.pruned):
+            self.optimize()
+        self.store.flush()
+        return report
+
+    def optimize(self) -> None:
+        """Build the store's search indexes now (Edge has no background optimizer)."""
+        self.store.optimize()
+
+    def _adopt_configuration(self) -> None:
+        """Make the configured chunker/analyzer/BM25 parameters the index's own. Documents
+        indexed under another configuration keep their old signature and are re-indexed as the
+        ingest reaches them (a crash in between leaves each document consistent with its own
+        signature; the next run finishes the migration)."""
+        manifest = self.manifest
+        chunker = chunker_signature(self.chunker)
+        wanted = (chunker, self.analyzer.signature, self.bm25.k1, self.bm25.b)
+        if (manifest.chunker, manifest.analyzer, manifest.k1, manifest.b) != wanted:
+            manifest.chunker, manifest.analyzer, manifest.k1, manifest.b = wanted
+            catalog.write_manifest(self.index_dir, manifest)
+
+    def _chunk_or_fail(self, document: Document, report: IngestReport) -> list[Chunk]:
+        try:
+            chunks = self.chunker.chunk(document)
+        except ChunkingError as exc:
+            report.failures.append(IngestFailure(document.source, exc.code, str(exc)))
+            return []
+        if not chunks:
+            report.failures.append(IngestFailure(document.source, "RS203", "no text to index"))
+        return chunks
+
+    def delete(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents in one journaled commit; returns how many of ``doc_ids`` the index
+        held (unknown ids are fine). The store is flushed, not optimized."""
+        held = sum(d in self.manifest.documents for d in dict.fromkeys(doc_ids))
+        catalog.write_journal(self.index_dir, doc_ids)
+        forget(self.index_dir, self.store, self.manifest, doc_ids)
+        return held
+
+    def _commit_into(
+        self,
+        batch: Sequence[tuple[Document, list[Chunk]]],
+        progress: ProgressCallback | None,
+        report: IngestReport,
+    ) -> None:
+        chunks, embedded = self.commit(batch, progress=progress)
+        report.chunks += chunks
+        report.embedded += embedded
+
+    def commit(
+        self,
+        batch: Sequence[tuple[Document, list[Chunk]]],
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> tuple[int, int]:
+        """Write ``batch`` (documents and their new chunks) in one journaled commit; returns
+        the chunks written and how many of them were embedded.
+
+        A chunk whose embedded text is identical to one of the document's stored chunks (same
+        :func:`embed_hash`) reuses that stored vector instead of being embedded again.
+        """
+        manifest = self.manifest
+        analyzer = self.analyzer
+        chunks = [c for _, cs in batch for c in cs]
+        texts = [self.chunker.embedding_text(c) for c in chunks]
+        hashes = [embed_hash(t) for t in texts]
+        tfs = [analyzer.term_frequencies(t) for t in texts]
+        lengths = [sum(tf.values()) for tf in tfs]
+        # BM25 statistics after this commit (replaced documents leave, new chunks enter)
+        docs = manifest.bm25_docs + len(chunks)
+        total = manifest.bm25_total_length + sum(lengths)
+        stored: dict[str, str] = {}  # embed hash -> chunk id of a stored vector for that text
+        for doc, _ in batch:
+            old = manifest.documents.get(doc.doc_id)
+            if old is not None:
+                docs -= len(old.chunk_ids)
+                total -= old.bm25_length
+                stored.update(zip(old.embed_hashes, old.chunk_ids, strict=False))
+        avgdl = total / docs if docs else 1.0
+        sparse = [
+            bm25_document_weights(tf, doc_len=n, avgdl=avgdl, k1=manifest.k1, b=manifest.b)
+            for tf, n in zip(tfs, lengths, strict=True)
+        ]
+        vectors, embedded = self._vectors(texts, hashes, stored)
+        if progress:
+            progress("embed", len(chunks), len(chunks))
+        doc_ids = [doc.doc_id for doc, _ in batch]
+        catalog.write_journal(self.index_dir, doc_ids)
+        self.store.delete_documents(doc_ids)
+        self.store.upsert(chunks, vectors, sparse)
+        self.store.flush()
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        offset = 0
+        for doc, doc_chunks in batch:
+            n = len(doc_chunks)
+            manifest.documents[doc.doc_id] = DocEntry(
+                source=doc.source,
+                content_hash=doc.content_hash,
+                chunk_ids=tuple(c.chunk_id for c in doc_chunks),
+                bm25_length=sum(lengths[offset : offset + n]),
+                title=doc.title,
+                signature=self.signature,
+                embed_hashes=tuple(hashes[offset : offset + n]),
+                file_hash=doc.file_hash,
+                indexed_at=now,
+            )
+            offset += n
+        manifest.bm25_docs = docs
+        manifest.bm25_total_length = total
+        catalog.write_manifest(self.index_dir, manifest)
+        catalog.clear_journal(self.index_dir)
+        return len(chunks), embedded
+
+    def _vectors(
+        self, texts: Sequence[str], hashes: Sequence[str], stored: dict[str, str]
+    ) -> tuple[np.ndarray, int]:
+        """float32 (n, dim) vectors for ``texts`` (stored ones reused, the rest embedded) and
+        the number embedded."""
+        found = self.store.dense_vectors(sorted({stored[h] for h in hashes if h in stored}))
+        reuse = {h: found[stored[h]] for h in hashes if h in stored and stored[h] in found}
+        missing = [i for i, h in enumerate(hashes) if h not in reuse]
+        vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+        if missing:
+            vectors[missing] = self.embedder.embed_documents([texts[i] for i in missing])
+        for i, h in enumerate(hashes):
+            if h in reuse:
+                vectors[i] = reuse[h]
+        return vectors, len(missing)
