@@ -38,8 +38,18 @@ def reference_tokenizer(folder: Path, model_path: Path) -> Callable[[str], list[
     source.write_text(HARNESS, encoding="utf-8")
     lib_path = folder / "libe5_harness.so"
     subprocess.run(
-        [gcc, "-O2", "-shared", "-fPIC", "-fopenmp", f"-I{model_path.parent}",
-         "-o", str(lib_path), str(source), "-lm"],
+        [
+            gcc,
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-fopenmp",
+            f"-I{model_path.parent}",
+            "-o",
+            str(lib_path),
+            str(source),
+            "-lm",
+        ],
         check=True,
         capture_output=True,
     )
@@ -47,7 +57,11 @@ def reference_tokenizer(folder: Path, model_path: Path) -> Callable[[str], list[
     lib.e5_load.restype = ctypes.c_void_p
     lib.e5_load.argtypes = [ctypes.c_char_p]
     lib.e5h_tokenize.argtypes = [
-        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int
+        ctypes.c_void_p,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.c_int,
     ]
     model = lib.e5_load(str(model_path).encode())
     if not model:

