@@ -1,0 +1,1 @@
+"""Contract suites and fakes for ragstrata's stage Protocols."""
