@@ -5,8 +5,9 @@ threshold, before any LLM call) → context (parent sections, generator-token bu
 sources first and last) → prompt → LLM tokens (streamed) → refusal detection → citations parsed,
 renumbered and verified → :class:`~ragstrata.types.Answer`.
 
-:class:`TokenEvent` carries answer text as the model writes it (raw: markers as the model wrote
-them); the last event is always one :class:`AnswerEvent` with the final, rewritten answer.
+:class:`~ragstrata.generate.answerer.TokenEvent` carries answer text as the model writes it
+(raw: markers as the model wrote them); the last event is always one
+:class:`~ragstrata.generate.answerer.AnswerEvent` with the final, rewritten answer.
 """
 
 from __future__ import annotations

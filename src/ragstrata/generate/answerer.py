@@ -52,7 +52,9 @@ class Answerer(Protocol):
     """Question + retrieved hits -> answer events.
 
     ``stream`` yields :class:`TokenEvent` pieces and ends with exactly one :class:`AnswerEvent`;
-    every citation of the answer comes from one of ``hits``; with no hit it refuses
+    the pieces concatenate to the text as it was written (the answer's text; an LLM's raw text,
+    whose citation markers the final answer may renumber; a refusal streams its text or
+    nothing); every citation of the answer comes from one of ``hits``; with no hit it refuses
     (``refused_by="evidence"``) without writing anything. ``timings`` (stage -> ms measured
     before, e.g. the search's) are copied into the answer's ``timings_ms``, whose ``total``
     counts from ``started`` (a :func:`time.perf_counter` value; default: now).

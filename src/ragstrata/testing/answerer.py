@@ -8,7 +8,9 @@ Protocol promises:
 
 - a stream ends with exactly one :class:`~ragstrata.generate.answerer.AnswerEvent`, and only
   :class:`~ragstrata.generate.answerer.TokenEvent` pieces come before it;
-- the token texts concatenate to the answer's text (a refusal streams its text or nothing);
+- the token texts concatenate to the answer's text (``answerable()`` should give an answer whose
+  markers need no renumbering: an LLM streams its raw text); a refusal streams its text or
+  nothing;
 - every citation resolves to one of the given hits, labels are ``1..n`` in order, and every
   ``[n]`` marker of the text names a citation; the legend has one line per citation;
 - with no hit it refuses (``refused_by="evidence"``, no citation, no legend);
