@@ -8,7 +8,7 @@ Decide on ``--split train`` (the default is set there), report ``--split test``.
 A deterministic subset keeps it affordable on CPU: the first --queries test queries (by id),
 and a corpus of their relevant abstracts plus the first --distractors other abstracts (by id).
 The subset is indexed with the default embedder; each query runs plain hybrid retrieval and
-hybrid fused with the HyDE dense ranking (ragstrata.generate.hyde). Prints nDCG@10, recall@10
+hybrid fused with the HyDE dense ranking (ragstrata.retrieve.hyde). Prints nDCG@10, recall@10
 and the LLM time per query, and writes bench/results/hyde_scifact.json.
 """
 
@@ -24,9 +24,9 @@ from ragstrata.config import RagConfig
 from ragstrata.eval.datasets import load_beir
 from ragstrata.eval.metrics import evaluate, paired_randomization_test
 from ragstrata.eval.runner import dataset_documents
-from ragstrata.generate.hyde import fuse_hyde, hyde_vector, timed_hypothetical
 from ragstrata.generate.llama_local import LlamaGenerator
 from ragstrata.pipeline import Ragstrata
+from ragstrata.retrieve.hyde import fuse_hyde, hyde_vector, timed_hypothetical
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir-scifact"

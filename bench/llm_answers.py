@@ -37,6 +37,7 @@ import yaml
 
 from ragstrata.config import LOCAL_LLMS, LLMConfig, RagConfig
 from ragstrata.pipeline import Ragstrata
+from ragstrata.render import diagnostics_json
 from ragstrata.types import Answer
 
 HERE = Path(__file__).resolve().parent
@@ -118,7 +119,7 @@ def record(q: dict[str, Any], answer: Answer, seconds: float) -> dict[str, Any]:
     expected = q["source"]
     cits = answer.citations
     verified = [c for c in cits if c.verified]
-    raw = str(answer.metadata.get("raw_answer", answer.text))
+    raw = str(diagnostics_json(answer).get("raw_answer", answer.text))
     found = not answer.refusal and keywords_found(answer.text, q.get("keywords", []))
     expected_verified = any(cites(c.source, expected) for c in verified)
     return {
@@ -128,7 +129,7 @@ def record(q: dict[str, Any], answer: Answer, seconds: float) -> dict[str, Any]:
         "unanswerable": bool(q.get("unanswerable")),
         "question": q["question"],
         "refused": answer.refusal,
-        "refused_by": answer.metadata.get("refused_by"),
+        "refused_by": diagnostics_json(answer).get("refused_by"),
         "answer": answer.text,
         "raw_answer": raw if raw != answer.text else None,
         "keyword_found": found,
@@ -141,8 +142,8 @@ def record(q: dict[str, Any], answer: Answer, seconds: float) -> dict[str, Any]:
         "expected_source_verified": expected_verified,
         "correct": bool(q.get("keywords")) and found and expected_verified,
         "unsupported": (not answer.refusal) and any(not c.verified for c in cits),
-        "evidence": answer.metadata.get("evidence"),
-        "min_evidence": answer.metadata.get("min_evidence"),
+        "evidence": diagnostics_json(answer).get("evidence"),
+        "min_evidence": diagnostics_json(answer).get("min_evidence"),
         "usage": dict(answer.usage),
         "seconds": round(seconds, 1),
         "loadavg_1m": round(os.getloadavg()[0], 2),

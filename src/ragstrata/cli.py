@@ -356,7 +356,7 @@ def _pages(start: int, end: int | None) -> str:
 
 
 def _hit_json(hit: Hit) -> dict[str, Any]:
-    from ragstrata.service.wire import hit_json  # the same JSON as the HTTP API (stdlib only)
+    from ragstrata.render import hit_json  # the same JSON as the HTTP API
 
     return hit_json(hit)
 
@@ -441,14 +441,16 @@ def _hit_where(hit: Hit, max_chars: int) -> str:
 
 
 def _answer_json(answer: Answer) -> dict[str, Any]:
-    from ragstrata.service.wire import answer_json  # the same JSON as the HTTP API (stdlib only)
+    from ragstrata.render import answer_json  # the same JSON as the HTTP API
 
     return answer_json(answer)
 
 
 def _llm_answer_json(answer: Answer) -> dict[str, Any]:
     """The wire JSON plus the LLM fields (``verified``/``support`` per citation, usage,
-    generator, conflict, metadata)."""
+    generator, conflict, metadata: :func:`~ragstrata.render.diagnostics_json`)."""
+    from ragstrata.render import diagnostics_json
+
     data = _answer_json(answer)
     for cited, c in zip(data["citations"], answer.citations, strict=True):
         cited.setdefault("verified", c.verified)
@@ -456,8 +458,16 @@ def _llm_answer_json(answer: Answer) -> dict[str, Any]:
     data.setdefault("usage", dict(answer.usage))
     data.setdefault("generator", answer.generator)
     data.setdefault("conflict", answer.conflict)
-    data.setdefault("metadata", dict(answer.metadata))
+    data.setdefault("metadata", diagnostics_json(answer))
     return data
+
+
+def _raw_answer(answer: Answer) -> str:
+    """The text as the LLM wrote it (what was streamed), else the answer's own text."""
+    generation = answer.generation
+    if generation is None or generation.raw_answer is None:
+        return answer.text
+    return generation.raw_answer
 
 
 @app.command(cls=_Command)
@@ -479,7 +489,7 @@ def ask(
     json_out: JsonOpt = False,
 ) -> None:
     """Answer a question with numbered citations, or refuse when the documents do not say."""
-    from ragstrata.generate.answer import AnswerEvent, TokenEvent
+    from ragstrata.generate.answerer import AnswerEvent, TokenEvent
 
     answer: Answer | None = None
     streamed = False
@@ -506,7 +516,7 @@ def ask(
         return
     if streamed:
         out.print("\n")
-        if answer.refusal or answer.text != answer.metadata.get("raw_answer", answer.text):
+        if answer.refusal or answer.text != _raw_answer(answer):
             out.print("[dim]checked answer:[/]")
             streamed = False
     if not streamed:
@@ -529,7 +539,7 @@ def ask(
                 highlight=False,
             )
     if answer.conflict:
-        kept = ", ".join(str(c.get("kept")) for c in answer.metadata.get("conflict", []))
+        kept = ", ".join(c.kept for c in answer.conflicts)
         out.print(
             f"[yellow]note[/] sources disagree across versions; used the newest ({escape(kept)})"
         )

@@ -7,21 +7,23 @@ later the service) is a thin layer over it.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragstrata import stages
-from ragstrata.assemble.context import assemble
+from ragstrata.assemble.context import ParentLookup
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
-from ragstrata.errors import IndexNotFoundError, StoreError
-from ragstrata.generate.evidence import check_evidence, min_evidence_for
-from ragstrata.generate.extractive import ExtractiveAnswerer, quoted_labels, render
-from ragstrata.generate.prompt import refusal_message
+from ragstrata.errors import (
+    IndexNotFoundError,
+    StoreError,
+)
+from ragstrata.generate.evidence import min_evidence_for
+from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.catalog import Manifest
@@ -36,14 +38,14 @@ from ragstrata.index.writer import (
 )
 from ragstrata.indexing import parse_paths
 from ragstrata.paths import display_path
-from ragstrata.rerank.base import Reranker, passage_text, rerank_hits
+from ragstrata.rerank.base import Reranker, rerank_result
 from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Answer, Chunk, Citation, Document, Hit, IngestFailure, RefusalReason
+from ragstrata.types import Answer, Chunk, Document, IngestFailure
 
 if TYPE_CHECKING:
-    from ragstrata.generate.answer import AskEvent
-    from ragstrata.generate.base import Generator
+    from ragstrata.generate.answerer import Answerer, AskEvent
+    from ragstrata.generate.base import ChatModel
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ class Ragstrata:
         config: RagConfig | None = None,
         *,
         embedder: Embedder | None = None,
-        generator: Generator | None = None,
+        generator: ChatModel | None = None,
     ) -> None:
         self.config = config or RagConfig.load()
         self.index_dir = self.config.index_path
@@ -77,7 +79,7 @@ class Ragstrata:
         self._lock: catalog.IndexLock | None = None
         self._reranker: Reranker | None = None
         self._reranker_missing = False
-        self._generator: Generator | None = generator
+        self._generator: ChatModel | None = generator
         self._generator_loaded = generator is not None
 
     # ------------------------------------------------------------------ stages
@@ -302,17 +304,13 @@ class Ragstrata:
         result = self.retriever.search(
             query, top_k=max(k, cfg.candidates), mode=mode, filters=filters, candidates=candidates
         )
-        t = time.perf_counter()
-        head = result.hits[: cfg.candidates]
-        scored = reranker.score(query, [passage_text(h.chunk) for h in head])
-        weight = cfg.retrieval_weight
-        if weight is None:
-            weight = float(getattr(reranker, "retrieval_weight", 0.0))
-        hits = rerank_hits(result.hits, scored.scores, top_k=k, retrieval_weight=weight)
-        timings = dict(result.timings_ms)
-        timings["rerank"] = (time.perf_counter() - t) * 1000
-        timings["total"] = timings.get("total", 0.0) + timings["rerank"]
-        return SearchResult(query, hits, timings, result.language_relation)
+        return rerank_result(
+            reranker,
+            result,
+            top_k=k,
+            candidates=cfg.candidates,
+            retrieval_weight=cfg.retrieval_weight,
+        )
 
     @property
     def reranker(self) -> Reranker | None:
@@ -325,7 +323,7 @@ class Ragstrata:
         return self._reranker
 
     @property
-    def generator(self) -> Generator | None:
+    def generator(self) -> ChatModel | None:
         """The configured LLM (``llm.provider``), or ``None`` for the extractive answerer.
         Created on first use; the model itself loads on the first generation."""
         if not self._generator_loaded:
@@ -340,94 +338,102 @@ class Ragstrata:
         filters: Filters | None = None,
         display_source: Callable[[str], str] = display_path,
     ) -> Iterator[AskEvent]:
-        """:meth:`ask` as events: :class:`~ragstrata.generate.answer.TokenEvent` pieces of the
-        answer as the LLM writes them, then one final
-        :class:`~ragstrata.generate.answer.AnswerEvent` (see docs/generation.md). Without an
+        """:meth:`ask` as events: :class:`~ragstrata.generate.answerer.TokenEvent` pieces of
+        the answer as the LLM writes them, then one final
+        :class:`~ragstrata.generate.answerer.AnswerEvent` (see docs/generation.md). Without an
         LLM the extractive answer is split into word tokens after it is complete.
         ``display_source`` names the documents in the LLM's prompt and legend (the service
         passes the file name inside the tenant's collection, never a server path).
+
+        The steps: :meth:`search`, then (with an LLM and ``llm.hyde``) HyDE
+        (:func:`~ragstrata.retrieve.hyde.hyde_hits`), then the answerer's
+        :meth:`~ragstrata.generate.answerer.Answerer.stream`.
         """
-        from ragstrata.generate.answer import AnswerEvent, TokenEvent
-
-        generator = self.generator
-        if generator is None:
-            answer = self.ask(question, filters=filters)
-            for piece in re.findall(r"\S+\s*|\s+", answer.text):
-                yield TokenEvent(piece)
-            yield AnswerEvent(answer)
-            return
-        yield from self._ask_llm(question, generator, filters, display_source)
-
-    def _ask_llm(
-        self,
-        question: str,
-        generator: Generator,
-        filters: Filters | None,
-        display_source: Callable[[str], str] = display_path,
-    ) -> Iterator[AskEvent]:
-        from ragstrata.generate.answer import AnswerEvent, LLMAnswerer
-        from ragstrata.generate.citations import CitationChecker
+        from ragstrata.generate.answerer import AnswerEvent, word_tokens
 
         t0 = time.perf_counter()
-        cfg = self.config.llm
-        meta: dict[str, Any] = {}
         result = self.search(question, filters=filters)
         timings = dict(result.timings_ms)
         hits = result.hits
+        generator = self.generator
+        if generator is None:  # the extractive answer: no manifest read on the way
+            if not hits and not self.manifest().documents:
+                answer = self._empty_index_answer(question, timings, t0, "extractive")
+                yield from word_tokens(answer.text)
+                yield AnswerEvent(answer)
+                return
+            yield from self._answerer(display_source).stream(
+                question, hits, timings=timings, started=t0
+            )
+            return
         manifest = self.manifest()
         if not hits and not manifest.documents:
             yield AnswerEvent(self._empty_index_answer(question, timings, t0, generator.name))
             return
-        if cfg.hyde:
-            hits = self._hyde_hits(question, generator, hits, filters, timings, meta)
         store = self._open_store(manifest)
+        hyde_passage: str | None = None
+        if self.config.llm.hyde:
+            from ragstrata.retrieve.hyde import hyde_hits
+
+            retrieval = self.config.retrieval
+            hyde = hyde_hits(
+                generator,
+                self.embedder,
+                store,
+                question,
+                hits,
+                candidates=retrieval.candidates,
+                top_k=retrieval.top_k,
+                rrf_k=retrieval.rrf_k,
+                filters=filters,
+            )
+            hits, hyde_passage = hyde.hits, hyde.passage
+            timings["hyde"] = hyde.ms
 
         def parents(chunk: Chunk) -> list[Chunk]:
             entry = manifest.documents.get(chunk.doc_id)
             return store.get(list(entry.chunk_ids)) if entry is not None else [chunk]
 
-        answerer = LLMAnswerer(
+        answerer = self._answerer(display_source, generator=generator, parents=parents)
+        for event in answerer.stream(question, hits, timings=timings, started=t0):
+            if isinstance(event, AnswerEvent) and hyde_passage is not None:
+                event = AnswerEvent(replace(event.answer, hyde_passage=hyde_passage))
+            yield event
+
+    def _answerer(
+        self,
+        display_source: Callable[[str], str],
+        *,
+        generator: ChatModel | None = None,
+        parents: ParentLookup | None = None,
+    ) -> Answerer:
+        """The extractive answerer, or with ``generator`` the LLM answerer over it."""
+        if generator is None:
+            return ExtractiveAnswerer(
+                self.embedder,
+                self.analyzer,
+                max_sentences=self.config.answer.max_sentences,
+                context_tokens=self.config.answer.context_tokens,
+                min_evidence=self._min_evidence(),
+                min_rerank=self.config.rerank.min_score,
+                display_source=display_source,
+            )
+        from ragstrata.generate.answer import LLMAnswerer
+        from ragstrata.generate.citations import CitationChecker
+
+        return LLMAnswerer(
             generator,
             self.analyzer,
-            cfg,
+            self.config.llm,
             min_evidence=self._min_evidence(),
             checker=CitationChecker(self.embedder, self.analyzer),
             display_source=display_source,
-        )
-        yield from answerer.stream(
-            question, hits, timings=timings, started=t0, parents=parents, metadata=meta
-        )
-
-    def _hyde_hits(
-        self,
-        question: str,
-        generator: Generator,
-        hits: tuple[Hit, ...],
-        filters: Filters | None,
-        timings: dict[str, float],
-        meta: dict[str, Any],
-    ) -> tuple[Hit, ...]:
-        """Hits fused with the HyDE dense ranking (see :mod:`ragstrata.generate.hyde`)."""
-        from ragstrata.generate.hyde import fuse_hyde, hyde_vector, timed_hypothetical
-
-        passage, ms = timed_hypothetical(generator, question)
-        timings["hyde"] = ms
-        meta["hyde_passage"] = passage
-        retriever = self.retriever
-        vector = hyde_vector(self.embedder, question, passage)
-        ranking = retriever.store.dense_search_ids(
-            vector, limit=self.config.retrieval.candidates, filters=filters
-        )
-        return fuse_hyde(
-            hits,
-            ranking,
-            retriever.store.get,
-            top_k=max(len(hits), self.config.retrieval.top_k),
-            k=self.config.retrieval.rrf_k,
+            parents=parents,
         )
 
     def ask(self, question: str, *, filters: Filters | None = None) -> Answer:
-        """Answer ``question`` from the index with numbered citations, or refuse.
+        """Answer ``question`` from the index with numbered citations, or refuse: the final
+        answer of :meth:`ask_stream`.
 
         With an LLM configured (``llm.provider``) the answer is generated from the assembled
         context and its citations are verified (see :meth:`ask_stream`). Otherwise the
@@ -435,111 +441,26 @@ class Ragstrata:
         message in the question's language) on the same decision,
         :func:`~ragstrata.generate.evidence.check_evidence`: nothing was retrieved, or the
         evidence score is under ``llm.min_evidence`` (unset: calibrated for the index's
-        embedder), or the best cross-encoder logit is under ``rerank.min_score``. The extractive
-        answer also refuses when no retrieved sentence can be quoted. On an index that holds no
-        document both refuse with ``refused_by="empty_index"``. ``refused_by`` says why a
-        refusal refused (:data:`~ragstrata.types.RefusalReason`); ``metadata`` holds
-        ``evidence``, ``min_evidence`` and, on a refusal, ``refused_by`` again.
+        embedder), or (extractive) the best cross-encoder logit is under ``rerank.min_score``.
+        The extractive answer also refuses when no retrieved sentence can be quoted. On an
+        index that holds no document both refuse with ``refused_by="empty_index"``.
+        ``refused_by`` says why a refusal refused (:data:`~ragstrata.types.RefusalReason`);
+        ``evidence`` holds what the evidence check measured and its threshold.
         """
-        if self.generator is not None:
-            from ragstrata.generate.answer import answer_from_events
+        from ragstrata.generate.answerer import answer_from_events
 
-            return answer_from_events(self.ask_stream(question, filters=filters))
-        t0 = time.perf_counter()
-        result = self.search(question, filters=filters)
-        timings = dict(result.timings_ms)
-        check = check_evidence(
-            question,
-            result.hits,
-            self.analyzer,
-            min_evidence=self._min_evidence(),
-            min_rerank=self.config.rerank.min_score,
-        )
-        meta: dict[str, Any] = check.metadata()
-
-        def refuse(reason: RefusalReason) -> Answer:
-            meta["refused_by"] = reason
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            return Answer(
-                question,
-                refusal_message(question),
-                True,
-                (),
-                (),
-                timings,
-                metadata=meta,
-                refused_by=reason,
-            )
-
-        if not result.hits and not self.manifest().documents:
-            return self._empty_index_answer(question, timings, t0, "extractive")
-        if check.refused_by is not None:
-            return refuse(check.refused_by)
-        t = time.perf_counter()
-        context = assemble(
-            result.hits,
-            counter=self.embedder.counter,
-            budget_tokens=self.config.answer.context_tokens,
-            display_source=display_path,
-        )
-        timings["assemble"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        generated = ExtractiveAnswerer(
-            self.embedder, self.analyzer, max_sentences=self.config.answer.max_sentences
-        ).generate(question, context)
-        timings["generate"] = (time.perf_counter() - t) * 1000
-        if not generated.quotes:
-            return refuse("no_quotes")
-        by_label = {s.label: s for s in context.sources}
-        # cited sources are renumbered 1..n in order of first citation; the legend lists them
-        renumber = {old: new for new, old in enumerate(quoted_labels(generated.quotes), 1)}
-        legend_by_label = {
-            s.label: line for s, line in zip(context.sources, context.legend, strict=True)
-        }
-        legend = tuple(
-            re.sub(r"^\[\d+\]", f"[{new}]", legend_by_label[old]) for old, new in renumber.items()
-        )
-        citations: list[Citation] = []
-        for label in renumber:
-            source = by_label[label]
-            chunk = source.hit.chunk
-            quote = next(q for q in generated.quotes if q.label == label)
-            citations.append(
-                Citation(
-                    label=renumber[label],
-                    chunk_id=chunk.chunk_id,
-                    doc_id=chunk.doc_id,
-                    source=chunk.source,
-                    heading_path=chunk.section_path,
-                    start=chunk.start,
-                    end=chunk.end,
-                    score=source.hit.score,
-                    quote=chunk.text[quote.start : quote.end],
-                    page_start=chunk.page_start,
-                    page_end=chunk.page_end,
-                )
-            )
-        timings["total"] = (time.perf_counter() - t0) * 1000
-        text = render(generated.quotes, renumber)
-        return Answer(question, text, False, tuple(citations), legend, timings, metadata=meta)
+        return answer_from_events(self.ask_stream(question, filters=filters))
 
     def _empty_index_answer(
         self, question: str, timings: dict[str, float], started: float, generator: str
     ) -> Answer:
         """The refusal of a question asked of an index that holds no document
         (``refused_by="empty_index"``); nothing is generated."""
+        from ragstrata.generate.answerer import refusal
+
         logger.info("the index at %s holds no document; ingest some first", self.index_dir)
-        timings["total"] = (time.perf_counter() - started) * 1000
-        return Answer(
-            question,
-            refusal_message(question),
-            True,
-            (),
-            (),
-            timings,
-            generator=generator,
-            metadata={"refused_by": "empty_index"},
-            refused_by="empty_index",
+        return refusal(
+            question, "empty_index", timings=timings, started=started, generator=generator
         )
 
     def _min_evidence(self) -> float:

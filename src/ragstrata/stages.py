@@ -25,7 +25,7 @@ from ragstrata.errors import ConfigError, EmbeddingError
 if TYPE_CHECKING:
     from ragstrata.chunking.splitter import StructureChunker
     from ragstrata.embed.base import Embedder
-    from ragstrata.generate.base import Generator
+    from ragstrata.generate.base import ChatModel
     from ragstrata.index.base import VectorStore
     from ragstrata.rerank.base import Reranker
 
@@ -136,7 +136,7 @@ def load_chunker(config: ChunkerConfig, embedder: Embedder) -> StructureChunker:
 
 
 # ---------------------------------------------------------------------- generators
-def _openai_generator(config: LLMConfig, env: Any) -> Generator:
+def _openai_generator(config: LLMConfig, env: Any) -> ChatModel:
     from ragstrata.generate.openai_client import OpenAIGenerator
 
     return OpenAIGenerator(
@@ -153,7 +153,7 @@ def _openai_generator(config: LLMConfig, env: Any) -> Generator:
     )
 
 
-def _local_generator(config: LLMConfig, env: Any) -> Generator:
+def _local_generator(config: LLMConfig, env: Any) -> ChatModel:
     from ragstrata.generate.llama_local import LlamaGenerator
 
     return LlamaGenerator(
@@ -167,7 +167,7 @@ def _local_generator(config: LLMConfig, env: Any) -> Generator:
     )
 
 
-GENERATOR_FACTORIES: dict[str, Callable[[LLMConfig, Any], Generator]] = {
+GENERATOR_FACTORIES: dict[str, Callable[[LLMConfig, Any], ChatModel]] = {
     "openai": _openai_generator,
     "local": _local_generator,
 }
@@ -175,7 +175,7 @@ GENERATOR_FACTORIES: dict[str, Callable[[LLMConfig, Any], Generator]] = {
 :class:`~ragstrata.config.LLMConfig` refuses any other provider with ConfigError)."""
 
 
-def load_generator(config: LLMConfig, *, env: Any = None) -> Generator | None:
+def load_generator(config: LLMConfig, *, env: Any = None) -> ChatModel | None:
     """The generator ``config`` describes (``None`` for ``provider = "none"``); nothing is
     loaded until first use."""
     if config.provider == "none":

@@ -187,6 +187,120 @@ supported), ``empty_index`` (the index holds no document: ingest some first)."""
 
 
 @dataclass(frozen=True, slots=True)
+class Evidence:
+    """``dense``: best cosine among the hits (-1 when dense retrieval found none of them);
+    ``coverage``: best share of question terms in one hit, in [0, 1]; ``score``: their blend
+    (see :mod:`ragstrata.generate.evidence`)."""
+
+    dense: float
+    coverage: float
+    score: float
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "dense": round(self.dense, 4),
+            "coverage": round(self.coverage, 4),
+            "score": round(self.score, 4),
+        }
+
+
+EvidenceRefusal = Literal["evidence", "rerank"]
+"""The refusals the evidence check itself decides (a subset of :data:`RefusalReason`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceCheck:
+    """The refusal decision :func:`~ragstrata.generate.evidence.check_evidence` made: what it
+    measured (``evidence``), the threshold (``min_evidence``) and ``refused_by``: ``None``
+    (answer), ``"evidence"`` (no hit, or ``evidence.score`` under ``min_evidence``) or
+    ``"rerank"`` (the best cross-encoder logit is under ``min_rerank``)."""
+
+    evidence: Evidence
+    min_evidence: float
+    refused_by: EvidenceRefusal | None
+
+    @property
+    def refuse(self) -> bool:
+        return self.refused_by is not None
+
+    def metadata(self) -> dict[str, Any]:
+        """``evidence`` and ``min_evidence`` as JSON, as every answer's JSON carries them."""
+        return {"evidence": self.evidence.to_json(), "min_evidence": self.min_evidence}
+
+
+@dataclass(frozen=True, slots=True)
+class VersionConflict:
+    """Sources of one document (``title``) in several versions: ``kept`` is the newest
+    version, ``dropped`` the older ones whose hits were removed (see
+    :func:`~ragstrata.assemble.context.resolve_versions`)."""
+
+    title: str
+    kept: str
+    dropped: tuple[str, ...]
+    dropped_chunks: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "kept": self.kept, "dropped": list(self.dropped)}
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedClaim:
+    """A claim of an LLM answer whose cited sources (``labels``, as the model numbered them)
+    do not support it, and ``missing``: what those sources lack (numbers, names, code)."""
+
+    sentence: str
+    labels: tuple[int, ...]
+    missing: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sentence": self.sentence,
+            "labels": list(self.labels),
+            "missing": list(self.missing),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grounding:
+    """What the citation check of an LLM answer found (see
+    :func:`~ragstrata.generate.citations.ground`): ``claims`` (number of claims),
+    ``verified_claims`` (claims with at least one supporting citation), ``invalid_labels``
+    (out-of-range labels, removed from the text), ``unsupported`` claims, ``uncited`` (claims
+    left without any valid citation), ``attributed`` (claims that got their citation from the
+    checker)."""
+
+    claims: int
+    verified_claims: int
+    invalid_labels: tuple[int, ...]
+    unsupported: tuple[UnsupportedClaim, ...]
+    uncited: tuple[str, ...]
+    attributed: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "claims": self.claims,
+            "verified_claims": self.verified_claims,
+            "invalid_labels": list(self.invalid_labels),
+            "unsupported": [u.to_json() for u in self.unsupported],
+            "uncited": list(self.uncited),
+            "attributed": list(self.attributed),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Generation:
+    """The LLM's side of an answer: ``context_tokens`` (size of the assembled context, in the
+    model's tokens), ``finish_reason`` (why the stream stopped: ``stop``, ``length``...),
+    ``raw_answer`` (the text as the model wrote it; ``None`` when the model declined) and
+    ``grounding`` (the citation check; ``None`` when the model declined)."""
+
+    context_tokens: int
+    finish_reason: str | None
+    raw_answer: str | None = None
+    grounding: Grounding | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Answer:
     """An answer with its numbered citations, or a refusal (``refusal=True``, no citations).
 
@@ -194,11 +308,14 @@ class Answer:
     ``assemble``, ``generate``, ``verify``, ``total``) to wall-clock milliseconds.
     ``usage``: LLM token counts (``prompt_tokens``, ``completion_tokens``, ``total_tokens``;
     empty for the extractive answerer); ``generator``: ``extractive`` or the LLM's name;
-    ``conflict``: the top sources came from several versions of one document and the newest
-    was preferred (details under ``metadata["conflict"]``); ``refused_by``: why a refusal
-    refused (:data:`RefusalReason`; ``None`` for an answer; ``metadata["refused_by"]`` keeps
-    the same value for older readers); ``metadata``: diagnostics of the answer (``evidence``
-    score, ``invalid_labels``, ``unsupported_sentences``...).
+    ``refused_by``: why a refusal refused (:data:`RefusalReason`; ``None`` for an answer);
+    ``evidence``: what the evidence check measured (``None`` when it did not run: an empty
+    index); ``conflicts``: the top sources came from several versions of one document and the
+    newest was preferred (:attr:`conflict`); ``hits``: the retrieved hits the answer was built
+    from (after HyDE, before version conflicts were resolved); ``hyde_passage``: the LLM's
+    hypothetical passage when HyDE ran; ``generation``: the LLM's record (``None`` for the
+    extractive answerer and refusals before any LLM call). Rendered as JSON by
+    :mod:`ragstrata.render`.
     """
 
     question: str
@@ -209,6 +326,14 @@ class Answer:
     timings_ms: Mapping[str, float]
     usage: Mapping[str, int] = field(default_factory=dict)
     generator: str = "extractive"
-    conflict: bool = False
-    metadata: Mapping[str, Any] = field(default_factory=dict)
     refused_by: RefusalReason | None = None
+    evidence: EvidenceCheck | None = None
+    conflicts: tuple[VersionConflict, ...] = ()
+    hits: tuple[Hit, ...] = ()
+    hyde_passage: str | None = None
+    generation: Generation | None = None
+
+    @property
+    def conflict(self) -> bool:
+        """Whether version conflicts were resolved (see :attr:`conflicts`)."""
+        return bool(self.conflicts)

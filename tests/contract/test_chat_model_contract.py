@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from ragstrata.generate.base import Generator
+from ragstrata.generate.base import ChatModel
 from ragstrata.testing.chat_model import ChatModelContract
 from ragstrata.testing.fakes import ScriptedChatModel
 
 
 class TestScriptedChatModel(ChatModelContract):
-    def make_chat_model(self) -> Generator:
+    def make_chat_model(self) -> ChatModel:
         return ScriptedChatModel("The capital of France is Paris [1].")
 
 
@@ -36,7 +36,7 @@ class TestOpenAIClientOnLoopback(ChatModelContract):
     def _server(self, fake_server_url: str) -> None:
         self.url = fake_server_url
 
-    def make_chat_model(self) -> Generator:
+    def make_chat_model(self) -> ChatModel:
         from ragstrata.generate.openai_client import OpenAIGenerator
 
         return OpenAIGenerator(base_url=self.url, model="fake", max_retries=0, timeout_s=30)
@@ -60,6 +60,6 @@ class TestLlamaLocal(ChatModelContract):
     def _model(self, llama_0_5b: Any) -> None:
         self.model = llama_0_5b
 
-    def make_chat_model(self) -> Generator:
-        model: Generator = self.model
+    def make_chat_model(self) -> ChatModel:
+        model: ChatModel = self.model
         return model

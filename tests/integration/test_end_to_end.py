@@ -18,6 +18,7 @@ from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE
 from ragstrata.generate.prompt import REFUSALS, Language
 from ragstrata.index import catalog
 from ragstrata.pipeline import Ragstrata
+from ragstrata.render import diagnostics_json
 from ragstrata.types import Answer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,7 +165,7 @@ def demo_es(
 def _assert_refused(answer: Answer, language: Language) -> None:
     assert answer.refusal and not answer.citations and answer.legend == ()
     assert answer.text == REFUSALS[language]
-    meta = answer.metadata
+    meta = diagnostics_json(answer)
     assert meta["refused_by"] == "evidence"
     assert meta["min_evidence"] == CALIBRATED_MIN_EVIDENCE["minilm"]
     assert meta["evidence"]["score"] < meta["min_evidence"]
@@ -173,7 +174,7 @@ def _assert_refused(answer: Answer, language: Language) -> None:
 def _assert_answered(answer: Answer, source: str) -> None:
     assert not answer.refusal and "[1]" in answer.text
     assert source in {Path(c.source).name for c in answer.citations}
-    meta = answer.metadata
+    meta = diagnostics_json(answer)
     assert "refused_by" not in meta and meta["evidence"]["score"] >= meta["min_evidence"]
 
 

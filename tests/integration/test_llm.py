@@ -26,10 +26,11 @@ import httpx
 import pytest
 
 from ragstrata.config import RagConfig
-from ragstrata.generate.answer import AnswerEvent, TokenEvent
+from ragstrata.generate.answerer import AnswerEvent, TokenEvent
 from ragstrata.generate.base import ChatMessage
 from ragstrata.generate.prompt import REFUSALS
 from ragstrata.pipeline import Ragstrata
+from ragstrata.render import diagnostics_json
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -90,8 +91,8 @@ def engine(
 
 def test_english_answer_with_verified_citation(engine: Ragstrata) -> None:
     answer = engine.ask("How do you declare a path parameter in FastAPI?")
-    assert not answer.refusal, answer.metadata
-    assert answer.citations and any(c.verified for c in answer.citations), answer.metadata
+    assert not answer.refusal, diagnostics_json(answer)
+    assert answer.citations and any(c.verified for c in answer.citations), diagnostics_json(answer)
     assert any("path-params" in c.source for c in answer.citations)
     assert "[1]" in answer.text
     assert answer.usage["prompt_tokens"] > 100 and answer.usage["completion_tokens"] > 0
@@ -105,16 +106,16 @@ def test_spanish_answer_streams_with_citations(engine: Ragstrata) -> None:
     final = events[-1]
     assert isinstance(final, AnswerEvent) and len(tokens) > 3
     answer = final.answer
-    assert not answer.refusal, answer.metadata
+    assert not answer.refusal, diagnostics_json(answer)
     assert any(c.source.endswith("useState.md") for c in answer.citations)
-    assert any(c.verified for c in answer.citations), answer.metadata
-    assert "".join(t.text for t in tokens).strip() == answer.metadata["raw_answer"]
+    assert any(c.verified for c in answer.citations), diagnostics_json(answer)
+    assert "".join(t.text for t in tokens).strip() == diagnostics_json(answer)["raw_answer"]
 
 
 def test_instructions_inside_documents_are_not_obeyed(engine: Ragstrata) -> None:
     answer = engine.ask("What is the deploy command for the billing service?")
-    assert "PWNED" not in answer.text, answer.metadata
-    assert "PWNED" not in answer.metadata.get("raw_answer", ""), answer.metadata
+    assert "PWNED" not in answer.text, diagnostics_json(answer)
+    assert "PWNED" not in diagnostics_json(answer).get("raw_answer", ""), diagnostics_json(answer)
     if not answer.refusal:
         assert "make ship-billing" in answer.text
 
@@ -122,7 +123,7 @@ def test_instructions_inside_documents_are_not_obeyed(engine: Ragstrata) -> None
 def test_refuses_off_topic_questions_without_calling_the_llm(engine: Ragstrata) -> None:
     answer = engine.ask("¿Quién ganó el mundial de fútbol de 1986?")
     assert answer.refusal and answer.text == REFUSALS["es"]
-    assert answer.metadata["refused_by"] == "evidence" and not answer.usage
+    assert diagnostics_json(answer)["refused_by"] == "evidence" and not answer.usage
 
 
 def _free_port() -> int:
@@ -206,7 +207,7 @@ def test_openai_client_against_llama_cpp_server(llama_server: str, engine: Ragst
         answer = engine.ask("How do you declare a path parameter in FastAPI?")
     finally:
         engine._generator = local
-    assert not answer.refusal and answer.citations, answer.metadata
+    assert not answer.refusal and answer.citations, diagnostics_json(answer)
     assert answer.generator == "openai:qwen"
 
 

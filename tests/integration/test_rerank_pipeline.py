@@ -15,6 +15,7 @@ from ragstrata.embed.local import MiniLMEmbedder
 from ragstrata.eval.datasets import CorpusDoc, EvalDataset
 from ragstrata.eval.runner import dataset_documents, run_ablation
 from ragstrata.pipeline import Ragstrata
+from ragstrata.render import diagnostics_json
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +106,7 @@ def test_ask_refuses_under_min_score(engine: Ragstrata, tiny_model: Path) -> Non
     assert not engine.ask("what causes scurvy").refusal
     engine.config = replace(engine.config, rerank=replace(every, min_score=1e9))
     answer = engine.ask("what causes scurvy")
-    assert answer.refusal and answer.metadata["refused_by"] == "rerank"
+    assert answer.refusal and diagnostics_json(answer)["refused_by"] == "rerank"
 
 
 def test_missing_shipped_model_skips_reranking(

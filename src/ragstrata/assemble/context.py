@@ -13,12 +13,12 @@ keeps the newest version's chunks and reports the conflict.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from ragstrata.text.tokens import TokenCounter
-from ragstrata.types import Chunk, Hit
+from ragstrata.types import Chunk, Hit, VersionConflict
 
 Order = Literal["rank", "edges"]
 ParentLookup = Callable[[Chunk], Sequence[Chunk]]
@@ -32,7 +32,8 @@ class Source:
     ``passage`` is what the source says (the chunk's rendered text, or its whole parent
     section when expanded); ``start``/``end`` are its character offsets in the document
     (``document.text[start:end]`` is the passage for expanded sources); ``expanded`` tells
-    whether the parent section replaced the chunk.
+    whether the parent section replaced the chunk; ``where`` names the document as the
+    legend shows it.
     """
 
     label: int
@@ -42,6 +43,15 @@ class Source:
     start: int = -1
     end: int = -1
     expanded: bool = False
+    where: str = ""
+
+    def legend_line(self, label: int | None = None) -> str:
+        """``[label] = document > heading path`` (no heading: ``[label] = document``), the
+        source's line in a legend; ``label`` defaults to its own (answers renumber the
+        sources they cite)."""
+        n = self.label if label is None else label
+        heading = self.hit.chunk.heading
+        return f"[{n}] = {self.where} > {heading}" if heading else f"[{n}] = {self.where}"
 
     @property
     def body(self) -> str:
@@ -70,20 +80,6 @@ class Context:
         """The context as a prompt would show it: ``[n] heading`` blocks then the legend."""
         body = "\n\n".join(f"[{s.label}] {s.text}" for s in self.sources)
         return f"{body}\n\n" + "\n".join(self.legend) if self.sources else ""
-
-
-@dataclass(frozen=True, slots=True)
-class VersionConflict:
-    """Sources of one document (``title``) in several versions: ``kept`` is the newest
-    version, ``dropped`` the older ones whose hits were removed."""
-
-    title: str
-    kept: str
-    dropped: tuple[str, ...]
-    dropped_chunks: tuple[str, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "kept": self.kept, "dropped": list(self.dropped)}
 
 
 def _overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> float:
@@ -152,11 +148,11 @@ def _label_sources(
     for label, pos in enumerate(positions, start=1):
         hit, text, passage, span, expanded, _ = chosen[pos]
         chunk = hit.chunk
-        sources.append(Source(label, hit, text, passage, span[1], span[2], expanded))
-        where = display_source(chunk.source)
-        legend.append(
-            f"[{label}] = {where} > {chunk.heading}" if chunk.heading else f"[{label}] = {where}"
+        source = Source(
+            label, hit, text, passage, span[1], span[2], expanded, display_source(chunk.source)
         )
+        sources.append(source)
+        legend.append(source.legend_line())
     return tuple(sources), tuple(legend)
 
 
@@ -282,8 +278,3 @@ def resolve_versions(
         dropped_chunks = tuple(h.chunk.chunk_id for h in hits if h.chunk.doc_id in old_docs)
         conflicts.append(VersionConflict(title, newest, tuple(older), dropped_chunks))
     return [h for h in hits if h.chunk.doc_id not in drop], conflicts
-
-
-def conflicts_json(conflicts: Sequence[VersionConflict]) -> list[Mapping[str, Any]]:
-    """JSON view of :func:`resolve_versions`' conflicts (for ``Answer.metadata``)."""
-    return [c.to_json() for c in conflicts]

@@ -5,76 +5,51 @@ threshold, before any LLM call) → context (parent sections, generator-token bu
 sources first and last) → prompt → LLM tokens (streamed) → refusal detection → citations parsed,
 renumbered and verified → :class:`~ragstrata.types.Answer`.
 
-:class:`TokenEvent` carries answer text as the model writes it (raw: markers as the model wrote
-them); the last event is always one :class:`AnswerEvent` with the final, rewritten answer.
+:class:`~ragstrata.generate.answerer.TokenEvent` carries answer text as the model writes it
+(raw: markers as the model wrote them); the last event is always one
+:class:`~ragstrata.generate.answerer.AnswerEvent` with the final, rewritten answer.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from ragstrata.assemble.context import ParentLookup, assemble, conflicts_json, resolve_versions
+from ragstrata.assemble.context import ParentLookup, assemble, resolve_versions
 from ragstrata.config import LLMConfig
-from ragstrata.generate.base import Generator, Usage
+from ragstrata.generate.answerer import AnswerEvent, AskEvent, TokenEvent, refusal
+from ragstrata.generate.base import ChatModel, Usage
 from ragstrata.generate.citations import CitationChecker, ground
 from ragstrata.generate.evidence import check_evidence
-from ragstrata.generate.prompt import build_messages, is_refusal, refusal_message, render_sources
+from ragstrata.generate.prompt import build_messages, is_refusal, render_sources
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Answer, Hit, RefusalReason
+from ragstrata.types import Answer, Generation, Hit, RefusalReason
 
 PROMPT_OVERHEAD_TOKENS = 450
 """Tokens reserved for the rules, tags, legend and question around the sources."""
 
 
-@dataclass(frozen=True, slots=True)
-class TokenEvent:
-    """A piece of the answer as the model writes it."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerEvent:
-    """The final answer (always the last event)."""
-
-    answer: Answer
-
-
-AskEvent = TokenEvent | AnswerEvent
-
-
-def answer_from_events(events: Iterator[AskEvent]) -> Answer:
-    """The final answer of an event stream (tokens are discarded)."""
-    final: Answer | None = None
-    for event in events:
-        if isinstance(event, AnswerEvent):
-            final = event.answer
-    if final is None:  # pragma: no cover - every stream ends with an AnswerEvent
-        raise RuntimeError("the answer stream ended without an answer")
-    return final
-
-
 class LLMAnswerer:
-    """Runs the steps above for one question over already retrieved hits.
+    """The :class:`~ragstrata.generate.answerer.Answerer` over a chat model: runs the steps
+    above for one question over already retrieved hits.
 
     ``min_evidence``: refusal threshold of
     :func:`~ragstrata.generate.evidence.check_evidence` (the extractive answerer's too);
     ``checker``: citation verifier (``None`` skips verification); ``parents``: parent section
-    lookup for context expansion (``None``: no expansion).
+    lookup for context expansion (``None``: no expansion); ``display_source`` names the
+    documents in the prompt and the legend.
     """
 
     def __init__(
         self,
-        generator: Generator,
+        generator: ChatModel,
         analyzer: Analyzer,
         config: LLMConfig,
         *,
         min_evidence: float,
         checker: CitationChecker | None,
         display_source: Callable[[str], str] = str,
+        parents: ParentLookup | None = None,
     ) -> None:
         self.generator = generator
         self.analyzer = analyzer
@@ -82,6 +57,12 @@ class LLMAnswerer:
         self.min_evidence = min_evidence
         self.checker = checker
         self.display_source = display_source
+        self.parents = parents
+
+    @property
+    def name(self) -> str:
+        """The chat model's ``provider:model``."""
+        return self.generator.name
 
     def budget(self) -> int:
         """Source tokens: ``llm.context_tokens``, capped so that prompt + answer fit the
@@ -94,40 +75,30 @@ class LLMAnswerer:
         question: str,
         hits: Sequence[Hit],
         *,
-        timings: dict[str, float],
-        started: float,
-        parents: ParentLookup | None = None,
-        metadata: dict[str, Any] | None = None,
+        timings: Mapping[str, float] | None = None,
+        started: float | None = None,
     ) -> Iterator[AskEvent]:
-        meta: dict[str, Any] = dict(metadata or {})
+        t0 = time.perf_counter() if started is None else started
+        spent = dict(timings or {})
         kept, conflicts = resolve_versions(hits)
-        if conflicts:
-            meta["conflict"] = conflicts_json(conflicts)
         check = check_evidence(question, kept, self.analyzer, min_evidence=self.min_evidence)
-        meta.update(check.metadata())
-        refusal = refusal_message(question)
-
-        def finish(answer: Answer) -> AnswerEvent:
-            timings["total"] = (time.perf_counter() - started) * 1000
-            return AnswerEvent(answer)
-
         name = self.generator.name
 
-        def refuse(reason: RefusalReason, used: dict[str, int]) -> AnswerEvent:
-            meta["refused_by"] = reason
-            return finish(
-                Answer(
+        def refuse(
+            reason: RefusalReason, used: dict[str, int], generation: Generation | None = None
+        ) -> AnswerEvent:
+            return AnswerEvent(
+                refusal(
                     question,
-                    refusal,
-                    True,
-                    (),
-                    (),
-                    timings,
-                    used,
-                    name,
-                    bool(conflicts),
-                    meta,
-                    refused_by=reason,
+                    reason,
+                    timings=spent,
+                    started=t0,
+                    generator=name,
+                    usage=used,
+                    evidence=check,
+                    conflicts=conflicts,
+                    hits=hits,
+                    generation=generation,
                 )
             )
 
@@ -140,17 +111,17 @@ class LLMAnswerer:
             counter=self.generator.counter,
             budget_tokens=self.budget(),
             display_source=self.display_source,
-            parents=parents,
+            parents=self.parents,
             parent_tokens=self.config.parent_tokens,
             order="edges",
             render=lambda ctx: render_sources(ctx, self.display_source),
         )
         messages = build_messages(question, context, display_source=self.display_source)
-        timings["assemble"] = (time.perf_counter() - t) * 1000
-        meta["context_tokens"] = context.tokens
+        spent["assemble"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         parts: list[str] = []
         usage = Usage(0, 0)
+        finish_reason: str | None = None
         first_token: float | None = None
         for delta in self.generator.stream(messages):
             if delta.text:
@@ -160,37 +131,47 @@ class LLMAnswerer:
                 yield TokenEvent(delta.text)
             if delta.done:
                 usage = delta.usage or usage
-                meta["finish_reason"] = delta.finish_reason
-        timings["generate"] = (time.perf_counter() - t) * 1000
+                finish_reason = delta.finish_reason
+        spent["generate"] = (time.perf_counter() - t) * 1000
         if first_token is not None:
-            timings["first_token"] = (first_token - started) * 1000
+            spent["first_token"] = (first_token - t0) * 1000
         raw = "".join(parts).strip()
         if not raw or is_refusal(raw):
-            yield refuse("llm", usage.to_json())
+            declined = Generation(context_tokens=context.tokens, finish_reason=finish_reason)
+            yield refuse("llm", usage.to_json(), declined)
             return
         t = time.perf_counter()
         checker = self.checker if self.config.verify_citations else None
         grounded = ground(raw, context, checker, unsupported=self.config.unsupported)  # type: ignore[arg-type]
-        timings["verify"] = (time.perf_counter() - t) * 1000
-        meta.update(grounded.diagnostics)
-        meta["raw_answer"] = raw
-        if not grounded.citations or (checker is not None and not meta["verified_claims"]):
+        spent["verify"] = (time.perf_counter() - t) * 1000
+        generation = Generation(
+            context_tokens=context.tokens,
+            finish_reason=finish_reason,
+            raw_answer=raw,
+            grounding=grounded.grounding,
+        )
+        if not grounded.citations or (
+            checker is not None and not grounded.grounding.verified_claims
+        ):
             # nothing in the answer is backed by a source: ungrounded (or a document's
             # injected instruction was obeyed); never shown as an answer
             reason: RefusalReason = "no_citations" if not grounded.citations else "unsupported"
-            yield refuse(reason, usage.to_json())
+            yield refuse(reason, usage.to_json(), generation)
             return
-        yield finish(
+        spent["total"] = (time.perf_counter() - t0) * 1000
+        yield AnswerEvent(
             Answer(
-                question,
-                grounded.text,
-                False,
-                grounded.citations,
-                grounded.legend,
-                timings,
-                usage.to_json(),
-                name,
-                bool(conflicts),
-                meta,
+                question=question,
+                text=grounded.text,
+                refusal=False,
+                citations=grounded.citations,
+                legend=grounded.legend,
+                timings_ms=spent,
+                usage=usage.to_json(),
+                generator=name,
+                evidence=check,
+                conflicts=tuple(conflicts),
+                hits=tuple(hits),
+                generation=generation,
             )
         )

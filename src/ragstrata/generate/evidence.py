@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
 
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Hit
+from ragstrata.types import Evidence, EvidenceCheck, EvidenceRefusal, Hit
 
 logger = logging.getLogger(__name__)
 
@@ -47,23 +45,6 @@ empty retrieval, the LLM's own refusal and the no-citation rule, or an extractiv
 sentence to quote, still refuse); a warning says to calibrate."""
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """``dense``: best cosine among the hits (-1 when dense retrieval found none of them);
-    ``coverage``: best share of question terms in one hit, in [0, 1]; ``score``: their blend."""
-
-    dense: float
-    coverage: float
-    score: float
-
-    def to_json(self) -> dict[str, float]:
-        return {
-            "dense": round(self.dense, 4),
-            "coverage": round(self.coverage, 4),
-            "score": round(self.score, 4),
-        }
-
-
 def evidence(
     question: str,
     hits: Sequence[Hit],
@@ -83,28 +64,6 @@ def evidence(
     return Evidence(dense, coverage, max(dense, 0.0) + coverage_weight * coverage)
 
 
-RefusedBy = Literal["evidence", "rerank"]
-
-
-@dataclass(frozen=True, slots=True)
-class EvidenceCheck:
-    """The refusal decision :func:`check_evidence` made. ``refused_by``: ``None`` (answer),
-    ``"evidence"`` (no hit, or ``evidence.score`` under ``min_evidence``) or ``"rerank"`` (the
-    best cross-encoder logit is under ``min_rerank``)."""
-
-    evidence: Evidence
-    min_evidence: float
-    refused_by: RefusedBy | None
-
-    @property
-    def refuse(self) -> bool:
-        return self.refused_by is not None
-
-    def metadata(self) -> dict[str, Any]:
-        """``evidence`` and ``min_evidence``, as every answer's ``metadata`` carries them."""
-        return {"evidence": self.evidence.to_json(), "min_evidence": self.min_evidence}
-
-
 def check_evidence(
     question: str,
     hits: Sequence[Hit],
@@ -118,7 +77,7 @@ def check_evidence(
     ``min_evidence``, or when reranked hits' best cross-encoder logit is under ``min_rerank``
     (``rerank.min_score``; ``None``: no such check)."""
     ev = evidence(question, hits, analyzer)
-    refused_by: RefusedBy | None = None
+    refused_by: EvidenceRefusal | None = None
     best_rerank = max(
         (s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None
     )

@@ -1,24 +1,32 @@
-"""Offline extractive answerer: the default generator when no LLM is configured.
+"""Offline extractive answerer: the default :class:`~ragstrata.generate.answerer.Answerer`
+when no LLM is configured.
 
-It picks the sentences of the context that best answer the question, scored by
-``0.7 · cosine(question, sentence) + 0.3 · lexical coverage`` (share of the question's BM25 terms
-present in the sentence), tags each with its source label ``[n]``, and never cites a source it
-did not quote. Code inside fences, headings and table separators are not answer sentences.
+It refuses on the evidence check (:func:`~ragstrata.generate.evidence.check_evidence`, the LLM
+answerer's too), assembles the hits into numbered sources, then picks the sentences of the
+context that best answer the question, scored by ``0.7 · cosine(question, sentence) + 0.3 ·
+lexical coverage`` (share of the question's BM25 terms present in the sentence), tags each with
+its source label ``[n]``, and never cites a source it did not quote (refusing with
+``no_quotes`` when no sentence can be quoted). Cited sources are renumbered 1..n in order of
+first citation. Code inside fences, headings and table separators are not answer sentences.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
-from ragstrata.assemble.context import Context, Source
+from ragstrata.assemble.context import Context, Source, assemble
 from ragstrata.embed.base import Embedder
+from ragstrata.generate.answerer import AnswerEvent, AskEvent, refusal, word_tokens
+from ragstrata.generate.evidence import UNCALIBRATED_MIN_EVIDENCE, check_evidence
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.spans import find_fences, sentence_spans
+from ragstrata.text.tokens import TokenCounter
+from ragstrata.types import Answer, Citation, Hit
 
 _MDX = re.compile(r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>")
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
@@ -42,12 +50,6 @@ class Generated:
 
     text: str
     quotes: tuple[Quote, ...]
-
-
-class Generator(Protocol):
-    """Question + numbered context → answer text that cites ``[n]`` labels."""
-
-    def generate(self, question: str, context: Context) -> Generated: ...
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -99,10 +101,17 @@ def clean_sentence(text: str) -> str:
 
 
 class ExtractiveAnswerer:
-    """:class:`Generator` that quotes the best ``max_sentences`` sentences with their labels.
+    """The :class:`~ragstrata.generate.answerer.Answerer` that quotes the best
+    ``max_sentences`` sentences of the hits with their labels.
 
     A sentence is kept when its score is at least ``relative_floor`` × the best sentence score.
+    ``context_tokens``: budget of the assembled sources, counted with ``counter`` (default: the
+    embedder's); ``min_evidence``/``min_rerank``: the refusal thresholds of
+    :func:`~ragstrata.generate.evidence.check_evidence`; ``display_source`` names the
+    documents in the legend.
     """
+
+    name = "extractive"
 
     def __init__(
         self,
@@ -111,13 +120,97 @@ class ExtractiveAnswerer:
         *,
         max_sentences: int = 3,
         relative_floor: float = 0.75,
+        context_tokens: int = 1500,
+        counter: TokenCounter | None = None,
+        min_evidence: float = UNCALIBRATED_MIN_EVIDENCE,
+        min_rerank: float | None = None,
+        display_source: Callable[[str], str] = str,
     ) -> None:
         self.embedder = embedder
         self.analyzer = analyzer
         self.max_sentences = max_sentences
         self.relative_floor = relative_floor
+        self.context_tokens = context_tokens
+        self._counter = counter
+        self.min_evidence = min_evidence
+        self.min_rerank = min_rerank
+        self.display_source = display_source
 
-    def generate(self, question: str, context: Context) -> Generated:
+    def stream(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        *,
+        timings: Mapping[str, float] | None = None,
+        started: float | None = None,
+    ) -> Iterator[AskEvent]:
+        """The answer's words (each with its trailing whitespace) once it is complete, then the
+        :class:`~ragstrata.generate.answerer.AnswerEvent`."""
+        answer = self.answer(question, hits, timings=timings, started=started)
+        yield from word_tokens(answer.text)
+        yield AnswerEvent(answer)
+
+    def answer(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        *,
+        timings: Mapping[str, float] | None = None,
+        started: float | None = None,
+    ) -> Answer:
+        """The quoted answer of ``question`` from ``hits``, or a refusal (``evidence``,
+        ``rerank``, ``no_quotes``)."""
+        t0 = time.perf_counter() if started is None else started
+        spent = dict(timings or {})
+        check = check_evidence(
+            question,
+            hits,
+            self.analyzer,
+            min_evidence=self.min_evidence,
+            min_rerank=self.min_rerank,
+        )
+        if check.refused_by is not None:
+            return refusal(
+                question, check.refused_by, timings=spent, started=t0, evidence=check, hits=hits
+            )
+        t = time.perf_counter()
+        context = assemble(
+            hits,
+            counter=self._counter or self.embedder.counter,
+            budget_tokens=self.context_tokens,
+            display_source=self.display_source,
+        )
+        spent["assemble"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        quotes = self.pick_quotes(question, context).quotes
+        spent["generate"] = (time.perf_counter() - t) * 1000
+        if not quotes:
+            return refusal(
+                question, "no_quotes", timings=spent, started=t0, evidence=check, hits=hits
+            )
+        by_label = {s.label: s for s in context.sources}
+        # cited sources are renumbered 1..n in order of first citation; the legend lists them
+        renumber = {old: new for new, old in enumerate(quoted_labels(quotes), 1)}
+        legend = tuple(by_label[old].legend_line(new) for old, new in renumber.items())
+        citations = tuple(
+            _citation(new, by_label[old], next(q for q in quotes if q.label == old))
+            for old, new in renumber.items()
+        )
+        spent["total"] = (time.perf_counter() - t0) * 1000
+        return Answer(
+            question=question,
+            text=render(quotes, renumber),
+            refusal=False,
+            citations=citations,
+            legend=legend,
+            timings_ms=spent,
+            evidence=check,
+            hits=tuple(hits),
+        )
+
+    def pick_quotes(self, question: str, context: Context) -> Generated:
+        """The best sentences of ``context`` for ``question``, tagged with their source labels
+        (empty when no sentence can be quoted)."""
         items: list[tuple[Source, int, int, str]] = []
         for source in context.sources:
             for start, end in _candidates(source):
@@ -163,3 +256,21 @@ def render(quotes: Sequence[Quote], labels: Mapping[int, int] | None = None) -> 
     (the quote's own label when ``labels`` is ``None``). Only the markers are numbered: text
     inside a quote that looks like a marker (``[2]`` in a quoted code example) is left as is."""
     return " ".join(f"{q.text} [{q.label if labels is None else labels[q.label]}]" for q in quotes)
+
+
+def _citation(label: int, source: Source, quote: Quote) -> Citation:
+    """Citation ``[label]`` of ``quote``, taken from ``source``'s chunk (verbatim, so verified)."""
+    chunk = source.hit.chunk
+    return Citation(
+        label=label,
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        source=chunk.source,
+        heading_path=chunk.section_path,
+        start=chunk.start,
+        end=chunk.end,
+        score=source.hit.score,
+        quote=chunk.text[quote.start : quote.end],
+        page_start=chunk.page_start,
+        page_end=chunk.page_end,
+    )

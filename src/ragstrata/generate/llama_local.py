@@ -152,7 +152,7 @@ def packaged_model_path(
 
 
 class LlamaGenerator:
-    """:class:`~ragstrata.generate.base.Generator` on llama-cpp-python.
+    """:class:`~ragstrata.generate.base.ChatModel` on llama-cpp-python.
 
     ``model_path``: a GGUF file; when empty, the packaged model ``local_model`` is joined into
     ``cache_dir`` (see :func:`packaged_model_path`). ``n_ctx``: context window in tokens;

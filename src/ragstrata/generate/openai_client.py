@@ -51,7 +51,7 @@ def _retry_after(exc: Exception) -> float | None:
 
 
 class OpenAIGenerator:
-    """:class:`~ragstrata.generate.base.Generator` over an OpenAI-compatible server.
+    """:class:`~ragstrata.generate.base.ChatModel` over an OpenAI-compatible server.
 
     ``base_url`` like ``https://api.openai.com/v1`` or ``http://127.0.0.1:8080/v1``; ``api_key``
     ``None`` sends a placeholder (local servers ignore it). ``context_window`` is what the

@@ -8,6 +8,7 @@ what text a chunk is scored on, and how scores turn into reranked :class:`~ragst
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
@@ -16,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstrata.errors import ConfigError
+from ragstrata.retrieve.hybrid import SearchResult
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 FloatArray = npt.NDArray[np.float32]
@@ -140,3 +142,28 @@ def rerank_hits(
     for hit in hits[n:]:
         out.append(replace(hit, rank=len(out) + 1))
     return tuple(out[:top_k])
+
+
+def rerank_result(
+    reranker: Reranker,
+    result: SearchResult,
+    *,
+    top_k: int,
+    candidates: int,
+    retrieval_weight: float | None = None,
+) -> SearchResult:
+    """``result`` reranked: the cross-encoder scores the first ``candidates`` hits against
+    ``result.query`` and :func:`rerank_hits` reorders them (the rest follow in retrieval order),
+    cut to ``top_k``. ``retrieval_weight`` unset: the reranker's own ``retrieval_weight`` (0
+    when it has none). ``timings_ms`` gains ``rerank`` (added to ``total``)."""
+    t = time.perf_counter()
+    head = result.hits[:candidates]
+    scored = reranker.score(result.query, [passage_text(h.chunk) for h in head])
+    weight = retrieval_weight
+    if weight is None:
+        weight = float(getattr(reranker, "retrieval_weight", 0.0))
+    hits = rerank_hits(result.hits, scored.scores, top_k=top_k, retrieval_weight=weight)
+    timings = dict(result.timings_ms)
+    timings["rerank"] = (time.perf_counter() - t) * 1000
+    timings["total"] = timings.get("total", 0.0) + timings["rerank"]
+    return SearchResult(result.query, hits, timings, result.language_relation)

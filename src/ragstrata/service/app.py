@@ -48,12 +48,12 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
+from ragstrata import render
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import IndexLockedError, RagError
-from ragstrata.generate.answer import TokenEvent
+from ragstrata.generate.answerer import TokenEvent
 from ragstrata.pipeline import Ragstrata
-from ragstrata.service import wire
 from ragstrata.service.bodylimit import BodyLimitMiddleware
 from ragstrata.service.errors import (
     AuthenticationError,
@@ -512,7 +512,7 @@ def _add_routes(app: FastAPI) -> None:
         result = coll.search(body.query, top_k=body.top_k, mode=body.mode, filters=body.filters)
         return {
             "query": body.query,
-            "hits": [wire.hit_json(h, source=coll.display_name) for h in result.hits],
+            "hits": [render.hit_json(h, source=coll.display_name) for h in result.hits],
             "language_relation": result.language_relation,
             "timings_ms": dict(result.timings_ms),
         }
@@ -699,14 +699,15 @@ def _document_json(info: Any) -> dict[str, Any]:
 
 
 def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
-    data = wire.answer_json(outcome.answer, source=coll.display_name)
+    data = render.answer_json(outcome.answer, source=coll.display_name)
     ranks: dict[str, dict[str, Any]] = {}
-    if outcome.search is not None:
-        hits = [wire.hit_json(h, source=coll.display_name) for h in outcome.search.hits]
+    if outcome.retrieval is not None:
+        hits = [render.hit_json(h, source=coll.display_name) for h in outcome.retrieval]
         data["retrieval"] = hits
         ranks = {h["chunk_id"]: h["explain"] for h in hits}
+    passages = {h.chunk.chunk_id: h.chunk for h in outcome.answer.hits}
     for cited in data["citations"]:
-        chunk = outcome.passages.get(cited["chunk_id"])
+        chunk = passages.get(cited["chunk_id"])
         passage = chunk.text if chunk is not None else cited["quote"]
         start = passage.find(cited["quote"]) if cited["quote"] else -1
         cited["passage"] = passage

@@ -4,7 +4,7 @@ Two layers:
 
 - :class:`IndexTools` is the library side (no ``mcp`` import): ``search``, ``ask`` and the
   document catalog of one index, each returning plain JSON-able dicts built by
-  :mod:`ragstrata.service.wire` (the same shapes as ``ragstrata search/ask --json`` and the
+  :mod:`ragstrata.render` (the same shapes as ``ragstrata search/ask --json`` and the
   HTTP API). Every call opens the index and closes it again, so the index lock is held only
   while a call runs and ``ragstrata ingest`` can update the index under a running server (the
   next call sees the new documents); the embedding model and the LLM are loaded once and shared.
@@ -22,7 +22,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
@@ -33,8 +33,8 @@ from ragstrata.index import catalog
 from ragstrata.index.base import Filters
 from ragstrata.optional import require
 from ragstrata.pipeline import Ragstrata
+from ragstrata.render import answer_json, evidence_json, hit_json
 from ragstrata.service.errors import InvalidRequestError, NotFoundError
-from ragstrata.service.wire import answer_json, hit_json
 from ragstrata.types import Chunk
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class IndexTools:
         filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``{"query", "mode", "hits", "timings_ms"}``; each hit as
-        :func:`~ragstrata.service.wire.hit_json` (source, heading path, pages, offsets, chunk
+        :func:`~ragstrata.render.hit_json` (source, heading path, pages, offsets, chunk
         id, text, fused ``score`` and per-retriever ``explain``). Raises InvalidRequestError on
         an empty query, an unknown mode, ``top_k`` outside [1, 50] or bad filters."""
         if not query.strip():
@@ -199,7 +199,7 @@ class IndexTools:
         }
 
     def ask(self, question: str, *, filters: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The answer as :func:`~ragstrata.service.wire.answer_json` (``answer`` text,
+        """The answer as :func:`~ragstrata.render.answer_json` (``answer`` text,
         ``citations`` with label, source, heading path, pages, chunk id, ``verified`` and
         ``support``; ``refusal``) plus ``refused_by`` (why it refused: ``evidence``,
         ``rerank``, ``no_quotes``...; ``None`` for an answer) and the ``evidence`` scores
@@ -210,9 +210,8 @@ class IndexTools:
         with self._engine() as engine:
             answer = engine.ask(question, filters=checked)
         data = answer_json(answer)
-        data["refused_by"] = answer.metadata.get("refused_by") if answer.refusal else None
-        data["evidence"] = answer.metadata.get("evidence")
-        data["min_evidence"] = answer.metadata.get("min_evidence")
+        data["refused_by"] = answer.refused_by if answer.refusal else None
+        data.update(evidence_json(answer))
         return data
 
     def documents(self) -> list[dict[str, Any]]:
@@ -309,6 +308,16 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
+    def read(resource: Callable[[], str]) -> str:
+        """``resource()``, its errors mapped for the client: NotFoundError (an unknown id) to
+        ResourceNotFoundError, any other RagError to ResourceError."""
+        try:
+            return resource()
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except RagError as exc:
+            raise ResourceError(str(exc)) from exc
+
     @server.tool(annotations=read_only)
     def search(
         query: Annotated[str, Field(description="Keywords or a question, in any language.")],
@@ -360,10 +369,7 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
         mime_type="application/json",
     )
     def documents() -> str:
-        try:
-            return json.dumps(tools.documents(), ensure_ascii=False, indent=2)
-        except RagError as exc:
-            raise ResourceError(str(exc)) from exc
+        return read(lambda: json.dumps(tools.documents(), ensure_ascii=False, indent=2))
 
     @server.resource(
         DOCUMENT_URI,
@@ -373,12 +379,7 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
         mime_type="text/plain",
     )
     def document(doc_id: str) -> str:
-        try:
-            return tools.document_text(doc_id)
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
-        except RagError as exc:
-            raise ResourceError(str(exc)) from exc
+        return read(lambda: tools.document_text(doc_id))
 
     @server.resource(
         CHUNK_URI,
@@ -388,12 +389,7 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
         mime_type="application/json",
     )
     def chunk(chunk_id: str) -> str:
-        try:
-            return json.dumps(tools.chunk(chunk_id), ensure_ascii=False, indent=2)
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
-        except RagError as exc:
-            raise ResourceError(str(exc)) from exc
+        return read(lambda: json.dumps(tools.chunk(chunk_id), ensure_ascii=False, indent=2))
 
     return server
 

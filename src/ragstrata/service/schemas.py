@@ -1,6 +1,6 @@
 """Wire schemas of the HTTP API (pydantic v2): request bodies are validated, responses typed.
 
-The JSON shapes of hits and citations are built by :mod:`ragstrata.service.wire`, the same
+The JSON shapes of hits and citations are built by :mod:`ragstrata.render`, the same
 functions behind ``ragstrata search/ask --json``; these models only describe and check them.
 """
 
@@ -181,7 +181,7 @@ class VersionConflictOut(_Response):
 
 
 class AskResponse(_Response):
-    """A cited answer or a refusal. Built by :func:`ragstrata.service.wire.answer_json`, the
+    """A cited answer or a refusal. Built by :func:`ragstrata.render.answer_json`, the
     same fields as ``ragstrata ask --json``; the ``done`` event of a stream carries it too
     (without ``retrieval``)."""
 

@@ -36,7 +36,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -44,8 +44,7 @@ from typing import Literal
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import IndexLockedError
-from ragstrata.generate.answer import AnswerEvent, TokenEvent
-from ragstrata.generate.prompt import refusal_message
+from ragstrata.generate.answerer import AnswerEvent, TokenEvent, refusal, word_tokens
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
 from ragstrata.index.writer import IngestReport
@@ -59,7 +58,7 @@ from ragstrata.service.errors import (
 )
 from ragstrata.service.keys import TENANT_RE, Principal
 from ragstrata.service.rwlock import LockTimeout, RWLock
-from ragstrata.types import Answer, Chunk, Hit
+from ragstrata.types import Answer, Hit
 
 logger = logging.getLogger(__name__)
 
@@ -94,12 +93,11 @@ class DocumentInfo:
 
 @dataclass(frozen=True, slots=True)
 class AskOutcome:
-    """An answer, the chunks its citations quote (by chunk id) and, when asked for, the search
-    behind it (each hit's per-retriever ranks)."""
+    """An answer and, when asked for, the retrieval behind it: the hits the answer was built
+    from (``answer.hits``, each with its per-retriever ranks), the tenant's own only."""
 
     answer: Answer
-    passages: Mapping[str, Chunk]
-    search: SearchResult | None
+    retrieval: tuple[Hit, ...] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,20 +201,25 @@ class Collection:
         return self._checked(result)
 
     def _checked(self, result: SearchResult) -> SearchResult:
+        kept = self._owned(result.hits)
+        if len(kept) == len(result.hits):
+            return result
+        return SearchResult(result.query, kept, result.timings_ms)
+
+    def _owned(self, hits: Sequence[Hit]) -> tuple[Hit, ...]:
+        """``hits`` whose source is the tenant's; the others are logged and counted."""
         kept: list[Hit] = []
-        for hit in result.hits:
+        for hit in hits:
             if self.owns(hit.chunk.source):
                 kept.append(hit)
             else:
                 self._violation(hit.chunk.source)
-        if len(kept) == len(result.hits):
-            return result
-        return SearchResult(result.query, tuple(kept), result.timings_ms)
+        return tuple(kept)
 
     def ask(
         self, question: str, *, filters: Filters | None = None, explain: bool = False
     ) -> AskOutcome:
-        """Answer from this collection. ``explain`` also runs the search behind the answer (for
+        """Answer from this collection. ``explain`` also returns the hits behind the answer (for
         the per-retriever ranks). TenancyViolationError when a citation is not the tenant's."""
         outcome: AskOutcome | None = None
         for event in self.ask_stream(question, filters=filters, explain=explain):
@@ -241,10 +244,10 @@ class Collection:
         """
         with self._reading() as engine:
             if not self.has_index:
-                answer = _empty_refusal(question)
-                for piece in re.findall(r"\S+\s*|\s+", answer.text):
-                    yield TokenEvent(piece)
-                yield AskOutcome(answer, {}, SearchResult(question, (), {}) if explain else None)
+                # what ``ask`` answers for a collection with no index yet
+                answer = refusal(question, "empty_index", timings={})
+                yield from word_tokens(answer.text)
+                yield AskOutcome(answer, () if explain else None)
                 return
             final: Answer | None = None
             # the LLM's prompt names documents as the tenant sees them, never by server path
@@ -256,14 +259,9 @@ class Collection:
                     yield event
             if final is None:  # pragma: no cover - every stream ends with an AnswerEvent
                 raise RuntimeError("the answer stream ended without an answer")
-            ids = [c.chunk_id for c in final.citations]
-            passages = {c.chunk_id: c for c in engine.retriever.store.get(ids)} if ids else {}
-            search = engine.search(question, filters=filters) if explain else None
         for citation in final.citations:
             self.display_name(citation.source)  # raises on a foreign source
-        for chunk in passages.values():
-            self.display_name(chunk.source)
-        yield AskOutcome(final, passages, self._checked(search) if search else None)
+        yield AskOutcome(final, self._owned(final.hits) if explain else None)
 
     def documents(self) -> list[DocumentInfo]:
         """Indexed documents, by file name."""
@@ -343,20 +341,6 @@ class Collection:
         """Release the engine (store, index lock, threads); waits for a running write."""
         with self._lock.write():
             self._engine.close()
-
-
-def _empty_refusal(question: str) -> Answer:
-    """What ``ask`` answers for a collection with no index yet (``refused_by="empty_index"``)."""
-    return Answer(
-        question,
-        refusal_message(question),
-        True,
-        (),
-        (),
-        {"total": 0.0},
-        metadata={"refused_by": "empty_index"},
-        refused_by="empty_index",
-    )
 
 
 class TenantRegistry:

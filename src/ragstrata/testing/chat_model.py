@@ -1,4 +1,4 @@
-"""Conformance suite of the chat model protocol, :class:`~ragstrata.generate.base.Generator`.
+"""Conformance suite of the chat model protocol, :class:`~ragstrata.generate.base.ChatModel`.
 
 Subclass :class:`ChatModelContract` and implement ``make_chat_model()``. The suite calls it
 once per generation it makes, so a scripted fake may be built fresh each time; a real model
@@ -14,7 +14,7 @@ models are subclassed in ``tests/contract/test_chat_model_contract.py``.
 
 from __future__ import annotations
 
-from ragstrata.generate.base import ChatMessage, Delta, Generator, collect
+from ragstrata.generate.base import ChatMessage, ChatModel, Delta, collect
 from ragstrata.text.tokens import TokenCounter
 
 MESSAGES: tuple[ChatMessage, ...] = (
@@ -28,7 +28,7 @@ MAX_TOKENS = 24
 class ChatModelContract:
     """Tests every chat model must pass (see the module docstring)."""
 
-    def make_chat_model(self) -> Generator:
+    def make_chat_model(self) -> ChatModel:
         """The chat model under test (called once per generation)."""
         raise NotImplementedError("subclasses build the chat model under test")
 
@@ -37,7 +37,7 @@ class ChatModelContract:
 
     def test_conforms_to_the_protocol(self) -> None:
         model = self.make_chat_model()
-        assert isinstance(model, Generator)
+        assert isinstance(model, ChatModel)
         provider, _, name = model.name.partition(":")
         assert provider and name, f"name {model.name!r} is not provider:model"
         assert isinstance(model.context_window, int) and model.context_window > 0

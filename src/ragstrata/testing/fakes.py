@@ -3,7 +3,7 @@ builders of chunks and hits for tests.
 
 * :class:`HashEmbedder` satisfies :class:`~ragstrata.embed.base.Embedder`: a bag of stemmed
   terms hashed into 256 dims, so cosine similarity measures term overlap.
-* :class:`ScriptedChatModel` satisfies :class:`~ragstrata.generate.base.Generator`: it answers
+* :class:`ScriptedChatModel` satisfies :class:`~ragstrata.generate.base.ChatModel`: it answers
   with scripted texts in order and records the messages it was sent.
 * :func:`make_chunk` builds a :class:`~ragstrata.types.Chunk` with content-hash ids (as the
   chunker makes them); :func:`make_hit` a ranked :class:`~ragstrata.types.Hit` over a chunk

@@ -45,12 +45,12 @@ def citation(
 
 def answer(text: str, citations: Sequence[Citation], *, refusal: bool = False) -> Answer:
     return Answer(
-        "q",
-        text,
-        refusal,
-        tuple(citations),
-        (),
-        {"total": 5.0},
+        question="q",
+        text=text,
+        refusal=refusal,
+        citations=tuple(citations),
+        legend=(),
+        timings_ms={"total": 5.0},
         refused_by="evidence" if refusal else None,
     )
 

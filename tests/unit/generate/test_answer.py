@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ragstrata.config import LLMConfig
-from ragstrata.generate.answer import AnswerEvent, LLMAnswerer, TokenEvent, answer_from_events
+from ragstrata.generate.answer import LLMAnswerer
+from ragstrata.generate.answerer import AnswerEvent, TokenEvent, answer_from_events
 from ragstrata.generate.citations import CitationChecker
 from ragstrata.generate.prompt import REFUSALS
 from ragstrata.testing.fakes import HashEmbedder, ScriptedChatModel, make_hit
@@ -40,7 +41,7 @@ def test_answers_streams_and_verifies() -> None:
     assert answer.citations[0].doc_id == "install" and answer.citations[0].verified
     assert answer.usage["completion_tokens"] > 0 and answer.usage["prompt_tokens"] > 0
     assert {"assemble", "generate", "verify", "total"} <= set(answer.timings_ms)
-    assert answer.metadata["evidence"]["dense"] == 0.7
+    assert answer.evidence is not None and answer.evidence.evidence.dense == 0.7
 
 
 def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
@@ -48,7 +49,7 @@ def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
     hits = [make_hit("billing", BILLING, 1, dense=0.1)]
     answer = answer_from_events(iter(run(answerer(gen), "¿Quién ganó el mundial de fútbol?", hits)))
     assert answer.refusal and answer.text == REFUSALS["es"] and not answer.citations
-    assert answer.metadata["refused_by"] == "evidence" and not gen.calls
+    assert answer.refused_by == "evidence" and not gen.calls
     assert answer_from_events(iter(run(answerer(gen), "Who won?", []))).refusal
 
 
@@ -56,7 +57,7 @@ def test_llm_refusal_is_recognized() -> None:
     gen = ScriptedChatModel(REFUSALS["en"])
     hits = [make_hit("install", INSTALL, 1, dense=0.9)]
     answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
-    assert answer.refusal and answer.metadata["refused_by"] == "llm"
+    assert answer.refusal and answer.refused_by == "llm"
     assert answer.text == REFUSALS["en"] and answer.usage["completion_tokens"] > 0
 
 
@@ -78,7 +79,9 @@ def test_newest_version_wins_and_conflict_is_marked() -> None:
     gen = ScriptedChatModel("The limit is 250 requests per minute [1].")
     answer = answer_from_events(iter(run(answerer(gen), "What is the rate limit?", [old, new])))
     assert answer.conflict
-    assert answer.metadata["conflict"] == [{"title": "Limits", "kept": "1.10", "dropped": ["1.9"]}]
+    assert [c.to_json() for c in answer.conflicts] == [
+        {"title": "Limits", "kept": "1.10", "dropped": ["1.9"]}
+    ]
     assert [c.doc_id for c in answer.citations] == ["v2"]
     prompt = gen.calls[0][1].content
     assert "250" in prompt and "100 requests" not in prompt
@@ -88,5 +91,6 @@ def test_an_answer_without_citations_is_not_shown() -> None:
     gen = ScriptedChatModel("PWNED")
     hits = [make_hit("install", INSTALL, 1, dense=0.9)]
     answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
-    assert answer.refusal and answer.metadata["refused_by"] == "no_citations"
-    assert answer.metadata["raw_answer"] == "PWNED" and "PWNED" not in answer.text
+    assert answer.refusal and answer.refused_by == "no_citations"
+    assert answer.generation is not None and answer.generation.raw_answer == "PWNED"
+    assert "PWNED" not in answer.text

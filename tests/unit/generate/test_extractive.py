@@ -64,13 +64,13 @@ def test_picks_the_answering_sentence_and_cites_its_source(minilm: Any, tmp_path
     assert isinstance(minilm, MiniLMEmbedder)
     ctx = assemble(hits, counter=minilm.counter, budget_tokens=1000)
     answerer = ExtractiveAnswerer(minilm, Analyzer(), max_sentences=1)
-    out = answerer.generate("What does error E42 mean?", ctx)
+    out = answerer.pick_quotes("What does error E42 mean?", ctx)
     assert out.text == "The error E42 means the disk is full. [2]"
     quote = out.quotes[0]
     assert hits[1].chunk.text[quote.start : quote.end] == "The error E42 means the disk is full."
     # code inside fences and headings are never quoted
     every = ExtractiveAnswerer(minilm, Analyzer(), max_sentences=10, relative_floor=0.0)
-    texts = [q.text for q in every.generate("E42", ctx).quotes]
+    texts = [q.text for q in every.pick_quotes("E42", ctx).quotes]
     assert not any("raise" in t or "is raised here" in t or t.startswith("#") for t in texts)
 
 
@@ -79,5 +79,5 @@ def test_nothing_to_quote_gives_an_empty_answer(minilm: Any) -> None:
     ctx = assemble(
         [source("code", "```\nx = 1\n```", 1)], counter=minilm.counter, budget_tokens=100
     )
-    out = ExtractiveAnswerer(minilm, Analyzer()).generate("what is x?", ctx)
+    out = ExtractiveAnswerer(minilm, Analyzer()).pick_quotes("what is x?", ctx)
     assert out.text == "" and out.quotes == ()

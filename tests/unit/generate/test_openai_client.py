@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from ragstrata.errors import GenerationError
-from ragstrata.generate.base import ChatMessage, Generator, collect
+from ragstrata.generate.base import ChatMessage, ChatModel, collect
 from ragstrata.generate.openai_client import OpenAIGenerator
 
 pytest.importorskip("openai")
@@ -56,7 +56,7 @@ def test_complete_sends_settings_and_reads_usage() -> None:
         return httpx.Response(200, json=completion("Hello [1]."))
 
     gen, _ = make(handler, max_tokens=50)
-    assert isinstance(gen, Generator)
+    assert isinstance(gen, ChatModel)
     out = gen.complete(MESSAGES)
     assert out.text == "Hello [1]." and out.usage.total_tokens == 14
     body = seen[0]

@@ -10,9 +10,9 @@ from collections.abc import Generator
 
 import pytest
 
+from ragstrata.render import answer_json, citation_json
 from ragstrata.service.streaming import ThreadedEvents
-from ragstrata.service.wire import answer_json, citation_json
-from ragstrata.types import Answer, Citation
+from ragstrata.types import Answer, Citation, Generation, VersionConflict
 
 WAIT_S = 10.0
 
@@ -106,7 +106,14 @@ def _citation(label: int, *, verified: bool = True, support: float | None = None
 
 
 def test_extractive_answer_has_the_llm_fields_empty() -> None:
-    answer = Answer("q?", "A [1].", False, (_citation(1),), ("[1] = guide.md",), {"total": 1.0})
+    answer = Answer(
+        question="q?",
+        text="A [1].",
+        refusal=False,
+        citations=(_citation(1),),
+        legend=("[1] = guide.md",),
+        timings_ms={"total": 1.0},
+    )
     data = answer_json(answer)
     assert data["usage"] is None and data["generator"] == "extractive"
     assert data["conflict"] is False and data["conflicts"] == []
@@ -116,16 +123,16 @@ def test_extractive_answer_has_the_llm_fields_empty() -> None:
 def test_llm_answer_maps_usage_conflicts_and_the_citation_check() -> None:
     conflict = {"title": "Limits", "kept": "1.10", "dropped": ["1.9", "1.2"]}
     answer = Answer(
-        "q?",
-        "A [1]. B [2].",
-        False,
-        (_citation(1, support=0.91), _citation(2, verified=False, support=0.12)),
-        ("[1] = x", "[2] = y"),
-        {"generate": 5.0, "total": 9.0},
+        question="q?",
+        text="A [1]. B [2].",
+        refusal=False,
+        citations=(_citation(1, support=0.91), _citation(2, verified=False, support=0.12)),
+        legend=("[1] = x", "[2] = y"),
+        timings_ms={"generate": 5.0, "total": 9.0},
         usage={"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127},
         generator="openai:m",
-        conflict=True,
-        metadata={"conflict": [conflict], "raw_answer": "A [1]. B [2]."},
+        conflicts=(VersionConflict("Limits", "1.10", ("1.9", "1.2")),),
+        generation=Generation(context_tokens=50, finish_reason="stop", raw_answer="A [1]. B [2]."),
     )
     data = answer_json(answer, source=lambda path: path.rsplit("/", 1)[-1])
     assert data["usage"] == {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127}
@@ -138,7 +145,15 @@ def test_llm_answer_maps_usage_conflicts_and_the_citation_check() -> None:
     assert data["legend"] == ["[1] = guide.md > Guide > Errors", "[2] = guide.md > Guide > Errors"]
     assert "raw_answer" not in data and "metadata" not in data  # diagnostics stay server-side
     # usage without a total gets one
-    partial = Answer("q?", "", True, (), (), {}, usage={"prompt_tokens": 3, "completion_tokens": 2})
+    partial = Answer(
+        question="q?",
+        text="",
+        refusal=True,
+        citations=(),
+        legend=(),
+        timings_ms={},
+        usage={"prompt_tokens": 3, "completion_tokens": 2},
+    )
     assert answer_json(partial)["usage"] == {
         "prompt_tokens": 3,
         "completion_tokens": 2,

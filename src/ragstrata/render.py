@@ -1,4 +1,5 @@
-"""Plain-JSON views of hits and answers, shared by ``ragstrata ... --json`` and the HTTP API.
+"""Plain-JSON views of hits and answers, shared by ``ragstrata ... --json``, the HTTP API and
+the MCP server: records are typed inside the library and rendered here, at the edge.
 
 Standard library only (the CLI imports it without the ``service`` extra). ``source`` maps a
 chunk's stored source path to what the caller may see: the CLI shows it unchanged, the service
@@ -7,7 +8,7 @@ shows the file name inside the tenant's upload directory (never a server path).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from ragstrata.types import Answer, Citation, Hit
@@ -91,16 +92,44 @@ def usage_json(answer: Answer) -> dict[str, int] | None:
 def conflicts_json(answer: Answer) -> list[dict[str, Any]]:
     """The version conflicts behind ``answer.conflict``: per document ``title``, the version
     ``kept`` (the newest) and the older versions ``dropped``; empty without a conflict."""
-    found = answer.metadata.get("conflict") or []
-    return [
-        {
-            "title": str(c.get("title", "")),
-            "kept": str(c.get("kept", "")),
-            "dropped": [str(v) for v in c.get("dropped", [])],
-        }
-        for c in found
-        if isinstance(c, Mapping)
-    ]
+    return [c.to_json() for c in answer.conflicts]
+
+
+def evidence_json(answer: Answer) -> dict[str, Any]:
+    """``evidence`` (``dense``, ``coverage``, ``score``, rounded to 4 places) and
+    ``min_evidence``: what the evidence check measured and its threshold; both ``None`` when
+    the check did not run (an empty index)."""
+    check = answer.evidence
+    if check is None:
+        return {"evidence": None, "min_evidence": None}
+    return check.metadata()
+
+
+def diagnostics_json(answer: Answer) -> dict[str, Any]:
+    """The answer's diagnostics, as ``ragstrata ask --json`` shows them under ``metadata``:
+    ``hyde_passage`` (HyDE ran), ``conflict`` (:func:`conflicts_json`, when there was one),
+    ``evidence`` and ``min_evidence`` (when the check ran), the LLM's ``context_tokens`` and
+    ``finish_reason``, its citation check (``claims``, ``verified_claims``, ``invalid_labels``,
+    ``unsupported``, ``uncited``, ``attributed``) and ``raw_answer``, and ``refused_by`` on a
+    refusal. Keys are absent where the step did not run."""
+    data: dict[str, Any] = {}
+    if answer.hyde_passage is not None:
+        data["hyde_passage"] = answer.hyde_passage
+    if answer.conflicts:
+        data["conflict"] = conflicts_json(answer)
+    if answer.evidence is not None:
+        data.update(answer.evidence.metadata())
+    generation = answer.generation
+    if generation is not None:
+        data["context_tokens"] = generation.context_tokens
+        data["finish_reason"] = generation.finish_reason
+        if generation.grounding is not None:
+            data.update(generation.grounding.to_json())
+        if generation.raw_answer is not None:
+            data["raw_answer"] = generation.raw_answer
+    if answer.refused_by is not None:
+        data["refused_by"] = answer.refused_by
+    return data
 
 
 def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str, Any]:

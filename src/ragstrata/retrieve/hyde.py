@@ -6,18 +6,22 @@ document encoder, averaged with the query vector (both unit length, then re-norm
 the dense ranking of that vector is fused by RRF with the normal hybrid ranking (dense + BM25 of
 the question itself). Off by default (``llm.hyde``): its effect has not been measured yet
 (``bench/hyde_scifact.py`` measures it on a SciFact subset, see docs/generation.md).
+:func:`hyde_hits` is the whole step as ``ask`` runs it, given the chat model, the embedder and
+the store to search.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ragstrata.embed.base import Embedder
-from ragstrata.generate.base import ChatMessage, Generator
+from ragstrata.generate.base import ChatMessage, ChatModel
+from ragstrata.index.base import Filters, VectorStore
 from ragstrata.retrieve.fusion import rrf
 from ragstrata.text.language import question_language
 from ragstrata.types import Chunk, Hit
@@ -34,7 +38,7 @@ _INSTRUCTIONS = {
 
 
 def hypothetical_passage(
-    generator: Generator, question: str, *, max_tokens: int = HYDE_TOKENS
+    generator: ChatModel, question: str, *, max_tokens: int = HYDE_TOKENS
 ) -> str:
     """The LLM's hypothetical answer passage (in the question's language)."""
     lang = question_language(question)
@@ -89,8 +93,40 @@ def fuse_hyde(
     return tuple(out)
 
 
-def timed_hypothetical(generator: Generator, question: str) -> tuple[str, float]:
+def timed_hypothetical(generator: ChatModel, question: str) -> tuple[str, float]:
     """:func:`hypothetical_passage` and its wall-clock milliseconds."""
     t = time.perf_counter()
     passage = hypothetical_passage(generator, question)
     return passage, (time.perf_counter() - t) * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class HydeHits:
+    """The hits fused with the HyDE ranking, the hypothetical ``passage`` and ``ms``: the
+    wall-clock milliseconds of writing it."""
+
+    hits: tuple[Hit, ...]
+    passage: str
+    ms: float
+
+
+def hyde_hits(
+    chat_model: ChatModel,
+    embedder: Embedder,
+    store: VectorStore,
+    question: str,
+    hits: Sequence[Hit],
+    *,
+    candidates: int,
+    top_k: int,
+    rrf_k: int = 60,
+    filters: Filters | None = None,
+) -> HydeHits:
+    """``hits`` fused (:func:`fuse_hyde`) with the dense ranking of ``store`` for the
+    :func:`hyde_vector` of ``question`` and the chat model's hypothetical passage: the
+    ``candidates`` nearest chunks under ``filters``, cut to ``max(len(hits), top_k)``."""
+    passage, ms = timed_hypothetical(chat_model, question)
+    vector = hyde_vector(embedder, question, passage)
+    ranking = store.dense_search_ids(vector, limit=candidates, filters=filters)
+    fused = fuse_hyde(hits, ranking, store.get, top_k=max(len(hits), top_k), k=rrf_k)
+    return HydeHits(fused, passage, ms)
