@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragstrata import stages
 from ragstrata.assemble.context import ParentLookup
-from ragstrata.chunking.splitter import StructureChunker
+from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
@@ -39,7 +39,7 @@ from ragstrata.index.writer import (
 from ragstrata.indexing import parse_paths
 from ragstrata.paths import display_path
 from ragstrata.rerank.base import Reranker, rerank_result
-from ragstrata.retrieve.hybrid import HybridRetriever, Mode, SearchResult
+from ragstrata.retrieve.hybrid import HybridRetriever, Mode, Retriever, SearchResult
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Answer, Chunk, Document, IngestFailure
 
@@ -74,8 +74,8 @@ class Ragstrata:
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
         self._store: VectorStore | None = None
-        self._retriever: HybridRetriever | None = None
-        self._chunker: StructureChunker | None = None
+        self._retriever: Retriever | None = None
+        self._chunker: Chunker | None = None
         self._lock: catalog.IndexLock | None = None
         self._reranker: Reranker | None = None
         self._reranker_missing = False
@@ -112,7 +112,7 @@ class Ragstrata:
         return self._analyzer
 
     @property
-    def chunker(self) -> StructureChunker:
+    def chunker(self) -> Chunker:
         if self._chunker is None:
             self._chunker = stages.load_chunker(self.config.chunking, self.embedder)
         return self._chunker
@@ -265,7 +265,7 @@ class Ragstrata:
 
     # ------------------------------------------------------------------ query
     @property
-    def retriever(self) -> HybridRetriever:
+    def retriever(self) -> Retriever:
         if self._retriever is None:
             manifest = self.manifest()
             store = self._open_store(manifest)  # takes the index lock: no writer is running
@@ -311,6 +311,11 @@ class Ragstrata:
             candidates=cfg.candidates,
             retrieval_weight=cfg.retrieval_weight,
         )
+
+    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Stored chunks by id, in the order given; unknown ids are skipped. Raises
+        IndexNotFoundError when there is no index."""
+        return self._open_store(self.manifest()).get(list(chunk_ids))
 
     @property
     def reranker(self) -> Reranker | None:

@@ -23,7 +23,7 @@ from ragstrata.config import (
 from ragstrata.errors import ConfigError, EmbeddingError
 
 if TYPE_CHECKING:
-    from ragstrata.chunking.splitter import StructureChunker
+    from ragstrata.chunking.splitter import Chunker
     from ragstrata.embed.base import Embedder
     from ragstrata.generate.base import ChatModel
     from ragstrata.index.base import VectorStore
@@ -120,7 +120,7 @@ def load_embedder(
 
 
 # ---------------------------------------------------------------------- chunker
-def load_chunker(config: ChunkerConfig, embedder: Embedder) -> StructureChunker:
+def load_chunker(config: ChunkerConfig, embedder: Embedder) -> Chunker:
     """The structure-aware chunker for ``embedder``: counts with its tokenizer, chunks of at
     most ``chunking.max_tokens`` (unset: 512) and never more than the embedder's window."""
     from ragstrata.chunking.splitter import StructureChunker

@@ -53,10 +53,22 @@ identifiers at 2-4, so only text that the tokenizer does not really split (a 5 M
 
 
 class Chunker(Protocol):
-    """Turns one parsed document into ordered chunks."""
+    """Turns one parsed document into ordered chunks, and a chunk into the text to embed."""
+
+    @property
+    def signature(self) -> str:
+        """The chunking policy and its settings (``structure-v3:max=256:...``): two chunkers
+        with the same signature give the same chunks, so an index records it and re-chunks a
+        document when it changes."""
+        ...
 
     def chunk(self, document: Document) -> list[Chunk]:
         """Chunks of ``document`` in reading order; ``[]`` for a document without text."""
+        ...
+
+    def embedding_text(self, chunk: Chunk) -> str:
+        """What the embedder sees for ``chunk``: its heading-path prefix and rendered text,
+        within the chunker's token budget."""
         ...
 
 
@@ -188,6 +200,14 @@ class StructureChunker:
         """Tokens left for ``chunk.rendered`` after the prefix line and special tokens."""
         prefix_tokens = self.counter.count(prefix) + 1 if prefix else 0
         return self.max_tokens - self.special_tokens - prefix_tokens
+
+    @property
+    def signature(self) -> str:
+        """Policy version and settings; see :attr:`Chunker.signature`."""
+        return (
+            f"structure-v3:max={self.max_tokens}:overlap={self.overlap_ratio}"
+            f":prefix={self.max_prefix_tokens}:chars={self.max_chars}"
+        )
 
     def embedding_text(self, chunk: Chunk) -> str:
         """The exact text to embed for ``chunk``: prefix line + rendered chunk."""

@@ -384,7 +384,7 @@ def _ask_all(
     checker = CitationChecker(engine.embedder, engine.analyzer)
 
     def chunk_texts(ids: Sequence[str]) -> dict[str, str]:
-        return {c.chunk_id: c.text for c in engine.retriever.store.get(list(ids))}
+        return {c.chunk_id: c.text for c in engine.chunks(list(ids))}
 
     outcomes: list[AnswerOutcome] = []
     for n, case in enumerate(cases, start=1):

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.chunking.splitter import StructureChunker
+from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import BM25Config
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import ChunkingError, StoreError
@@ -115,18 +115,14 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def chunker_signature(chunker: StructureChunker) -> str:
+def chunker_signature(chunker: Chunker) -> str:
     """Parser version + chunker settings: what turns a file's bytes into chunks."""
     from ragstrata.ingest.loader import PARSER_VERSION
 
-    c = chunker
-    return (
-        f"parser-{PARSER_VERSION}:structure-v3:max={c.max_tokens}:overlap={c.overlap_ratio}"
-        f":prefix={c.max_prefix_tokens}:chars={c.max_chars}"
-    )
+    return f"parser-{PARSER_VERSION}:{chunker.signature}"
 
 
-def index_signature(chunker: StructureChunker, analyzer: Analyzer, bm25: BM25Config) -> str:
+def index_signature(chunker: Chunker, analyzer: Analyzer, bm25: BM25Config) -> str:
     """The signature a document indexed with these stages carries (see
     :func:`ragstrata.index.catalog.index_signature`)."""
     return catalog.index_signature(
@@ -135,7 +131,7 @@ def index_signature(chunker: StructureChunker, analyzer: Analyzer, bm25: BM25Con
 
 
 def new_manifest(
-    embedder: Embedder, analyzer: Analyzer, chunker: StructureChunker, bm25: BM25Config
+    embedder: Embedder, analyzer: Analyzer, chunker: Chunker, bm25: BM25Config
 ) -> Manifest:
     """The manifest of a new, empty index built with these stages."""
     return Manifest(
@@ -232,7 +228,7 @@ class IndexWriter:
         *,
         embedder: Embedder,
         analyzer: Analyzer,
-        chunker: StructureChunker,
+        chunker: Chunker,
         bm25: BM25Config,
     ) -> None:
         self.index_dir = index_dir

@@ -42,7 +42,8 @@ class SearchResult:
 
 
 class Retriever(Protocol):
-    """Query → ranked hits."""
+    """Query → ranked hits. ``candidates`` is how many hits each arm returns before fusion
+    keeps ``top_k``; ``close`` releases worker threads (idempotent)."""
 
     def search(
         self,
@@ -51,7 +52,10 @@ class Retriever(Protocol):
         top_k: int | None = None,
         mode: Mode = "hybrid",
         filters: Filters | None = None,
+        candidates: int | None = None,
     ) -> SearchResult: ...
+
+    def close(self) -> None: ...
 
 
 def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:

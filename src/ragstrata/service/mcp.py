@@ -242,14 +242,14 @@ class IndexTools:
                 raise NotFoundError(
                     f"the index has no document {doc_id!r}; read {DOCUMENTS_URI} for the list"
                 )
-            chunks = engine.retriever.store.get(list(entry.chunk_ids))
+            chunks = engine.chunks(list(entry.chunk_ids))
         return document_text(chunks)
 
     def chunk(self, chunk_id: str) -> dict[str, Any]:
         """One chunk by id (:func:`chunk_json`). Raises NotFoundError for an unknown id."""
         with self._engine() as engine:
             engine.manifest()  # IndexNotFoundError before the store is opened
-            found = engine.retriever.store.get([chunk_id])
+            found = engine.chunks([chunk_id])
         if not found:
             raise NotFoundError(f"the index has no chunk {chunk_id!r}")
         return chunk_json(found[0])

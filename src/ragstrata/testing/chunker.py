@@ -12,7 +12,8 @@ Subclass :class:`ChunkerContract` and provide:
 
 Invariants: every chunk within the token budget and never empty; ``document.text[start:end]``
 is the chunk's text; ids deterministic (re-chunking gives equal chunks) and unique; provenance
-(document id, source, title, language, index/total, section path, parent id) carried over.
+(document id, source, title, language, index/total, section path, parent id) carried over; a
+stable ``signature``; ``embedding_text`` holds the chunk's text.
 ragstrata's own chunker is subclassed in ``tests/contract/test_chunker_contract.py``.
 """
 
@@ -156,3 +157,18 @@ class ChunkerContract:
     def test_a_document_without_text_has_no_chunks(self, chunker: Chunker) -> None:
         empty = markdown_document("empty", "")
         assert chunker.chunk(empty) == []
+
+    def test_signature_is_stable_text(self, chunker: Chunker) -> None:
+        signature = chunker.signature
+        assert isinstance(signature, str) and signature
+        assert chunker.signature == signature
+
+    def test_embedding_text_holds_the_chunk(
+        self, chunker: Chunker, chunked: list[tuple[Document, list[Chunk]]]
+    ) -> None:
+        for _, chunks in chunked:
+            for chunk in chunks:
+                text = chunker.embedding_text(chunk)
+                assert isinstance(text, str)
+                words = chunk.text.split()
+                assert not words or words[0] in text, "the chunk's own text is embedded"

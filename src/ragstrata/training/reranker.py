@@ -227,7 +227,7 @@ def _best_chunk(engine: Ragstrata, doc_id: str, hits: Sequence[Hit]) -> Chunk | 
     entry = engine.manifest().documents.get(doc_id)
     if entry is None or not entry.chunk_ids:
         return None
-    found = engine.retriever.store.get([entry.chunk_ids[0]])
+    found = engine.chunks([entry.chunk_ids[0]])
     return found[0] if found else None
 
 
