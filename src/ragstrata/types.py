@@ -10,7 +10,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+FloatArray: TypeAlias = "npt.NDArray[np.float32]"
+"""A float32 numpy array: embeddings ``(n, dim)`` or ``(dim,)``, reranker scores ``(n,)``."""
 
 BlockKind = Literal["heading", "paragraph", "code", "table", "list", "quote", "html", "rule"]
 """Structural kinds a loader emits. ``code`` and ``table`` are atomic for the chunker."""

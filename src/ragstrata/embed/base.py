@@ -9,8 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragstrata.text.tokens import TokenCounter
-
-FloatArray = npt.NDArray[np.float32]
+from ragstrata.types import FloatArray
 
 
 @runtime_checkable

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.embed.base import l2_normalize, length_sorted_batches
 from ragstrata.embed.bert_onnx import BertConfig, build_bert_onnx
 from ragstrata.embed.e5_format import Q4_DTYPE, E5File, build_tokenizer, read_e5_file
 from ragstrata.embed.onnx import (
@@ -50,6 +50,7 @@ from ragstrata.embed.onnx import (
 )
 from ragstrata.errors import EmbeddingError, MissingDependencyError
 from ragstrata.text.tokens import HFTokenCounter, TokenCounter
+from ragstrata.types import FloatArray
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

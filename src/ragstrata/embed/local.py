@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.embed.base import l2_normalize, length_sorted_batches
 from ragstrata.errors import EmbeddingError
 from ragstrata.optional import require
 from ragstrata.text.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter
+from ragstrata.types import FloatArray
 
 _LOCK = threading.Lock()
 

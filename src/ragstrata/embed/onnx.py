@@ -50,11 +50,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragstrata.embed.base import FloatArray, l2_normalize, length_sorted_batches
+from ragstrata.embed.base import l2_normalize, length_sorted_batches
 from ragstrata.embed.bert_onnx import BertConfig, atomic_target, build_bert_onnx
 from ragstrata.errors import ConfigError, EmbeddingError
 from ragstrata.optional import require
 from ragstrata.text.tokens import HFTokenCounter, TokenCounter
+from ragstrata.types import FloatArray
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -47,14 +47,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ragstrata.embed.base import FloatArray, l2_normalize
+from ragstrata.embed.base import l2_normalize
 from ragstrata.errors import (
     ConfigError,
     DimensionMismatchError,
     EmbeddingError,
 )
 from ragstrata.optional import require
+from ragstrata.ratelimit import TokenBucket
 from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
+from ragstrata.types import FloatArray
 
 if TYPE_CHECKING:
     import httpx
@@ -146,43 +148,7 @@ def redact_url(url: str) -> str:
 
 
 # ---------------------------------------------------------------------- rate limiting
-class TokenBucket:
-    """Token bucket: holds at most ``capacity`` units, refilled at ``per_second``; starts full.
-
-    :meth:`take` may drive the level below zero (an amount larger than the capacity is allowed
-    once the bucket is full), so the long-run rate never exceeds ``per_second``. ``clock`` is a
-    monotonic clock in seconds. Not thread-safe by itself (see :class:`RateLimiter`).
-    """
-
-    def __init__(self, capacity: float, per_second: float, *, clock: Callable[[], float]) -> None:
-        if capacity <= 0 or per_second <= 0:
-            raise ConfigError(
-                f"token bucket capacity={capacity} and rate={per_second}/s must be > 0"
-            )
-        self.capacity = float(capacity)
-        self.per_second = float(per_second)
-        self._clock = clock
-        self._level = self.capacity
-        self._stamp = clock()
-
-    def _refill(self) -> None:
-        now = self._clock()
-        self._level = min(self.capacity, self._level + (now - self._stamp) * self.per_second)
-        self._stamp = now
-
-    def wait_time(self, amount: float) -> float:
-        """Seconds until ``min(amount, capacity)`` units are available (0 if they are now)."""
-        self._refill()
-        missing = min(amount, self.capacity) - self._level
-        return max(0.0, missing / self.per_second)
-
-    def take(self, amount: float) -> None:
-        """Remove ``amount`` units now (the level may go negative)."""
-        self._refill()
-        self._level -= amount
-
-
-class RateLimiter:
+class ApiRateLimiter:
     """Requests/min and tokens/min buckets (each optional), thread-safe.
 
     :meth:`acquire` blocks (through ``sleep``) until one request of ``tokens`` estimated tokens
@@ -311,7 +277,7 @@ class OpenAICompatEmbedder:
         self._sleep = sleep
         self._wall_clock = wall_clock
         self._jitter = jitter
-        self._limiter = RateLimiter(
+        self._limiter = ApiRateLimiter(
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
             clock=clock,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ragstrata.embed.base import FloatArray
-from ragstrata.types import Chunk
+from ragstrata.types import Chunk, FloatArray
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 Filters = Mapping[str, FilterValue]

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.embed.base import FloatArray
 from ragstrata.errors import DimensionMismatchError, StoreError
 from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
 from ragstrata.optional import require
-from ragstrata.types import Chunk
+from ragstrata.types import Chunk, FloatArray
 
 DENSE = "dense"
 SPARSE = "bm25"

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragstrata.embed.base import FloatArray
 from ragstrata.errors import ConfigError, DimensionMismatchError, StoreError
 from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
 from ragstrata.index.edge import (
@@ -38,7 +37,7 @@ from ragstrata.index.edge import (
     payload_to_chunk,
 )
 from ragstrata.optional import require
-from ragstrata.types import Chunk
+from ragstrata.types import Chunk, FloatArray
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient, models

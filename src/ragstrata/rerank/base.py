@@ -18,9 +18,7 @@ import numpy.typing as npt
 
 from ragstrata.errors import ConfigError
 from ragstrata.retrieve.hybrid import SearchResult
-from ragstrata.types import Chunk, Hit, RetrieverHit
-
-FloatArray = npt.NDArray[np.float32]
+from ragstrata.types import Chunk, FloatArray, Hit, RetrieverHit
 
 RERANK = "rerank"
 """``RetrieverHit.retriever`` of the explain entry a reranked hit carries."""

@@ -30,7 +30,8 @@ import numpy as np
 
 from ragstrata.errors import ConfigError, RetrievalError
 from ragstrata.optional import require
-from ragstrata.rerank.base import FloatArray, RerankScores
+from ragstrata.rerank.base import RerankScores
+from ragstrata.types import FloatArray
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer

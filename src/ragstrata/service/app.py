@@ -69,7 +69,7 @@ from ragstrata.service.errors import (
 from ragstrata.service.jobs import Job, JobManager
 from ragstrata.service.keys import KEYS_FILE, KeyStore, Principal
 from ragstrata.service.metrics import CONTENT_TYPE, MetricsMiddleware, ServiceMetrics
-from ragstrata.service.ratelimit import RateLimiter
+from ragstrata.service.ratelimit import KeyRateLimiter
 from ragstrata.service.schemas import (
     AskRequest,
     AskResponse,
@@ -113,7 +113,7 @@ class ServiceState:
     config: RagConfig
     data_dir: Path
     keys: KeyStore
-    limiter: RateLimiter
+    limiter: KeyRateLimiter
     registry: TenantRegistry
     jobs: JobManager
     metrics: ServiceMetrics
@@ -167,7 +167,7 @@ def build_state(
         config=config,
         data_dir=root,
         keys=KeyStore(root / KEYS_FILE),
-        limiter=RateLimiter(rate=svc.rate_limit_per_s, burst=svc.rate_limit_burst),
+        limiter=KeyRateLimiter(rate=svc.rate_limit_per_s, burst=svc.rate_limit_burst),
         registry=registry,
         jobs=jobs,
         metrics=metrics,

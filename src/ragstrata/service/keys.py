@@ -38,7 +38,7 @@ from ragstrata.service.errors import (
     RateLimitedError,
     ServiceError,
 )
-from ragstrata.service.ratelimit import RateLimiter
+from ragstrata.service.ratelimit import KeyRateLimiter
 
 KEYS_FILE = "keys.json"
 SCOPES = ("read", "write")
@@ -115,7 +115,7 @@ class KeyStore:
         self.path = path
         # scrypt costs ~50 ms of CPU: keys not yet verified (unknown, wrong or new ones) share
         # one bucket, so a flood of bad keys cannot eat the CPU the searches need
-        self._verifications = RateLimiter(
+        self._verifications = KeyRateLimiter(
             rate=max_verifications_per_s, burst=max(1, int(max_verifications_per_s))
         )
         self._mutex = threading.Lock()

@@ -1,8 +1,8 @@
-"""Per-key token buckets (Turner 1986): ``rate`` tokens per second refill a bucket of ``burst``.
+"""Per-key request limits: one :class:`~ragstrata.ratelimit.TokenBucket` per key, ``rate``
+tokens per second refilling a bucket of ``burst``.
 
 Each request takes one token; a request that finds the bucket empty is refused with the seconds
-until the next token (the ``Retry-After`` of the 429 response). Pure bookkeeping on a monotonic
-clock, thread-safe.
+until the next token (the ``Retry-After`` of the 429 response). Thread-safe.
 """
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ import threading
 import time
 from collections.abc import Callable
 
+from ragstrata.ratelimit import TokenBucket
 
-class RateLimiter:
+
+class KeyRateLimiter:
     """Token bucket per key: ``rate`` > 0 tokens/second, ``burst`` >= 1 tokens at most.
 
-    ``clock`` returns seconds (monotonic); tests pass a fake one.
+    ``clock`` returns seconds (monotonic); tests pass a fake one. Raises ValueError for a
+    non-positive rate or a burst under 1.
     """
 
     def __init__(
@@ -26,18 +29,17 @@ class RateLimiter:
         self.rate = rate
         self.burst = burst
         self._clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, last refill)
+        self._buckets: dict[str, TokenBucket] = {}
         self._lock = threading.Lock()
 
     def acquire(self, key: str) -> float:
         """Take one token for ``key``: returns 0.0 when granted, else the seconds to wait
         before one is available (nothing is taken then)."""
-        now = self._clock()
         with self._lock:
-            tokens, last = self._buckets.get(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-            if tokens >= 1.0:
-                self._buckets[key] = (tokens - 1.0, now)
-                return 0.0
-            self._buckets[key] = (tokens, now)
-            return (1.0 - tokens) / self.rate
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = TokenBucket(self.burst, self.rate, clock=self._clock)
+            wait = bucket.wait_time(1.0)
+            if wait <= 0.0:
+                bucket.take(1.0)
+            return wait

@@ -47,7 +47,7 @@ from ragstrata.errors import IndexLockedError
 from ragstrata.generate.answerer import AnswerEvent, TokenEvent, refusal, word_tokens
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
-from ragstrata.index.writer import IngestReport
+from ragstrata.index.writer import IngestReport, ProgressCallback
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import Mode, SearchResult
 from ragstrata.service.errors import (
@@ -66,7 +66,6 @@ COLLECTION_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 """Collection names: 1-63 lower-case letters, digits, ``_`` or ``-``, starting with a letter
 or digit. Names are unique across tenants: another tenant's name answers 403."""
 
-ProgressCallback = Callable[[str, int, int], None]
 ViolationCallback = Callable[[str, str], None]
 """``(tenant, collection)``: called once per dropped out-of-tenant item."""
 

@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.embed.base import FloatArray
 from ragstrata.generate.base import ChatMessage, Completion, Delta, Usage, collect
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
-from ragstrata.types import Chunk, Hit, RetrieverHit
+from ragstrata.types import Chunk, FloatArray, Hit, RetrieverHit
 
 
 def _words(text: str) -> int:

@@ -15,12 +15,11 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from ragstrata.embed.base import FloatArray
 from ragstrata.errors import DimensionMismatchError
 from ragstrata.index.base import SparseVector, VectorStore
 from ragstrata.index.bm25 import term_id
 from ragstrata.testing.fakes import make_chunk
-from ragstrata.types import Chunk
+from ragstrata.types import Chunk, FloatArray
 
 DIM = 8
 """Dimension of the vectors the suite writes; ``make_store`` opens stores of this size."""

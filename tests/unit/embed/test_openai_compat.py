@@ -34,9 +34,8 @@ from ragstrata.config import EMBEDDERS, EmbedderConfig, RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.embed.openai_compat import (
     RETRY_STATUSES,
+    ApiRateLimiter,
     OpenAICompatEmbedder,
-    RateLimiter,
-    TokenBucket,
     backoff_delay,
     estimate_tokens,
     parse_retry_after,
@@ -48,6 +47,7 @@ from ragstrata.errors import (
     EmbedderMismatchError,
     EmbeddingError,
 )
+from ragstrata.ratelimit import TokenBucket
 from ragstrata.stages import load_embedder
 
 NATIVE_DIM = 32
@@ -479,7 +479,7 @@ def test_token_bucket_allows_oversized_amounts_and_repays_them(fake_time: FakeTi
 
 
 def test_rate_limiter_without_limits_never_sleeps(fake_time: FakeTime) -> None:
-    limiter = RateLimiter(
+    limiter = ApiRateLimiter(
         requests_per_minute=None,
         tokens_per_minute=None,
         clock=fake_time.clock,

@@ -13,14 +13,13 @@ import pytest
 
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import BM25Config
-from ragstrata.embed.base import FloatArray
 from ragstrata.index import catalog
 from ragstrata.index.edge import EdgeStore
 from ragstrata.index.writer import IndexWriter, new_manifest, recover
 from ragstrata.ingest.loader import document_from_text
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
-from ragstrata.types import Document
+from ragstrata.types import Document, FloatArray
 
 DIM = 8
 

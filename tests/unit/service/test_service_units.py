@@ -30,7 +30,7 @@ from ragstrata.service.errors import (
     http_status,
 )
 from ragstrata.service.keys import KeyStore
-from ragstrata.service.ratelimit import RateLimiter
+from ragstrata.service.ratelimit import KeyRateLimiter
 from ragstrata.service.rwlock import RWLock
 from ragstrata.service.uploads import MAX_NAME_CHARS, check_file_type, safe_filename
 
@@ -81,7 +81,7 @@ def test_file_types() -> None:
 
 def test_token_bucket_refills_at_its_rate() -> None:
     now = [0.0]
-    limiter = RateLimiter(rate=2.0, burst=3, clock=lambda: now[0])
+    limiter = KeyRateLimiter(rate=2.0, burst=3, clock=lambda: now[0])
     assert [limiter.acquire("k") for _ in range(3)] == [0.0, 0.0, 0.0]
     assert limiter.acquire("k") == pytest.approx(0.5)
     assert limiter.acquire("other") == 0.0
@@ -91,7 +91,7 @@ def test_token_bucket_refills_at_its_rate() -> None:
     now[0] = 100.0  # never more than the burst
     assert [limiter.acquire("k") for _ in range(4)][-1] > 0
     with pytest.raises(ValueError):
-        RateLimiter(rate=0, burst=1)
+        KeyRateLimiter(rate=0, burst=1)
 
 
 def test_rwlock_readers_share_writers_exclude() -> None:
