@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from ragstrata.service.app import ServiceState
+from ragstrata.service.state import ServiceState
 
 FINAL = ("succeeded", "partial", "failed", "cancelled")
 

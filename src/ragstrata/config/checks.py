@@ -1,0 +1,44 @@
+"""Checks the stage configs share: ranges, API-key variable names, reading a key.
+
+``read_api_key`` is one of the config package's readers of ``os.environ`` (nothing outside
+:mod:`ragstrata.config` reads it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from ragstrata.errors import ConfigError
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_api_key_env(section: str, name: str, *, example: str) -> None:
+    """``<section>.api_key_env`` must be empty or an environment variable name. The value is
+    never echoed: it may be the key itself, pasted into the wrong setting."""
+    if name and not _ENV_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{section}.api_key_env (a value of {len(name)} characters) is not an environment "
+            f"variable name; name the variable that holds the key (e.g. {example!r}), or leave "
+            "it empty for no key"
+        )
+
+
+def read_api_key(name: str, env: Mapping[str, str] | None) -> str | None:
+    """The value of the variable ``name`` (``os.environ`` unless ``env`` is given), stripped;
+    ``None`` when ``name`` is empty or the variable unset or empty."""
+    if not name:
+        return None
+    value = (os.environ if env is None else env).get(name, "").strip()
+    return value or None
+
+
+def check_range(
+    name: str, value: float, low: float, high: float, *, high_open: bool = False
+) -> None:
+    ok = low <= value < high if high_open else low <= value <= high
+    if not ok:
+        bracket = ")" if high_open else "]"
+        raise ConfigError(f"{name}={value!r} is out of range [{low}, {high}{bracket}")

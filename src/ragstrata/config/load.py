@@ -1,0 +1,171 @@
+"""The whole configuration (:class:`RagConfig`) and how it is loaded: defaults, a TOML file,
+``RAGSTRATA_*`` environment variables, then overrides, each value checked against its field's
+type.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ragstrata.config.answer import AnswerConfig, LLMConfig
+from ragstrata.config.embedder import EmbedderConfig
+from ragstrata.config.index import BM25Config, StoreConfig
+from ragstrata.config.ingest import ChunkerConfig, IngestConfig
+from ragstrata.config.retrieval import RerankConfig, RetrievalConfig
+from ragstrata.config.service import ServiceConfig
+from ragstrata.errors import ConfigError
+
+
+def default_home() -> Path:
+    """``$RAGSTRATA_HOME`` if set, else ``./.ragstrata`` (relative to the working directory)."""
+    env = os.environ.get("RAGSTRATA_HOME")
+    return Path(env) if env else Path(".ragstrata")
+
+
+@dataclass(frozen=True, slots=True)
+class RagConfig:
+    """The whole configuration. ``index_dir`` defaults to ``$RAGSTRATA_HOME/index``."""
+
+    home: Path = field(default_factory=default_home)
+    index_dir: Path | None = None
+    chunking: ChunkerConfig = field(default_factory=ChunkerConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    bm25: BM25Config = field(default_factory=BM25Config)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+    @property
+    def index_path(self) -> Path:
+        """Directory of the embedded index."""
+        return self.index_dir if self.index_dir is not None else self.home / "index"
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        config_file: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> RagConfig:
+        """Build a config from defaults, a TOML file, ``RAGSTRATA_*`` variables and overrides.
+
+        TOML sections are the stage names (``[chunking]``, ``[embedder]``, ``[bm25]``,
+        ``[retrieval]``, ``[answer]``, ``[ingest]``, ``[store]``,
+        ``[rerank]``, ``[service]``, ``[llm]``). Environment variables are
+        ``RAGSTRATA_<SECTION>_<FIELD>`` (e.g. ``RAGSTRATA_EMBEDDER_NAME=e5``), plus
+        ``RAGSTRATA_HOME`` and ``RAGSTRATA_INDEX``. ``overrides`` uses dotted keys
+        (``{"retrieval.top_k": 8}``). Raises :class:`ConfigError` on unknown keys or bad values.
+        """
+        environ = dict(os.environ if env is None else env)
+        home = (
+            Path(environ["RAGSTRATA_HOME"]) if "RAGSTRATA_HOME" in environ else Path(".ragstrata")
+        )
+        tree: dict[str, dict[str, Any]] = {}
+        path = config_file if config_file is not None else home / "config.toml"
+        if config_file is not None and not path.is_file():
+            raise ConfigError(f"config file {str(path)!r} does not exist")
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+            for section, values in data.items():
+                if not isinstance(values, dict):
+                    raise ConfigError(f"config file {str(path)!r}: [{section}] must be a table")
+                tree.setdefault(section, {}).update(values)
+        for key, raw in environ.items():
+            if not key.startswith("RAGSTRATA_") or key in ("RAGSTRATA_HOME", "RAGSTRATA_INDEX"):
+                continue
+            rest = key.removeprefix("RAGSTRATA_").lower()
+            section, _, name = rest.partition("_")
+            if section in _SECTIONS and name:
+                tree.setdefault(section, {})[name] = raw
+        for dotted, value in (overrides or {}).items():
+            section, _, name = dotted.partition(".")
+            tree.setdefault(section, {})[name] = value
+        stages: dict[str, Any] = {}
+        for section, values in tree.items():
+            if section not in _SECTIONS:
+                raise ConfigError(
+                    f"unknown config section {section!r}; known: {', '.join(sorted(_SECTIONS))}"
+                )
+            stages[section] = _build(_SECTIONS[section], section, values)
+        index_dir = Path(environ["RAGSTRATA_INDEX"]) if "RAGSTRATA_INDEX" in environ else None
+        return cls(home=home, index_dir=index_dir, **stages)
+
+    def with_index(self, index_dir: Path | None) -> RagConfig:
+        """A copy pointing at ``index_dir`` (unchanged when ``None``)."""
+        return self if index_dir is None else replace(self, index_dir=index_dir)
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "chunking": ChunkerConfig,
+    "embedder": EmbedderConfig,
+    "bm25": BM25Config,
+    "retrieval": RetrievalConfig,
+    "answer": AnswerConfig,
+    "ingest": IngestConfig,
+    "store": StoreConfig,
+    "rerank": RerankConfig,
+    "service": ServiceConfig,
+    "llm": LLMConfig,
+}
+
+
+def _build(kind: type[Any], section: str, values: Mapping[str, Any]) -> Any:
+    known = {f.name: f for f in fields(kind)}
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in known:
+            raise ConfigError(
+                f"unknown setting {section}.{name}; known: {', '.join(sorted(known))}"
+            )
+        kwargs[name] = _coerce(f"{section}.{name}", str(known[name].type), value)
+    return kind(**kwargs)
+
+
+def _check_type(name: str, type_name: str, value: Any) -> Any:
+    """Reject TOML values of the wrong type (``top_k = 3.7``, ``top_k = true``) at load time."""
+    base = type_name.split("|")[0].strip()
+    if value is None and "None" in type_name:
+        return value
+    if base == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{name}={value!r} must be an integer")
+    if base == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{name}={value!r} must be a number")
+        return float(value)
+    if base == "bool" and not isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r} must be true or false")
+    if base == "str" and not isinstance(value, str):
+        raise ConfigError(f"{name}={value!r} must be a string")
+    return value
+
+
+def _coerce(name: str, type_name: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return _check_type(name, type_name, value)
+    try:
+        if type_name.startswith("int"):
+            return None if value.lower() in ("", "none") and "None" in type_name else int(value)
+        if type_name.startswith("float"):
+            return None if value.lower() in ("", "none") and "None" in type_name else float(value)
+        if type_name == "bool":
+            if value.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.strip().lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={value!r} is not a valid {type_name}") from exc
+    return value

@@ -1,0 +1,100 @@
+"""Query-time ranking settings: hybrid retrieval (:class:`RetrievalConfig`) and cross-encoder
+reranking (:class:`RerankConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragstrata.config.checks import check_range
+from ragstrata.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """Hybrid retrieval: weighted Reciprocal Rank Fusion (Cormack et al., SIGIR 2009).
+
+    ``top_k``: hits returned; ``candidates``: hits each retriever contributes to fusion;
+    ``rrf_k``: RRF constant (60); ``dense_weight``/``bm25_weight``: per-retriever weights (>= 0,
+    not both 0) for a query asked in the language of its passages (or when that cannot be
+    told); ``cross_dense_weight``/``cross_bm25_weight``: the weights for a query asked in
+    another language than the passages the dense arm finds (see
+    :class:`ragstrata.retrieve.hybrid.HybridRetriever`). Unset (``None``), each weight is the
+    one tuned for the index's embedder on the training halves of SciFact, SQuAD-es and the
+    FastAPI ES/EN pages (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`,
+    docs/evaluation.md).
+    """
+
+    top_k: int = 5
+    candidates: int = 50
+    rrf_k: int = 60
+    dense_weight: float | None = None
+    bm25_weight: float | None = None
+    cross_dense_weight: float | None = None
+    cross_bm25_weight: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ConfigError(f"retrieval.top_k={self.top_k} must be >= 1")
+        if self.candidates < 1:
+            raise ConfigError(f"retrieval.candidates={self.candidates} must be >= 1")
+        if self.rrf_k < 1:
+            raise ConfigError(f"retrieval.rrf_k={self.rrf_k} must be >= 1")
+        for prefix in ("", "cross_"):
+            dense = getattr(self, f"{prefix}dense_weight")
+            bm25 = getattr(self, f"{prefix}bm25_weight")
+            for name, value in ((f"{prefix}dense_weight", dense), (f"{prefix}bm25_weight", bm25)):
+                if value is not None:
+                    check_range(f"retrieval.{name}", value, 0.0, 1e6)
+            if dense == 0 and bm25 == 0:
+                raise ConfigError(
+                    f"retrieval.{prefix}dense_weight and retrieval.{prefix}bm25_weight are both 0"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class RerankConfig:
+    """Cross-encoder reranking after hybrid retrieval (see docs/evaluation.md for the numbers
+    behind the default).
+
+    ``enabled``: rerank in ``search``/``ask``; ``model``: a local folder holding a
+    sentence-transformers CrossEncoder or its ONNX export (empty = the model shipped in
+    ``ragstrata/rerank/models``; reranking is skipped with a warning when it is absent);
+    ``candidates``: fused hits the cross-encoder scores; ``top_k``: hits kept after reranking;
+    ``min_score``: the best hit's raw cross-encoder logit under which ``ask`` refuses (unset:
+    no such check); ``batch_size``: pairs per forward pass; ``max_length``: tokens per pair
+    (unset: the model's own setting, 256 for the shipped model); ``threads``: intra-op threads
+    (0 = runtime default); ``retrieval_weight``: weight of the retrieval rank fused with the
+    cross-encoder rank (0 = cross-encoder order only; unset: the model's setting).
+    """
+
+    enabled: bool = False
+    model: str = ""
+    candidates: int = 50
+    top_k: int = 5
+    min_score: float | None = None
+    batch_size: int = 16
+    max_length: int | None = None
+    threads: int = 0
+    retrieval_weight: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1:
+            raise ConfigError(f"rerank.candidates={self.candidates} must be >= 1")
+        if self.top_k < 1:
+            raise ConfigError(f"rerank.top_k={self.top_k} must be >= 1")
+        if self.batch_size < 1:
+            raise ConfigError(f"rerank.batch_size={self.batch_size} must be >= 1")
+        if self.max_length is not None and not 8 <= self.max_length <= 8192:
+            raise ConfigError(f"rerank.max_length={self.max_length} must be in [8, 8192]")
+        if self.threads < 0:
+            raise ConfigError(f"rerank.threads={self.threads} must be >= 0")
+        if self.retrieval_weight is not None:
+            check_range("rerank.retrieval_weight", self.retrieval_weight, 0.0, 1e6)
+
+    @property
+    def model_path(self) -> Path:
+        """The model folder: ``model`` when set, else the shipped model's folder."""
+        if self.model:
+            return Path(self.model).expanduser()
+        return Path(__file__).resolve().parents[1] / "rerank" / "models" / "minilm-l6-scifact"

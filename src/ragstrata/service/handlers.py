@@ -1,0 +1,94 @@
+"""Exception handlers: every error leaves as ``{"error": {"code", "message"}}`` with the status
+of :func:`ragstrata.service.errors.http_status` (plus ``WWW-Authenticate`` / ``Retry-After``
+where they apply); FastAPI's own 404/405/422 and unexpected crashes are mapped the same way."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragstrata.errors import IndexLockedError, RagError
+from ragstrata.service.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    MethodNotAllowedError,
+    NotFoundError,
+    RateLimitedError,
+    ServiceError,
+    http_status,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
+
+
+def _rag_error(error: RagError) -> JSONResponse:
+    status = http_status(error)
+    headers: dict[str, str] = {}
+    if isinstance(error, AuthenticationError):
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(error, RateLimitedError):
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
+    if isinstance(error, IndexLockedError):
+        headers["Retry-After"] = "2"
+    if status >= 500:
+        logger.error("request failed: %s", error)
+    message = error.args[0] if error.args else str(error)
+    return _error_response(status, error.code, str(message), headers or None)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RagError)
+    async def rag_error(request: Request, exc: RagError) -> JSONResponse:
+        return _rag_error(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        response = _rag_error(InvalidRequestError(validation_message(errors)))
+        if any(err.get("type") == "json_invalid" for err in errors):
+            response.status_code = 400  # not JSON at all (docs/service.md), not a schema mismatch
+        return response
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            error: RagError = NotFoundError(f"no route {request.url.path[:200]!r}")
+        elif exc.status_code == 405:
+            error = MethodNotAllowedError(f"{request.method} is not allowed on this route")
+        elif exc.status_code < 500:
+            error = InvalidRequestError(str(exc.detail))
+        else:
+            error = ServiceError(str(exc.detail))
+        response = _rag_error(error)
+        response.status_code = exc.status_code
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        return _error_response(500, ServiceError.code, "internal error; see the server log")
+
+
+def validation_message(errors: Sequence[Any]) -> str:
+    parts = []
+    for err in list(errors)[:5]:
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        parts.append(f"{loc or 'body'}: {err.get('msg', 'invalid')}")
+    return "invalid request: " + "; ".join(parts)
