@@ -1,0 +1,258 @@
+"""The index-keeping commands: ``ingest`` (one pass), ``watch`` (kept in step with folders)
+and ``stats`` (what the index holds)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ragstrata.cli.common import EXIT_PARTIAL, _engine, _fail, _term, err, out
+from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
+from ragstrata.config import RagConfig
+from ragstrata.errors import IndexNotFoundError, RagError
+
+if TYPE_CHECKING:
+    from ragstrata.types import IngestFailure
+
+
+def _print_failure(failure: IngestFailure) -> None:
+    """The ``skipped`` line of a rejected file (stderr)."""
+    err.print(
+        f"[yellow]skipped[/] {escape(_term(failure.path))}: "
+        f"{escape(f'[{failure.code}]')} {escape(_term(failure.reason))}",
+        highlight=False,
+    )
+
+
+def ingest(
+    paths: Annotated[
+        list[Path],
+        # readable=False: an unreadable file is reported as RS205 with the rest ingested
+        typer.Argument(help="Files or folders to ingest (recursively).", readable=False),
+    ],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+    ] = None,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Remove indexed documents whose file is gone.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
+    ] = False,
+) -> None:
+    """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence exports, PDF,
+    text)."""
+    try:
+        with (
+            _engine(index, config) as engine,
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=err,
+                transient=json_out,
+                disable=not err.is_terminal,
+            ) as bar,
+        ):
+            task = bar.add_task("documents", total=None)
+            counts = {"chunks": 0, "bytes": 0, "total_bytes": 0}
+
+            def on_progress(event: str, done: int, total: int) -> None:
+                if event == "embed":
+                    counts["chunks"] += done
+                elif event == "bytes":
+                    counts["bytes"], counts["total_bytes"] = done, total
+                else:
+                    bar.update(task, completed=done, total=total)
+                bar.update(
+                    task,
+                    description=(
+                        f"documents · {counts['chunks']} chunks · "
+                        f"{counts['bytes'] / 1e6:.1f}/{counts['total_bytes'] / 1e6:.1f} MB"
+                    ),
+                )
+
+            result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
+            try:
+                stats = engine.stats()
+            except IndexNotFoundError:  # a dry run on a new index writes nothing
+                stats = {"index": str(engine.index_dir), "documents": 0, "chunks": 0}
+                stats["size_bytes"] = 0
+    except RagError as exc:
+        raise _fail(exc) from exc
+    data = result.to_json() | {"index": stats}
+    if report is not None:
+        # paths are text already (ragstrata.paths); backslashreplace is the last guard
+        report.write_text(
+            json.dumps(data, indent=2, ensure_ascii=False),
+            encoding="utf-8",
+            errors="backslashreplace",
+        )
+    if json_out:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        out.print(
+            f"[bold]{result.status}[/]{' (dry run)' if dry_run else ''}: {result.added} added, "
+            f"{result.updated} updated, {result.unchanged} unchanged, {result.pruned} pruned"
+            + (f", {result.reindexed} re-indexed (new configuration)" if result.reindexed else "")
+            + f"; {result.chunks} chunks written ({result.embedded} embedded) "
+            f"in {result.seconds:.1f}s; "
+            f"index has {stats['documents']} documents, {stats['chunks']} chunks "
+            f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(_term(str(stats['index'])))}"
+        )
+        if not (result.added or result.updated or result.unchanged or result.failures):
+            err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
+        for failure in result.failures:
+            _print_failure(failure)
+    if result.status != "ok":
+        raise typer.Exit(EXIT_PARTIAL if result.status == "partial" else 1)
+
+
+def watch(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Folders (or files) to keep indexed.", readable=False),
+    ],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per sync (JSON Lines).")
+    ] = False,
+    debounce_ms: Annotated[
+        int,
+        typer.Option(
+            "--debounce-ms",
+            min=0,
+            help="Quiet time after the last change before a batch is synced (milliseconds).",
+        ),
+    ] = 300,
+    once: Annotated[
+        bool, typer.Option("--once", help="Sync once (ingest with prune) and exit.")
+    ] = False,
+) -> None:
+    """Keep the index in step with folders: added, changed, renamed and deleted files are
+    synced in batches (ingest --prune, journaled commits), one line per batch, until Ctrl-C."""
+    import threading
+
+    from ragstrata.watch import FolderWatcher, SyncOutcome, stop_on_signals
+
+    reported: set[tuple[str, str]] = set()
+
+    def show(outcome: SyncOutcome) -> None:
+        report = outcome.report
+        failures = report.failures if report is not None else []
+        if json_out:
+            data: dict[str, Any] = {
+                "event": "sync",
+                "sync": outcome.number,
+                "changes": outcome.changes,
+                "state": outcome.state,
+                "seconds": round(outcome.seconds, 3),
+                "index": {"documents": outcome.documents, "chunks": outcome.chunks},
+            }
+            if report is not None:
+                data["report"] = report.to_json()
+            if outcome.error is not None:
+                data["error"] = {"code": outcome.error.code, "message": str(outcome.error)}
+            print(json.dumps(data, ensure_ascii=False), flush=True)
+        else:
+            what = "initial sync" if outcome.number == 1 else f"{outcome.changes} changes"
+            stamp = time.strftime("%H:%M:%S")
+            if report is not None:
+                counts = (
+                    f"{report.added} added, {report.updated} changed, {report.pruned} removed, "
+                    f"{len(failures)} failed"
+                    + (f", {report.reindexed} re-indexed" if report.reindexed else "")
+                )
+            else:
+                counts = outcome.state
+            out.print(
+                f"{stamp} sync {outcome.number} ({what}): {counts} in {outcome.seconds:.2f}s; "
+                f"index has {outcome.documents} documents, {outcome.chunks} chunks",
+                highlight=False,
+            )
+            if outcome.error is not None:
+                err.print(
+                    f"[yellow]sync failed[/] {escape(_term(str(outcome.error)))}"
+                    + ("; retrying" if outcome.error.code == "RS503" else ""),
+                    highlight=False,
+                )
+        # each rejected file once while it stays rejected, not on every sync
+        now = {(f.path, f.code) for f in failures}
+        if not json_out:
+            for failure in failures:
+                if (failure.path, failure.code) not in reported:
+                    _print_failure(failure)
+        if report is not None:
+            reported.clear()
+            reported.update(now)
+
+    try:
+        cfg = RagConfig.load(config_file=config).with_index(index)
+        watcher = FolderWatcher(paths, config=cfg, debounce_ms=debounce_ms)
+        if once:
+            outcome = watcher.sync()
+            show(outcome)
+            if outcome.error is not None:
+                raise _fail(outcome.error)
+            if outcome.report is not None and outcome.report.status != "ok":
+                raise typer.Exit(EXIT_PARTIAL if outcome.report.status == "partial" else 1)
+            return
+        if not json_out:
+            err.print(
+                f"watching {len(paths)} path(s) for index {escape(_term(str(cfg.index_path)))}; "
+                "Ctrl-C to stop",
+                highlight=False,
+            )
+        with stop_on_signals(threading.Event()) as stop:
+            for outcome in watcher.run(stop):
+                show(outcome)
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps({"event": "stopped"}), flush=True)
+    else:
+        err.print("stopped; the index lock is released", highlight=False)
+
+
+def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Show what the index holds."""
+    try:
+        engine = _engine(index, config)
+        data = engine.stats()
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        print(json.dumps(data, indent=2))
+        return
+    bm25 = data["bm25"]
+    lines = [
+        f"index:     {_term(data['index'])}",
+        f"documents: {data['documents']}",
+        f"chunks:    {data['chunks']}",
+        f"embedder:  {data['embedder']} (dim {data['dim']})",
+        f"analyzer:  {data['analyzer']}",
+        f"chunker:   {data['chunker']}",
+        f"bm25:      k1={bm25['k1']} b={bm25['b']} avgdl={bm25['avgdl']}",
+        f"size:      {data['size_bytes'] / 1e6:.1f} MB",
+    ]
+    out.print("\n".join(lines), highlight=False)

@@ -1,0 +1,217 @@
+"""The commands that read an index: ``search`` (ranked chunks) and ``ask`` (an answer with
+citations, or a refusal)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ragstrata.cli.common import _engine, _fail, _llm_overrides, _term, _warn_empty, out
+from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
+from ragstrata.config import RagConfig
+from ragstrata.errors import ConfigError, RagError
+from ragstrata.paths import display_path
+from ragstrata.pipeline import Ragstrata
+from ragstrata.types import Answer, Hit
+
+
+def _pages(start: int, end: int | None) -> str:
+    return str(start) if end in (None, start) else f"{start}-{end}"
+
+
+def _hit_json(hit: Hit) -> dict[str, Any]:
+    from ragstrata.render import hit_json  # the same JSON as the HTTP API
+
+    return hit_json(hit)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="Search query.")],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Hits to return.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid, dense or bm25.")] = "hybrid",
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show each retriever's rank and score.")
+    ] = False,
+    rerank: Annotated[
+        bool | None,
+        typer.Option("--rerank/--no-rerank", help="Cross-encoder reranking (default: config)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hybrid search (dense + BM25 fused by RRF, then the cross-encoder when reranking is on);
+    prints ranked chunks."""
+    try:
+        if mode not in ("hybrid", "dense", "bm25"):
+            raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
+        with _engine(index, config) as engine:
+            result = engine.search(query, top_k=top_k, mode=mode, rerank=rerank)  # type: ignore[arg-type]
+            if not result.hits and not engine.manifest().documents:
+                _warn_empty(engine.index_dir)
+    except RagError as exc:
+        raise _fail(exc) from exc
+    if json_out:
+        data = {
+            "query": query,
+            "hits": [_hit_json(h) for h in result.hits],
+            "language_relation": result.language_relation,
+            "timings_ms": result.timings_ms,
+        }
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    table = Table(show_lines=False, title=escape(f"{len(result.hits)} hits for {query!r}"))
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    if explain:
+        table.add_column("dense rank/score", no_wrap=True)
+        table.add_column("bm25 rank/score", no_wrap=True)
+        if any(h.retriever_score("rerank") is not None for h in result.hits):
+            table.add_column("rerank rank/score", no_wrap=True)
+    wheres = [_hit_where(hit, max(40, out.width // 2)) for hit in result.hits]
+    # file names stay whole: the source column gets what its longest entry needs (folders
+    # shortened to …/ past half the terminal); the text snippet wraps in what is left
+    widest = max((len(w) for w in wheres), default=10)
+    table.add_column("source > heading", min_width=widest, overflow="fold")
+    table.add_column("text")
+    for hit, where in zip(result.hits, wheres, strict=True):
+        row = [str(hit.rank), f"{hit.score:.4f}"]
+        if explain:
+            has_rerank = any(h.retriever_score("rerank") is not None for h in result.hits)
+            for name in ("dense", "bm25", *(("rerank",) if has_rerank else ())):
+                e = next((x for x in hit.explain if x.retriever == name), None)
+                row.append(f"{e.rank} / {e.score:.3f}" if e else "-")
+        row.append(escape(where))
+        snippet = " ".join(hit.chunk.text.split())
+        row.append(escape(snippet[:160] + ("…" if len(snippet) > 160 else "")))
+        table.add_row(*row)
+    out.print(table)
+    out.print(f"[dim]{result.timings_ms['total']:.1f} ms[/]")
+
+
+def _hit_where(hit: Hit, max_chars: int) -> str:
+    """``source p. pages > heading`` of a hit, terminal-safe (not yet markup-escaped). Over
+    ``max_chars``, the source's folders become ``…/``: the file name itself is never cut."""
+    source = display_path(hit.chunk.source)
+    pages = ""
+    if hit.chunk.page_start is not None:
+        pages = f" p. {_pages(hit.chunk.page_start, hit.chunk.page_end)}"
+    heading = f" > {hit.chunk.heading}" if hit.chunk.heading else ""
+    folder, _, name = source.rpartition("/")
+    if folder and len(source + pages + heading) > max_chars:
+        source = "…/" + name
+    return _term(source + pages + heading)
+
+
+def _answer_json(answer: Answer) -> dict[str, Any]:
+    from ragstrata.render import answer_json  # the same JSON as the HTTP API
+
+    return answer_json(answer)
+
+
+def _llm_answer_json(answer: Answer) -> dict[str, Any]:
+    """The wire JSON plus the LLM fields (``verified``/``support`` per citation, usage,
+    generator, conflict, metadata: :func:`~ragstrata.render.diagnostics_json`)."""
+    from ragstrata.render import diagnostics_json
+
+    data = _answer_json(answer)
+    for cited, c in zip(data["citations"], answer.citations, strict=True):
+        cited.setdefault("verified", c.verified)
+        cited.setdefault("support", c.support)
+    data.setdefault("usage", dict(answer.usage))
+    data.setdefault("generator", answer.generator)
+    data.setdefault("conflict", answer.conflict)
+    data.setdefault("metadata", diagnostics_json(answer))
+    return data
+
+
+def _raw_answer(answer: Answer) -> str:
+    """The text as the LLM wrote it (what was streamed), else the answer's own text."""
+    generation = answer.generation
+    if generation is None or generation.raw_answer is None:
+        return answer.text
+    return generation.raw_answer
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="Question in any language of your documents.")],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="Answerer: none (extractive), local (packaged GGUF model), openai "
+            "(OpenAI-compatible server, see the llm section of the config). Default: llm.provider.",
+        ),
+    ] = None,
+    stream: Annotated[
+        bool, typer.Option("--stream/--no-stream", help="Print the answer as it is written.")
+    ] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer a question with numbered citations, or refuse when the documents do not say."""
+    from ragstrata.generate.answerer import AnswerEvent, TokenEvent
+
+    answer: Answer | None = None
+    streamed = False
+    try:
+        overrides = _llm_overrides(llm)
+        cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
+        with Ragstrata(cfg) as engine:
+            live = stream and not json_out and engine.generator is not None
+            for event in engine.ask_stream(question):
+                if isinstance(event, TokenEvent) and live:
+                    out.print(event.text, end="", highlight=False, markup=False)
+                    streamed = True
+                elif isinstance(event, AnswerEvent):
+                    answer = event.answer
+    except RagError as exc:
+        raise _fail(exc) from exc
+    assert answer is not None
+    if answer.refused_by == "empty_index":
+        _warn_empty(cfg.index_path)
+    if json_out:
+        print(json.dumps(_llm_answer_json(answer), ensure_ascii=False, indent=2))
+        return
+    if streamed:
+        out.print("\n")
+        if answer.refusal or answer.text != _raw_answer(answer):
+            out.print("[dim]checked answer:[/]")
+            streamed = False
+    if not streamed:
+        style = "yellow" if answer.refusal else "bold"
+        out.print(f"[{style}]{escape(answer.text)}[/]", highlight=False)
+    if answer.citations:
+        out.print()
+        for c in answer.citations:
+            heading = " > ".join(c.heading_path)
+            where = display_path(c.source)
+            if c.page_start is not None:
+                where += f" p. {_pages(c.page_start, c.page_end)}"
+            check = ""
+            if c.support is not None:
+                check = " [green]verified[/]" if c.verified else " [red]NOT verified[/]"
+            out.print(
+                escape(_term(f"[{c.label}] {where}{' > ' + heading if heading else ''}"))
+                + f"{check} "
+                f"[dim](chars {c.start}-{c.end}, chunk {c.chunk_id[:12]})[/]",
+                highlight=False,
+            )
+    if answer.conflict:
+        kept = ", ".join(c.kept for c in answer.conflicts)
+        out.print(
+            f"[yellow]note[/] sources disagree across versions; used the newest ({escape(kept)})"
+        )
+    if answer.usage:
+        u = answer.usage
+        out.print(
+            f"[dim]{answer.generator}: {u.get('prompt_tokens', 0)} prompt + "
+            f"{u.get('completion_tokens', 0)} answer tokens, "
+            f"{answer.timings_ms.get('total', 0.0) / 1000:.1f} s[/]",
+            highlight=False,
+        )
