@@ -79,7 +79,9 @@ def test_search_and_ask_agree_across_hash_seeds(corpus: Path) -> None:
     index = str(ingest(corpus, "idx-seeds", 32))
     runs = []
     for seed in ("1", "2"):
-        search = cli("search", QUESTION, "--index", index, "--json", home=corpus, PYTHONHASHSEED=seed)
+        search = cli(
+            "search", QUESTION, "--index", index, "--json", home=corpus, PYTHONHASHSEED=seed
+        )
         ask = cli("ask", QUESTION, "--index", index, "--json", home=corpus, PYTHONHASHSEED=seed)
         runs.append((without_timings(search), without_timings(ask)))
     assert runs[0][0]["hits"], runs[0][0]
