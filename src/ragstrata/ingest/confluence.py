@@ -224,7 +224,8 @@ def parse_confluence(raw: str, *, fallback_title: str, file_stem: str) -> Parsed
     """
     from selectolax.lexbor import LexborHTMLParser
 
-    from ragstrata.ingest.html import HtmlRenderer, cap_nesting, parse_html
+    from ragstrata.ingest.html import HtmlRenderer, parse_html
+    from ragstrata.ingest.html_clean import cap_nesting
 
     tree = LexborHTMLParser(cap_nesting(raw))
     title_node = tree.css_first("#title-text")

@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragstrata.ingest.html import cap_nesting, parse_html
+from ragstrata.ingest.html import parse_html
+from ragstrata.ingest.html_clean import cap_nesting
 
 
 def _pieces(html: str) -> list[tuple[str, str]]:

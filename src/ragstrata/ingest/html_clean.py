@@ -1,0 +1,183 @@
+"""Cleaning for the HTML parser (:mod:`ragstrata.ingest.html`): what is dropped and how text is
+tidied, before and while the DOM is rendered.
+
+* :func:`cap_nesting` runs on the raw source before parsing: tags nested deeper than
+  :data:`MAX_DEPTH` elements are removed (their text is kept), so the parser's time stays
+  bounded on pathological input.
+* :func:`is_boilerplate` says which elements are not content (the list is in the docstring of
+  :mod:`ragstrata.ingest.html`): skipped tags, hidden elements, ARIA navigation roles and
+  navigation classes.
+* :func:`collapse` turns whitespace runs (NBSP included) into one space and removes invisible
+  format characters (zero-width space, soft hyphen, word joiner, BOM); :func:`flat_text` is a
+  node's text on one line, boilerplate skipped.
+
+The tag classes :data:`BLOCK_TAGS`, :data:`SEPARATE_TAGS` and :data:`HEADING_LEVEL` are shared
+by the renderer (:mod:`ragstrata.ingest.html`) and the tables and lists
+(:mod:`ragstrata.ingest.html_tables`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborNode
+
+__all__ = [
+    "BLOCK_TAGS",
+    "HEADING_LEVEL",
+    "MAX_DEPTH",
+    "SEPARATE_TAGS",
+    "cap_nesting",
+    "collapse",
+    "flat_text",
+    "is_boilerplate",
+    "node_children",
+    "node_classes",
+]
+
+logger = logging.getLogger(__name__)
+
+_SKIP_TAGS = frozenset(
+    {
+        "script", "style", "noscript", "template", "nav", "header", "footer", "head",
+        "title", "meta", "link", "svg", "math", "iframe", "object", "embed", "canvas",
+        "button", "select", "input", "textarea", "img", "colgroup", "col", "-comment",
+        "-doctype",
+    }
+)  # fmt: skip
+_SKIP_CLASSES = frozenset(
+    {
+        "navheader", "navfooter", "navigation", "navbar", "nav", "breadcrumb", "breadcrumbs",
+        "toc", "toc-macro", "list-of-tables", "list-of-figures", "list-of-examples",
+        "list-of-equations", "skip-link", "skiplink", "visually-hidden", "sr-only",
+    }
+)  # fmt: skip
+_SKIP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_HIDDEN_STYLE_RE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
+BLOCK_TAGS = frozenset(
+    {
+        "html", "body", "main", "article", "section", "div", "p", "address", "aside",
+        "center", "details", "dialog", "dl", "dt", "dd", "fieldset", "figure", "figcaption",
+        "form", "legend", "summary", "caption", "li", "tr", "td", "th", "thead", "tbody",
+        "tfoot", "hgroup", "menu", "optgroup", "option", "label",
+    }
+)  # fmt: skip
+HEADING_LEVEL = {f"h{i}": i for i in range(1, 7)}
+SEPARATE_TAGS = frozenset({"pre", "table", "ul", "ol", "blockquote", "hr"} | set(HEADING_LEVEL))
+_SPACE_RE = re.compile(r"\s+")
+_INVISIBLE_RE = re.compile("[\u200b\u00ad\u2060\ufeff]")
+MAX_DEPTH = 400
+"""Element depth rendered as structure (deeper content becomes inline text), and the nesting
+:func:`cap_nesting` lets through to the HTML parser."""
+_TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*>")
+_NOT_NESTING = frozenset(
+    # void elements, and elements whose end tag HTML lets the parser imply (a page of 5,000
+    # unclosed <li> or <p> is flat, not 5,000 deep)
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
+    | {"source", "track", "wbr", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th"}
+    | {"thead", "tbody", "tfoot", "colgroup", "caption", "rb", "rt", "rp", "html", "head", "body"}
+)
+"""Deeper subtrees are flattened to text (keeps recursion bounded on pathological input)."""
+
+
+def cap_nesting(raw: str, max_depth: int = MAX_DEPTH) -> str:
+    """``raw`` with the tags nested deeper than ``max_depth`` elements removed (their text is
+    kept); ``raw`` itself when no tag is that deep.
+
+    lexbor's tree builder checks the stack of open elements at every tag, so its time grows
+    with the square of the nesting: 100,000 nested ``<div><span>`` (1.1 MB) took minutes. The
+    scan is one regular-expression pass; tags inside comments or scripts count as tags, which
+    can only flatten a page a little earlier.
+    """
+    depth = 0
+    for m in _TAG_RE.finditer(raw):
+        if m.group(2).lower() in _NOT_NESTING or m.group(0).endswith("/>"):
+            continue
+        depth = max(0, depth - 1) if m.group(1) else depth + 1
+        if depth > max_depth:
+            break
+    else:
+        return raw
+    pieces: list[str] = []
+    pos = depth = removed = 0
+    for m in _TAG_RE.finditer(raw):
+        if m.group(2).lower() in _NOT_NESTING or m.group(0).endswith("/>"):
+            continue
+        closing = bool(m.group(1))
+        if not closing:
+            depth += 1
+        if depth > max_depth:
+            pieces.append(raw[pos : m.start()])
+            pos = m.end()
+            removed += 1
+        if closing:
+            depth = max(0, depth - 1)
+    pieces.append(raw[pos:])
+    logger.warning(
+        "HTML nested deeper than %d elements: %d tags beyond that depth removed, text kept",
+        max_depth,
+        removed,
+    )
+    return "".join(pieces)
+
+
+def collapse(text: str) -> str:
+    """Whitespace runs (newlines and NBSP included) -> one space; invisible format characters
+    removed; trimmed."""
+    return _SPACE_RE.sub(" ", _INVISIBLE_RE.sub("", text)).strip()
+
+
+def node_classes(node: LexborNode) -> set[str]:
+    return set((node.attrs.get("class") or "").split())
+
+
+def is_boilerplate(node: LexborNode, tag: str) -> bool:
+    if tag in _SKIP_TAGS:
+        return True
+    attrs = node.attrs
+    if "hidden" in attrs or attrs.get("aria-hidden") == "true":
+        return True
+    style = attrs.get("style")
+    if style and _HIDDEN_STYLE_RE.search(style):
+        return True
+    if (attrs.get("role") or "").lower() in _SKIP_ROLES:
+        return True
+    return not _SKIP_CLASSES.isdisjoint(node_classes(node))
+
+
+def node_children(node: LexborNode) -> list[LexborNode]:
+    return list(node.iter(include_text=True))
+
+
+def flat_text(node: LexborNode, *, skip_child_lists: bool = False) -> str:
+    """Text of ``node`` on one line: inline elements joined as written (``apt(8)`` stays one
+    word), block elements and ``br`` separated by a space, boilerplate skipped.
+    ``skip_child_lists`` leaves out ``ul``/``ol`` children of ``node`` (rendered apart)."""
+    parts: list[str] = []
+    stack: list[LexborNode | str] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        tag = item.tag or ""
+        if tag == "-text":
+            parts.append(item.text_content or "")
+            continue
+        if tag == "br":
+            parts.append(" ")
+            continue
+        if not tag or (item is not node and is_boilerplate(item, tag)):
+            continue
+        if skip_child_lists and tag in ("ul", "ol") and item.parent == node:
+            continue
+        separate = tag in BLOCK_TAGS or tag in SEPARATE_TAGS
+        if separate:
+            stack.append(" ")
+        stack.extend(reversed(node_children(item)))
+        if separate:
+            stack.append(" ")
+    return collapse("".join(parts))
