@@ -110,7 +110,7 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_onnx(tiny_cross_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny cross-encoder exported to ONNX fp32 (``model.onnx``) next to its tokenizer."""
     pytest.importorskip("onnxruntime")
-    from ragstrata.training.reranker import export_onnx
+    from ragstrata.training.export import export_onnx
 
     folder = tmp_path_factory.mktemp("tiny-onnx")
     export_onnx(tiny_cross_encoder, folder / "model.onnx")

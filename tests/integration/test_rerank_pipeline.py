@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from ragstrata.training.reranker import base_model_dir, export_onnx
+    from ragstrata.training.export import export_onnx
+    from ragstrata.training.reranker import base_model_dir
 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny-ce")

