@@ -22,13 +22,13 @@ from typing import Any
 from ragstrata.errors import (
     CorruptFileError,
     EncryptedDocumentError,
-    MissingDependencyError,
     NoTextLayerError,
     ParserLimitError,
 )
 from ragstrata.ingest.pdf.model import Frame, OutlineEntry, Page, Rule, Word, text_key
 from ragstrata.ingest.pdf.rows import row_segments
 from ragstrata.ingest.text import normalize_text
+from ragstrata.optional import require
 
 logger = logging.getLogger(__name__)
 
@@ -112,11 +112,8 @@ def read_pdf(data: bytes, *, source: str) -> Extracted:
         NoTextLayerError: no page has a text layer (scanned or image-only PDF).
         ParserLimitError: past a cap (module constants ``_MAX_*``).
     """
-    try:
-        import pypdfium2 as pdfium
-        import pypdfium2.raw as pdfium_c
-    except ImportError as exc:
-        raise MissingDependencyError("pypdfium2", "pdf") from exc
+    pdfium = require("pypdfium2", extra="pdf")
+    pdfium_c = require("pypdfium2.raw", extra="pdf", package="pypdfium2")
 
     if not data:
         raise CorruptFileError(source, "the file is empty (0 bytes)")
