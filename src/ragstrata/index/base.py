@@ -109,3 +109,37 @@ class VectorStore(Protocol):
     def close(self) -> None:
         """Flush and release files; the store must not be used afterwards."""
         ...
+
+
+class ChunkReads:
+    """The reads every :class:`VectorStore` derives from its id searches and :meth:`get`:
+    ``dense_search``/``sparse_search`` are ``*_search_ids`` with the chunks fetched in one
+    ``get`` (hits whose chunk vanished in between are dropped). Both ragstrata backends inherit
+    it; a backend that can return payloads with its search may override both."""
+
+    def dense_search_ids(
+        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def sparse_search_ids(
+        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        raise NotImplementedError
+
+    def dense_search(
+        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        return self._with_chunks(self.dense_search_ids(vector, limit=limit, filters=filters))
+
+    def sparse_search(
+        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
+    ) -> list[tuple[Chunk, float]]:
+        return self._with_chunks(self.sparse_search_ids(vector, limit=limit, filters=filters))
+
+    def _with_chunks(self, hits: list[tuple[str, float]]) -> list[tuple[Chunk, float]]:
+        chunks = {c.chunk_id: c for c in self.get([cid for cid, _ in hits])}
+        return [(chunks[cid], score) for cid, score in hits if cid in chunks]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ragstrata.errors import DimensionMismatchError, StoreError
-from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
+from ragstrata.index.base import QUANTIZATIONS, ChunkReads, Filters, SparseVector, search_params
 from ragstrata.optional import require
 from ragstrata.types import Chunk, FloatArray
 
@@ -95,7 +95,7 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-class EdgeStore:
+class EdgeStore(ChunkReads):
     """:class:`~ragstrata.index.base.VectorStore` on a Qdrant Edge shard at ``path``.
 
     Creates the shard when ``path`` holds none; ``hnsw_m``, ``ef_construct``, ``quantization``
@@ -200,16 +200,6 @@ class EdgeStore:
             raise StoreError(f"write to {self.path} failed: {exc}") from exc
 
     # ------------------------------------------------------------------ reads
-    def dense_search(
-        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
-    ) -> list[tuple[Chunk, float]]:
-        return self._with_chunks(self.dense_search_ids(vector, limit=limit, filters=filters))
-
-    def sparse_search(
-        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
-    ) -> list[tuple[Chunk, float]]:
-        return self._with_chunks(self.sparse_search_ids(vector, limit=limit, filters=filters))
-
     def dense_search_ids(
         self, vector: FloatArray, *, limit: int, filters: Filters | None = None
     ) -> list[tuple[str, float]]:
@@ -245,10 +235,6 @@ class EdgeStore:
             raise StoreError(f"query on {self.path} failed: {exc}") from exc
         # point ids are the chunk ids read as UUIDs: no payload needed to know them
         return [(uuid.UUID(str(p.id)).hex, float(p.score)) for p in points]
-
-    def _with_chunks(self, hits: list[tuple[str, float]]) -> list[tuple[Chunk, float]]:
-        chunks = {c.chunk_id: c for c in self.get([cid for cid, _ in hits])}
-        return [(chunks[cid], score) for cid, score in hits if cid in chunks]
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         if not chunk_ids:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragstrata.errors import ConfigError, DimensionMismatchError, StoreError
-from ragstrata.index.base import QUANTIZATIONS, Filters, SparseVector, search_params
+from ragstrata.index.base import QUANTIZATIONS, ChunkReads, Filters, SparseVector, search_params
 from ragstrata.index.edge import (
     _INDEXED_FIELDS,
     DENSE,
@@ -58,7 +58,7 @@ def _local_path(location: str) -> str:
     return rest[2:] if rest.startswith("//") else rest
 
 
-class QdrantStore:
+class QdrantStore(ChunkReads):
     """:class:`~ragstrata.index.base.VectorStore` on a Qdrant collection through qdrant-client.
 
     ``location``: see the module docstring. ``dim``: the embedding dim. The collection is created
@@ -346,16 +346,6 @@ class QdrantStore:
             ) from exc
 
     # ------------------------------------------------------------------ reads
-    def dense_search(
-        self, vector: FloatArray, *, limit: int, filters: Filters | None = None
-    ) -> list[tuple[Chunk, float]]:
-        return self._with_chunks(self.dense_search_ids(vector, limit=limit, filters=filters))
-
-    def sparse_search(
-        self, vector: SparseVector, *, limit: int, filters: Filters | None = None
-    ) -> list[tuple[Chunk, float]]:
-        return self._with_chunks(self.sparse_search_ids(vector, limit=limit, filters=filters))
-
     def dense_search_ids(
         self, vector: FloatArray, *, limit: int, filters: Filters | None = None
     ) -> list[tuple[str, float]]:
@@ -464,10 +454,6 @@ class QdrantStore:
             ) from exc
         # point ids are the chunk ids read as UUIDs: no payload needed to know them
         return [(uuid.UUID(str(p.id)).hex, float(p.score)) for p in points]
-
-    def _with_chunks(self, hits: list[tuple[str, float]]) -> list[tuple[Chunk, float]]:
-        chunks = {c.chunk_id: c for c in self.get([cid for cid, _ in hits])}
-        return [(chunks[cid], score) for cid, score in hits if cid in chunks]
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         if not chunk_ids:
