@@ -22,7 +22,7 @@ from ragstrata.cli.common import (
     err,
     out,
 )
-from ragstrata.cli.options import BaselineOpt, ConfigOpt, IndexOpt
+from ragstrata.cli.options import BaselineOpt, ConfigOpt, EvalIndexOpt, IndexOpt
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, RagError
 from ragstrata.pipeline import Ragstrata
@@ -66,7 +66,7 @@ def eval_cmd(
     max_queries: Annotated[
         int | None, typer.Option("--max-queries", min=1, help="Score only the first N queries.")
     ] = None,
-    index: IndexOpt = None,
+    index: EvalIndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Ablation on labeled data: nDCG@10, MRR@10, hit@k, recall@k, MAP and latency per mode.
@@ -108,7 +108,7 @@ def eval_refusal(
     json_file: Annotated[
         Path | None, typer.Option("--json", help="Write the report (and features) here.")
     ] = None,
-    index: IndexOpt = None,
+    index: EvalIndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Calibrate the refusal threshold (llm.min_evidence) on SQuAD v2: prints refusal
@@ -212,7 +212,7 @@ def eval_answers(
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Allowed absolute change past the baseline.")
     ] = 0.01,
-    index: IndexOpt = None,
+    index: EvalIndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Answer-level evaluation through `ask`: share answered, answer contains a gold answer,

@@ -12,6 +12,14 @@ IndexOpt = Annotated[
     Path | None,
     typer.Option("--index", help="Index directory (default: $RAGSTRATA_HOME/index)."),
 ]
+EvalIndexOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--index",
+        help="Index directory (default: $RAGSTRATA_HOME/eval/<corpus>-<embedder>, built once and "
+        "reused; a golden file is scored against $RAGSTRATA_HOME/index).",
+    ),
+]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", help="TOML config file (default: $RAGSTRATA_HOME/config.toml)."),

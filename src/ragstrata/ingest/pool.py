@@ -269,6 +269,15 @@ def _crash_reason(exit_codes: Sequence[int | None]) -> str:
                 name = f"signal {-code}"
             if name != "SIGTERM":  # SIGTERM: a sibling stopped by _terminate
                 return f"the parser process crashed on this file ({name})"
+    statuses = sorted({code for code in exit_codes if code is not None and code > 0})
+    if statuses:
+        # a worker that exits with a status (no signal) died in Python, most often while
+        # re-importing the calling script: the spawn start method runs its top-level code again
+        return (
+            f"the parser process exited with status {statuses[0]} before returning this file; "
+            "if ragstrata runs from a script, put the script's top-level code under "
+            '`if __name__ == "__main__":` (worker processes import the script again)'
+        )
     return "the parser process crashed on this file"
 
 

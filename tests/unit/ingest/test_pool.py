@@ -123,3 +123,15 @@ def test_a_lone_file_over_the_memory_limit_is_reported(tmp_path: Path) -> None:
     )
     assert isinstance(result, IngestFailure) and result.code == "RS212"
     assert "exceeded 300 MB" in result.reason
+
+
+def test_crash_reason_names_the_signal_or_the_script_guard() -> None:
+    import signal
+
+    from ragstrata.ingest.pool import _crash_reason
+
+    assert "SIGSEGV" in _crash_reason([-signal.SIGSEGV])
+    assert "SIGSEGV" in _crash_reason([-signal.SIGTERM, -signal.SIGSEGV])  # SIGTERM: a sibling
+    guard = _crash_reason([1])  # died in Python, e.g. re-importing a script without the guard
+    assert "status 1" in guard and 'if __name__ == "__main__":' in guard
+    assert _crash_reason([None]) == "the parser process crashed on this file"
