@@ -56,8 +56,11 @@ def ingest(
         bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
     ] = False,
 ) -> None:
-    """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence exports, PDF,
-    text)."""
+    """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence, PDF, text).
+
+    Exit status: 0 all indexed; 3 some files skipped (each reported with its path and RSxxx
+    reason); 1 nothing indexed or an error.
+    """
     try:
         with (
             _engine(index, config) as engine,
