@@ -274,7 +274,7 @@ def _crash_reason(exit_codes: Sequence[int | None]) -> str:
         # a worker that exits with a status (no signal) died in Python, most often while
         # re-importing the calling script: the spawn start method runs its top-level code again
         return (
-            f"the parser process exited with status {statuses[0]} before returning this file; "
+            f"the parser process crashed on this file (exit status {statuses[0]}); "
             "if ragstrata runs from a script, put the script's top-level code under "
             '`if __name__ == "__main__":` (worker processes import the script again)'
         )

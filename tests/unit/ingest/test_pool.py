@@ -133,5 +133,6 @@ def test_crash_reason_names_the_signal_or_the_script_guard() -> None:
     assert "SIGSEGV" in _crash_reason([-signal.SIGSEGV])
     assert "SIGSEGV" in _crash_reason([-signal.SIGTERM, -signal.SIGSEGV])  # SIGTERM: a sibling
     guard = _crash_reason([1])  # died in Python, e.g. re-importing a script without the guard
-    assert "status 1" in guard and 'if __name__ == "__main__":' in guard
+    assert "crashed" in guard and "exit status 1" in guard
+    assert 'if __name__ == "__main__":' in guard
     assert _crash_reason([None]) == "the parser process crashed on this file"
