@@ -74,6 +74,7 @@ class Ragstrata:
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
         self._store: VectorStore | None = None
+        self._reader: VectorStore | None = None  # self._store once opened for reading
         self._retriever: Retriever | None = None
         self._chunker: Chunker | None = None
         self._lock: catalog.IndexLock | None = None
@@ -267,14 +268,21 @@ class Ragstrata:
     @property
     def retriever(self) -> Retriever:
         if self._retriever is None:
-            manifest = self.manifest()
-            store = self._open_store(manifest)  # takes the index lock: no writer is running
-            if catalog.read_journal(self.index_dir) is not None:
-                recover(self.index_dir, store, manifest)
             self._retriever = HybridRetriever(
-                store, self.embedder, self.analyzer, self.config.retrieval
+                self._read_store(), self.embedder, self.analyzer, self.config.retrieval
             )
         return self._retriever
+
+    def _read_store(self) -> VectorStore:
+        """The store opened for reading: the manifest checked, the index lock taken (no writer
+        is running) and an interrupted commit rolled back, once per engine."""
+        if self._reader is None:
+            manifest = self.manifest()
+            store = self._open_store(manifest)
+            if catalog.read_journal(self.index_dir) is not None:
+                recover(self.index_dir, store, manifest)
+            self._reader = store
+        return self._reader
 
     def search(
         self,
@@ -315,7 +323,7 @@ class Ragstrata:
     def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Stored chunks by id, in the order given; unknown ids are skipped. Raises
         IndexNotFoundError when there is no index."""
-        return self._open_store(self.manifest()).get(list(chunk_ids))
+        return self._read_store().get(list(chunk_ids))
 
     @property
     def reranker(self) -> Reranker | None:
@@ -493,7 +501,7 @@ class Ragstrata:
             self._retriever = None
         if self._store is not None:
             self._store.close()
-            self._store = None
+            self._store = self._reader = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
