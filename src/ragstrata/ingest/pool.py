@@ -13,9 +13,9 @@ the calling process without either, is for tests and debugging).
 Memory limit (Linux): each worker watches its own resident set size (``/proc/self/statm``,
 every 50 ms) and exits with :data:`_EXIT_OVER_MEMORY` once it passes ``max_memory_mb``; the
 parent reads that exit status and reports the file. As a backstop for growth faster than the
-watch, the worker's address space (``RLIMIT_AS``) is limited to twice the limit plus 1 GiB of
-mappings it never touches: an allocation past it fails (``MemoryError`` in Python, a crash in
-native code), which costs the file as well.
+watch, the worker's address space (``RLIMIT_AS``) is limited to what it maps at start plus twice
+the limit plus 1 GiB of mappings it never touches: an allocation past it fails (``MemoryError``
+in Python, reported as the memory limit; a crash in native code), which costs the file as well.
 """
 
 from __future__ import annotations
@@ -63,13 +63,19 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="ragstrata-parent-watch", daemon=True).start()
 
 
-def _rss_bytes() -> int | None:
-    """This process's resident set size in bytes (Linux), or None where /proc is missing."""
+def _statm_bytes(field: int) -> int | None:
+    """One field of /proc/self/statm in bytes (0: address space, 1: resident set), or None
+    where /proc is missing (not Linux)."""
     try:
         with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * _PAGE_BYTES
+            return int(statm.read().split()[field]) * _PAGE_BYTES
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _rss_bytes() -> int | None:
+    """This process's resident set size in bytes (Linux), or None where /proc is missing."""
+    return _statm_bytes(1)
 
 
 def _limit_memory(max_memory_mb: int) -> None:
@@ -83,7 +89,9 @@ def _limit_memory(max_memory_mb: int) -> None:
         pass
     else:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        backstop = 2 * limit + 2**30
+        # above what the worker already maps (thread stacks and allocator arenas grow with the
+        # core count), so the backstop stays a backstop on a many-core machine
+        backstop = (_statm_bytes(0) or 0) + 2 * limit + 2**30
         if hard != resource.RLIM_INFINITY:
             backstop = min(backstop, hard)
         if soft == resource.RLIM_INFINITY or soft > backstop:
@@ -192,6 +200,9 @@ def load_many(
                     crashed = False
                 except BrokenProcessPool:
                     crashed = True
+                except MemoryError:  # the address-space backstop hit before the RSS watch
+                    yield _over_memory(path, max_memory_mb)
+                    continue
                 except Exception as err:  # the loader broke its contract: cost one file only
                     logger.error("parser failure on %s: %s: %s", path, type(err).__name__, err)
                     yield IngestFailure(
@@ -215,12 +226,7 @@ def load_many(
                     # any of the files in flight may have killed the worker: retry one by one
                     suspects.extendleft(reversed([path, *others]))
                 elif _EXIT_OVER_MEMORY in exit_codes:
-                    yield IngestFailure(
-                        path_text(path),
-                        ParserLimitError.code,
-                        f"parser exceeded {max_memory_mb} MB of memory "
-                        "(ingest.max_worker_memory_mb); skipped",
-                    )
+                    yield _over_memory(path, max_memory_mb)
                 else:
                     yield IngestFailure(path_text(path), "RS200", _crash_reason(exit_codes))
         finally:
@@ -255,6 +261,16 @@ class ParseResults(Iterator[Document | IngestFailure]):
             close()
         if self._stop is not None:
             self._stop()
+
+
+def _over_memory(path: Path, max_memory_mb: int | None) -> IngestFailure:
+    """The RS212 failure of a file whose parse passed the worker's memory limit."""
+    limit = f"{max_memory_mb} MB of memory" if max_memory_mb else "the memory available"
+    return IngestFailure(
+        path_text(path),
+        ParserLimitError.code,
+        f"parser exceeded {limit} (ingest.max_worker_memory_mb); skipped",
+    )
 
 
 def _crash_reason(exit_codes: Sequence[int | None]) -> str:

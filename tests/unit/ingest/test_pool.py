@@ -31,6 +31,13 @@ def _hungry_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     return load_one(path, max_file_bytes)
 
 
+def _memory_error_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
+    """Top-level (picklable): ``hog*`` files fail as an allocation past RLIMIT_AS does."""
+    if path.name.startswith("hog"):
+        raise MemoryError
+    return load_one(path, max_file_bytes)
+
+
 def _pid_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     """Top-level (picklable): reports the id of the process that parsed ``path``."""
     return IngestFailure(str(path), "RS200", str(os.getpid()))
@@ -136,3 +143,21 @@ def test_crash_reason_names_the_signal_or_the_script_guard() -> None:
     assert "crashed" in guard and "exit status 1" in guard
     assert 'if __name__ == "__main__":' in guard
     assert _crash_reason([None]) == "the parser process crashed on this file"
+
+
+def test_a_memory_error_in_the_worker_is_the_memory_limit(tmp_path: Path) -> None:
+    # the address-space backstop can fire before the resident-set watch (a many-core machine)
+    names = ["a.md", "hog.md", "b.md"]
+    results = list(
+        load_many(
+            _files(tmp_path, names),
+            max_file_bytes=10_000,
+            workers=2,
+            max_memory_mb=300,
+            loader=_memory_error_loader,
+        )
+    )
+    assert _names(results) == names
+    [failed] = [r for r in results if isinstance(r, IngestFailure)]
+    assert Path(failed.path).name == "hog.md" and failed.code == "RS212"
+    assert "exceeded 300 MB" in failed.reason
