@@ -36,7 +36,7 @@ def e5_native() -> Any:
 @pytest.mark.slow
 class TestOnnxMiniLMInt8(EmbedderContract):
     symmetric = True
-    batch_cosine_floor = 0.98  # int8 quantizes activations with one scale per batch
+    batch_atol = 0.0  # int8 quantizes activations per pass, so it encodes one text per pass
 
     @pytest.fixture
     def embedder(self, onnx_embedder: Callable[[str, str], Embedder]) -> Embedder:
@@ -64,7 +64,7 @@ class TestTorchMiniLM(EmbedderContract):
 
 @pytest.mark.slow
 class TestOnnxE5Int8(EmbedderContract):
-    batch_cosine_floor = 0.98  # int8 quantizes activations with one scale per batch
+    batch_atol = 0.0  # int8 quantizes activations per pass, so it encodes one text per pass
 
     @pytest.fixture
     def embedder(self, onnx_embedder: Callable[[str, str], Embedder]) -> Embedder:

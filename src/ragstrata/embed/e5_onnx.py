@@ -177,6 +177,12 @@ class OnnxE5Embedder:
     tokens of the text alone, ``special_tokens`` is what the prefix and ``<s>``/``</s>`` add,
     so a chunk within ``max_seq_length - special_tokens`` is never truncated. ``threads`` sets
     onnxruntime's ``intra_op_num_threads`` (0: one per physical core).
+
+    Texts run in length-sorted batches of ``batch_size``, except with ``int8``: it quantizes
+    activations with one scale per forward pass, so a text's vector would depend on its batch
+    (up to 0.012 per component at batch size 32); it encodes one text per pass, which on 2 cores
+    is also faster (559 tokens/s against 381 at batch size 32 over 300 FastAPI passages).
+    ``q4`` and ``fp32`` agree between a batch and one text to 1e-7.
     """
 
     dim = 384
@@ -192,7 +198,7 @@ class OnnxE5Embedder:
     ) -> None:
         check_embedder_args(variant, E5_VARIANTS, batch_size=batch_size, threads=threads)
         self._variant: E5Variant = variant
-        self._batch_size = batch_size
+        self._batch_size = 1 if variant == "int8" else batch_size
         self._threads = threads
         self._cache_dir = cache_dir
         self._lock = threading.Lock()

