@@ -22,7 +22,7 @@ from ragstrata.errors import (
     IndexNotFoundError,
     StoreError,
 )
-from ragstrata.generate.evidence import min_evidence_for
+from ragstrata.generate.evidence import EvidenceRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters, VectorStore
@@ -427,7 +427,7 @@ class Ragstrata:
                 self.analyzer,
                 max_sentences=self.config.answer.max_sentences,
                 context_tokens=self.config.answer.context_tokens,
-                min_evidence=self._min_evidence(),
+                evidence_rule=self._evidence_rule(),
                 min_rerank=self.config.rerank.min_score,
                 display_source=display_source,
             )
@@ -438,7 +438,7 @@ class Ragstrata:
             generator,
             self.analyzer,
             self.config.llm,
-            min_evidence=self._min_evidence(),
+            evidence_rule=self._evidence_rule(),
             checker=CitationChecker(self.embedder, self.analyzer),
             display_source=display_source,
             parents=parents,
@@ -453,9 +453,11 @@ class Ragstrata:
         extractive answerer quotes sentences. Both refuse (``refusal=True``, no citations, the
         message in the question's language) on the same decision,
         :func:`~ragstrata.generate.evidence.check_evidence`: nothing was retrieved, or the
-        evidence score is under ``llm.min_evidence`` (unset: calibrated for the index's
-        embedder), or (extractive) the best cross-encoder logit is under ``rerank.min_score``.
-        The extractive answer also refuses when no retrieved sentence can be quoted. On an
+        evidence score is under its threshold (the learned answerability probability under
+        ``llm.min_answerable``, or the model's threshold, for the e5 embedders; the hand-made
+        score under ``llm.min_evidence`` otherwise or when that is set), or (extractive) the
+        best cross-encoder logit is under ``rerank.min_score``. The extractive answer also
+        refuses when no retrieved sentence can be quoted. On an
         index that holds no document both refuse with ``refused_by="empty_index"``.
         ``refused_by`` says why a refusal refused (:data:`~ragstrata.types.RefusalReason`);
         ``evidence`` holds what the evidence check measured and its threshold.
@@ -476,12 +478,16 @@ class Ragstrata:
             question, "empty_index", timings=timings, started=started, generator=generator
         )
 
-    def _min_evidence(self) -> float:
-        """The refusal threshold: ``llm.min_evidence``, else the one calibrated for the index's
-        embedder (see :func:`~ragstrata.generate.evidence.min_evidence_for`). The engine's
+    def _evidence_rule(self) -> EvidenceRule:
+        """The refusal rule for the index's embedder and ``llm.min_evidence`` /
+        ``llm.min_answerable`` (see :func:`~ragstrata.generate.evidence.evidence_rule_for`). The
+        engine's
         embedder name is the manifest's (the store refuses to open otherwise), so no manifest
         is read: on a 90k-chunk index that read cost about 190 ms per question."""
-        return min_evidence_for(self.embedder.name, self.config.llm.min_evidence)
+        llm = self.config.llm
+        return evidence_rule_for(
+            self.embedder.name, min_evidence=llm.min_evidence, min_answerable=llm.min_answerable
+        )
 
     # ------------------------------------------------------------------ admin
     def stats(self) -> dict[str, Any]:

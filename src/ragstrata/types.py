@@ -187,7 +187,9 @@ RefusalReason = Literal[
     "evidence", "rerank", "no_quotes", "llm", "no_citations", "unsupported", "empty_index"
 ]
 """Why an answer is a refusal: ``evidence`` (nothing retrieved, or the evidence score is under
-``llm.min_evidence``), ``rerank`` (the best cross-encoder logit is under ``rerank.min_score``),
+its threshold: the answerability probability under ``llm.min_answerable`` or the model's, or the
+hand-made score under ``llm.min_evidence``), ``rerank`` (the best cross-encoder logit is under
+``rerank.min_score``),
 ``no_quotes`` (the extractive answerer found no sentence to quote), ``llm`` (the LLM declined),
 ``no_citations``/``unsupported`` (the LLM's answer cites nothing, or nothing it cites is
 supported), ``empty_index`` (the index holds no document: ingest some first)."""
@@ -196,18 +198,23 @@ supported), ``empty_index`` (the index holds no document: ingest some first)."""
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """``dense``: best cosine among the hits (-1 when dense retrieval found none of them);
-    ``coverage``: best share of question terms in one hit, in [0, 1]; ``score``: their blend
-    (see :mod:`ragstrata.generate.evidence`)."""
+    ``coverage``: best share of question terms in one hit, in [0, 1]; ``score``: what the
+    threshold is compared with: the learned answerability model's probability that the hits
+    hold the answer, in [0, 1], when ``model`` names it (``answerability-e5-v1``), else
+    (``model=None``) the hand-made blend ``dense + 0.5 × coverage`` (see
+    :mod:`ragstrata.generate.evidence`)."""
 
     dense: float
     coverage: float
     score: float
+    model: str | None = None
 
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> dict[str, float | str | None]:
         return {
             "dense": round(self.dense, 4),
             "coverage": round(self.coverage, 4),
             "score": round(self.score, 4),
+            "model": self.model,
         }
 
 
@@ -218,7 +225,8 @@ EvidenceRefusal = Literal["evidence", "rerank"]
 @dataclass(frozen=True, slots=True)
 class EvidenceCheck:
     """The refusal decision :func:`~ragstrata.generate.evidence.check_evidence` made: what it
-    measured (``evidence``), the threshold (``min_evidence``) and ``refused_by``: ``None``
+    measured (``evidence``), the threshold its ``score`` is compared with (``min_evidence``: a
+    probability for the learned check, see :class:`Evidence`) and ``refused_by``: ``None``
     (answer), ``"evidence"`` (no hit, or ``evidence.score`` under ``min_evidence``) or
     ``"rerank"`` (the best cross-encoder logit is under ``min_rerank``)."""
 

@@ -9,6 +9,7 @@ from ragstrata.config import LLMConfig
 from ragstrata.generate.answer import LLMAnswerer
 from ragstrata.generate.answerer import Answerer
 from ragstrata.generate.citations import CitationChecker
+from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.testing.answerer import AnswererContract
 from ragstrata.testing.fakes import HashEmbedder, ScriptedChatModel, make_hit
@@ -31,7 +32,7 @@ class TestExtractiveAnswerer(AnswererContract):
             HashEmbedder(),  # type: ignore[arg-type]
             Analyzer(),
             counter=FunctionCounter(str.split),
-            min_evidence=0.5,
+            evidence_rule=HandRule(0.5),
         )
 
     def answerable(self) -> tuple[str, Sequence[Hit]]:
@@ -45,7 +46,7 @@ class TestLLMAnswerer(AnswererContract):
             ScriptedChatModel("It needs Python 3.11 and four gigabytes of memory [1]."),
             analyzer,
             LLMConfig(provider="local"),
-            min_evidence=0.5,
+            evidence_rule=HandRule(0.5),
             checker=CitationChecker(HashEmbedder(), analyzer),  # type: ignore[arg-type]
         )
 

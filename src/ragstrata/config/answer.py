@@ -16,10 +16,10 @@ class AnswerConfig:
     """Extractive answerer and context assembly.
 
     ``context_tokens``: token budget of the assembled context; ``max_sentences``: sentences in an
-    extractive answer. The refusal threshold is ``llm.min_evidence``, shared with the LLM
-    answerer. ``min_dense_score`` is the removed threshold of the old refusal rule: it is
-    accepted only unset, and a value (from the TOML file, ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE``
-    or code) is a :class:`ConfigError` that names its replacement (see docs/configuration.md).
+    extractive answer. The refusal thresholds (``llm.min_answerable``, ``llm.min_evidence``) are
+    shared with the LLM answerer. ``min_dense_score`` is the removed threshold of the old
+    refusal rule: it is accepted only unset, and a value (from the TOML file,
+    ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE`` or code) is a :class:`ConfigError` that names its replacement (see docs/configuration.md).
     """
 
     context_tokens: int = 1500
@@ -70,9 +70,12 @@ class LLMConfig:
     Both: ``temperature`` (0-2, default 0.1), ``max_tokens`` (answer tokens),
     ``context_tokens`` (budget of the numbered sources, counted with the generator's own
     tokenizer), ``parent_tokens`` (a hit is replaced by its whole parent section when that
-    fits in this many tokens; 0 = never), ``min_evidence`` (refuse without calling the LLM when
-    the evidence score is below it; unset = the value calibrated for the embedder, see
-    docs/evaluation.md), ``verify_citations``, ``unsupported`` (``flag``: keep unsupported
+    fits in this many tokens; 0 = never), ``min_answerable`` (refuse without calling the LLM
+    when the learned answerability probability, in [0, 1], is below it; unset = the shipped
+    model's threshold; e5 embedders only), ``min_evidence`` (the hand-made rule's threshold;
+    setting it selects that rule for every embedder, with its old meaning; unset = the learned
+    check for e5, the value calibrated for MiniLM; see docs/evaluation.md and
+    docs/configuration.md), ``verify_citations``, ``unsupported`` (``flag``: keep unsupported
     citations with ``verified=false``; ``remove``: drop them and their markers) and ``hyde``
     (hypothetical-answer query expansion; off by default, not measured yet, see
     docs/generation.md).
@@ -95,6 +98,7 @@ class LLMConfig:
     context_tokens: int = 1800
     parent_tokens: int = 400
     min_evidence: float | None = None
+    min_answerable: float | None = None
     verify_citations: bool = True
     unsupported: str = "flag"
     hyde: bool = False
@@ -137,6 +141,8 @@ class LLMConfig:
             raise ConfigError(f"llm.parent_tokens={self.parent_tokens} must be >= 0")
         if self.min_evidence is not None:
             check_range("llm.min_evidence", self.min_evidence, -1.0, 2.0)
+        if self.min_answerable is not None:
+            check_range("llm.min_answerable", self.min_answerable, 0.0, 1.0)
         if self.unsupported not in ("flag", "remove"):
             raise ConfigError(f"llm.unsupported={self.unsupported!r}; choose flag or remove")
 

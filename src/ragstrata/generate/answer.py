@@ -20,7 +20,7 @@ from ragstrata.config import LLMConfig
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, TokenEvent, refusal
 from ragstrata.generate.base import ChatModel, Usage
 from ragstrata.generate.citations import CitationChecker, ground
-from ragstrata.generate.evidence import check_evidence
+from ragstrata.generate.evidence import EvidenceRule, check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, render_sources
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Answer, Generation, Hit, RefusalReason
@@ -33,7 +33,7 @@ class LLMAnswerer:
     """The :class:`~ragstrata.generate.answerer.Answerer` over a chat model: runs the steps
     above for one question over already retrieved hits.
 
-    ``min_evidence``: refusal threshold of
+    ``evidence_rule``: the refusal rule of
     :func:`~ragstrata.generate.evidence.check_evidence` (the extractive answerer's too);
     ``checker``: citation verifier (``None`` skips verification); ``parents``: parent section
     lookup for context expansion (``None``: no expansion); ``display_source`` names the
@@ -46,7 +46,7 @@ class LLMAnswerer:
         analyzer: Analyzer,
         config: LLMConfig,
         *,
-        min_evidence: float,
+        evidence_rule: EvidenceRule,
         checker: CitationChecker | None,
         display_source: Callable[[str], str] = str,
         parents: ParentLookup | None = None,
@@ -54,7 +54,7 @@ class LLMAnswerer:
         self.generator = generator
         self.analyzer = analyzer
         self.config = config
-        self.min_evidence = min_evidence
+        self.evidence_rule = evidence_rule
         self.checker = checker
         self.display_source = display_source
         self.parents = parents
@@ -81,7 +81,7 @@ class LLMAnswerer:
         t0 = time.perf_counter() if started is None else started
         spent = dict(timings or {})
         kept, conflicts = resolve_versions(hits)
-        check = check_evidence(question, kept, self.analyzer, min_evidence=self.min_evidence)
+        check = check_evidence(question, kept, self.analyzer, rule=self.evidence_rule)
         name = self.generator.name
 
         def refuse(

@@ -1,19 +1,38 @@
-"""Evidence score: is there enough in the retrieved chunks to answer at all?
+"""The evidence check: is there enough in the retrieved chunks to answer at all?
 
-``score = best dense cosine + COVERAGE_WEIGHT × best lexical coverage`` over the hits, where
-lexical coverage is the share of the question's BM25 terms (stemmed, stop words removed) that a
-chunk contains. ``ask`` refuses, before any answer is written (by the LLM or by the extractive
-answerer), when the score is under ``llm.min_evidence``; unset, the threshold calibrated for the
-index's embedder on SQuAD-es v2 (:data:`CALIBRATED_MIN_EVIDENCE`, ``ragstrata eval-refusal``,
-docs/evaluation.md) applies. The coverage weight 0.5 is the one the calibration chose.
-:func:`check_evidence` is that decision, shared by both answerers.
+``ask`` refuses, before any answer is written (by the LLM or by the extractive answerer), when
+the check's score is under its threshold. :func:`check_evidence` is that decision, shared by both
+answerers; the score comes from an :class:`EvidenceRule`:
+
+* :class:`LearnedRule` (the default for the e5 embedders): the probability that the hits hold
+  the answer, from the shipped logistic model of :mod:`ragstrata.generate.answerability`; its
+  threshold is the model's (chosen on training splits for a stated refusal precision), or
+  ``llm.min_answerable`` when set.
+* :class:`HandRule` (the rule before it, still the default for the MiniLM embedders and the one
+  an explicitly set ``llm.min_evidence`` selects): ``score = best dense cosine +
+  COVERAGE_WEIGHT × best lexical coverage`` over the hits, where lexical coverage is the share of
+  the question's BM25 terms (stemmed, stop words removed) that a chunk contains; the threshold
+  is ``llm.min_evidence``, unset the one calibrated for the index's embedder on SQuAD-es v2
+  (:data:`CALIBRATED_MIN_EVIDENCE`, ``ragstrata eval-refusal``, docs/evaluation.md).
+
+:func:`evidence_rule_for` picks the rule from the embedder and the configuration.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
+from ragstrata.generate.answerability import (
+    FEATURES,
+    MODEL_FAMILIES,
+    MODEL_VERSION,
+    AnswerabilityModel,
+    answerability_features,
+    answerability_model,
+)
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Evidence, EvidenceCheck, EvidenceRefusal, Hit
 
@@ -64,28 +83,108 @@ def evidence(
     return Evidence(dense, coverage, max(dense, 0.0) + coverage_weight * coverage)
 
 
+class EvidenceRule(Protocol):
+    """Scores the evidence of one question's hits; ``threshold``: refuse under it."""
+
+    threshold: float
+
+    def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
+        """The :class:`Evidence` of ``hits`` for ``question``; ``score`` is compared with
+        ``threshold``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class HandRule:
+    """The hand-made rule: :func:`evidence`'s ``dense + coverage_weight × coverage``, refused
+    under ``threshold`` (``llm.min_evidence``)."""
+
+    threshold: float
+    coverage_weight: float = COVERAGE_WEIGHT
+
+    def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
+        return evidence(question, hits, analyzer, coverage_weight=self.coverage_weight)
+
+
+NO_EVIDENCE_RULE = HandRule(UNCALIBRATED_MIN_EVIDENCE)
+"""The rule that refuses only an empty retrieval (the extractive answerer's default)."""
+
+_COVERAGE = FEATURES.index("coverage_best")
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedRule:
+    """The learned check: ``score`` is :class:`~ragstrata.generate.answerability.
+    AnswerabilityModel`'s probability that the hits hold the answer, in [0, 1]; refused under
+    ``threshold`` (the model's own, or ``llm.min_answerable``). ``dense``/``coverage`` of the
+    :class:`Evidence` are the model's ``dense_best``/``coverage_best`` features; ``model``
+    names it (``answerability-e5-v1``)."""
+
+    model: AnswerabilityModel
+    threshold: float
+
+    def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
+        features = answerability_features(question, hits, analyzer)
+        return Evidence(
+            features[0],
+            features[_COVERAGE],
+            self.model.probability(features),
+            model=f"answerability-{self.model.family}-v{MODEL_VERSION}",
+        )
+
+
 def check_evidence(
     question: str,
     hits: Sequence[Hit],
     analyzer: Analyzer,
     *,
-    min_evidence: float,
+    rule: EvidenceRule,
     min_rerank: float | None = None,
 ) -> EvidenceCheck:
     """Whether ``ask`` may answer ``question`` from ``hits``, for the LLM and the extractive
-    answerer alike: refuse when there is no hit, when the :func:`evidence` score is under
-    ``min_evidence``, or when reranked hits' best cross-encoder logit is under ``min_rerank``
+    answerer alike: refuse when there is no hit, when ``rule``'s score is under its threshold,
+    or when reranked hits' best cross-encoder logit is under ``min_rerank``
     (``rerank.min_score``; ``None``: no such check)."""
-    ev = evidence(question, hits, analyzer)
+    ev = rule.measure(question, hits, analyzer)
     refused_by: EvidenceRefusal | None = None
     best_rerank = max(
         (s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None
     )
-    if not hits or ev.score < min_evidence:
+    if not hits or ev.score < rule.threshold:
         refused_by = "evidence"
     elif min_rerank is not None and best_rerank is not None and best_rerank < min_rerank:
         refused_by = "rerank"
-    return EvidenceCheck(ev, min_evidence, refused_by)
+    return EvidenceCheck(ev, rule.threshold, refused_by)
+
+
+def evidence_rule_for(
+    embedder: str, *, min_evidence: float | None, min_answerable: float | None
+) -> EvidenceRule:
+    """The evidence rule of an index whose embedder is ``embedder`` (a manifest name such as
+    ``e5-onnx:multilingual-e5-small``, or a config name such as ``e5``):
+
+    * ``min_evidence`` set (``llm.min_evidence``): the :class:`HandRule` at that threshold,
+      with its old meaning, whatever the embedder;
+    * an embedder with a shipped answerability model (:data:`~ragstrata.generate.
+      answerability.MODEL_FAMILIES`): the :class:`LearnedRule`, at ``min_answerable``
+      (``llm.min_answerable``) when set, else the model's threshold;
+    * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold
+      (``min_answerable`` does not apply there: one warning per process says so).
+    """
+    if min_evidence is not None:
+        return HandRule(min_evidence)
+    family = MODEL_FAMILIES.get(embedder.split(":", 1)[0])
+    if family is not None:
+        model = answerability_model(family)
+        return LearnedRule(model, model.threshold if min_answerable is None else min_answerable)
+    if min_answerable is not None and "min_answerable" not in _warned:
+        _warned.add("min_answerable")
+        logger.warning(
+            "llm.min_answerable is ignored: no answerability model is shipped for embedder %r "
+            "(it keeps llm.min_evidence's rule)",
+            embedder,
+        )
+    return HandRule(min_evidence_for(embedder, None))
 
 
 _warned: set[str] = set()

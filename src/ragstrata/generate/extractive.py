@@ -22,7 +22,7 @@ import numpy as np
 from ragstrata.assemble.context import Context, Source, assemble
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, refusal, word_tokens
-from ragstrata.generate.evidence import UNCALIBRATED_MIN_EVIDENCE, check_evidence
+from ragstrata.generate.evidence import NO_EVIDENCE_RULE, EvidenceRule, check_evidence
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.spans import find_fences, sentence_spans
 from ragstrata.text.tokens import TokenCounter
@@ -106,9 +106,9 @@ class ExtractiveAnswerer:
 
     A sentence is kept when its score is at least ``relative_floor`` × the best sentence score.
     ``context_tokens``: budget of the assembled sources, counted with ``counter`` (default: the
-    embedder's); ``min_evidence``/``min_rerank``: the refusal thresholds of
-    :func:`~ragstrata.generate.evidence.check_evidence`; ``display_source`` names the
-    documents in the legend.
+    embedder's); ``evidence_rule``/``min_rerank``: the refusal rule and rerank threshold of
+    :func:`~ragstrata.generate.evidence.check_evidence` (default: no refusal on evidence);
+    ``display_source`` names the documents in the legend.
     """
 
     name = "extractive"
@@ -122,7 +122,7 @@ class ExtractiveAnswerer:
         relative_floor: float = 0.75,
         context_tokens: int = 1500,
         counter: TokenCounter | None = None,
-        min_evidence: float = UNCALIBRATED_MIN_EVIDENCE,
+        evidence_rule: EvidenceRule = NO_EVIDENCE_RULE,
         min_rerank: float | None = None,
         display_source: Callable[[str], str] = str,
     ) -> None:
@@ -132,7 +132,7 @@ class ExtractiveAnswerer:
         self.relative_floor = relative_floor
         self.context_tokens = context_tokens
         self._counter = counter
-        self.min_evidence = min_evidence
+        self.evidence_rule = evidence_rule
         self.min_rerank = min_rerank
         self.display_source = display_source
 
@@ -166,7 +166,7 @@ class ExtractiveAnswerer:
             question,
             hits,
             self.analyzer,
-            min_evidence=self.min_evidence,
+            rule=self.evidence_rule,
             min_rerank=self.min_rerank,
         )
         if check.refused_by is not None:

@@ -6,6 +6,7 @@ from ragstrata.config import LLMConfig
 from ragstrata.generate.answer import LLMAnswerer
 from ragstrata.generate.answerer import AnswerEvent, TokenEvent, answer_from_events
 from ragstrata.generate.citations import CitationChecker
+from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.prompt import REFUSALS
 from ragstrata.testing.fakes import HashEmbedder, ScriptedChatModel, make_hit
 from ragstrata.text.analyzer import Analyzer
@@ -20,7 +21,7 @@ def answerer(gen: ScriptedChatModel, *, min_evidence: float = 0.5) -> LLMAnswere
         gen,
         analyzer,
         LLMConfig(provider="local"),
-        min_evidence=min_evidence,
+        evidence_rule=HandRule(min_evidence),
         checker=CitationChecker(HashEmbedder(), analyzer),
     )
 

@@ -11,6 +11,7 @@ from ragstrata.errors import ConfigError
 from ragstrata.eval.refusal import QuestionEvidence, best_threshold, calibrate, prf, roc_auc
 from ragstrata.generate.evidence import (
     CALIBRATED_MIN_EVIDENCE,
+    HandRule,
     check_evidence,
     evidence,
     min_evidence_for,
@@ -64,28 +65,28 @@ def test_evidence_and_threshold_defaults() -> None:
 def test_check_evidence_is_the_refusal_decision_of_both_answerers() -> None:
     analyzer = Analyzer()
     hits = [make_hit("a", "The installer needs Python.", 1, dense=0.4)]
-    enough = check_evidence("installer needs Python", hits, analyzer, min_evidence=0.81)
+    enough = check_evidence("installer needs Python", hits, analyzer, rule=HandRule(0.81))
     assert enough.refused_by is None and not enough.refuse
     assert enough.metadata() == {
-        "evidence": {"dense": 0.4, "coverage": 1.0, "score": 0.9},
+        "evidence": {"dense": 0.4, "coverage": 1.0, "score": 0.9, "model": None},
         "min_evidence": 0.81,
     }
-    weak = check_evidence("capital of Australia", hits, analyzer, min_evidence=0.81)
+    weak = check_evidence("capital of Australia", hits, analyzer, rule=HandRule(0.81))
     assert weak.refused_by == "evidence" and weak.evidence.score == pytest.approx(0.4)
     # nothing retrieved refuses even without a threshold (an uncalibrated embedder)
-    assert check_evidence("installer", [], analyzer, min_evidence=0.0).refused_by == "evidence"
+    assert check_evidence("installer", [], analyzer, rule=HandRule(0.0)).refused_by == "evidence"
     reranked = [replace(hits[0], explain=(*hits[0].explain, RetrieverHit("rerank", 1, -3.0)))]
     assert (
         check_evidence(
-            "installer needs Python", reranked, analyzer, min_evidence=0.81, min_rerank=-2.0
+            "installer needs Python", reranked, analyzer, rule=HandRule(0.81), min_rerank=-2.0
         ).refused_by
         == "rerank"
     )
     assert not check_evidence(
-        "installer needs Python", reranked, analyzer, min_evidence=0.81, min_rerank=-4.0
+        "installer needs Python", reranked, analyzer, rule=HandRule(0.81), min_rerank=-4.0
     ).refuse
     assert not check_evidence(  # hits that were not reranked: min_rerank does not apply
-        "installer needs Python", hits, analyzer, min_evidence=0.81, min_rerank=-2.0
+        "installer needs Python", hits, analyzer, rule=HandRule(0.81), min_rerank=-2.0
     ).refuse
 
 

@@ -1,0 +1,295 @@
+"""Learned answerability: the probability that the retrieved hits hold the question's answer.
+
+Two parts, kept apart as ``bm25s`` keeps its math apart from its wiring:
+
+* :func:`answerability_features`: pure, deterministic retrieval features of one question and its
+  hits (:data:`FEATURES`, in that order): each arm's best score and the arms' ranks of the fused
+  top hit, agreement between the arms, score gaps between the first hits, lexical coverage of the
+  question's terms in the best chunk, in its section and in its heading, identifier matches, the
+  question/passage language relation and the best reranker logit when the hits were reranked.
+* :class:`AnswerabilityModel`: a logistic regression over those features (standardized), with
+  the refusal threshold chosen on the training half, read from a small versioned JSON shipped per
+  embedder family (``generate/answerability_models/<family>.json``, loaded lazily by
+  :func:`answerability_model`).
+
+Trained by :mod:`ragstrata.training.answerability` (``python -m
+ragstrata.training.answerability``) on training splits only; see docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ragstrata.errors import ConfigError
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.language import language_relation
+from ragstrata.types import Hit
+
+MODEL_VERSION = 1
+"""Version of the weights JSON layout; a file of another version is refused."""
+
+FEATURES: tuple[str, ...] = (
+    "dense_best",
+    "dense_gap",
+    "bm25_per_term",
+    "bm25_gap",
+    "top_dense_rank_inv",
+    "top_bm25_rank_inv",
+    "arm_agreement",
+    "coverage_top",
+    "coverage_best",
+    "coverage_section",
+    "coverage_heading",
+    "coverage_gap",
+    "missing_terms",
+    "bigram_coverage",
+    "entities",
+    "entity_match",
+    "identifiers",
+    "identifier_match",
+    "cross_language",
+    "cross_x_dense",
+    "cross_x_coverage",
+    "question_terms",
+    "reranked",
+    "rerank_best",
+)
+"""Feature names, in the order of :func:`answerability_features`' vector.
+
+* ``dense_best``: best cosine among the hits (-1 when the dense arm found none);
+  ``dense_gap``: best minus second-best cosine (0 with fewer than two).
+* ``bm25_per_term``: best BM25 score divided by the question's term count (0 when BM25 found
+  none); ``bm25_gap``: (best - second) / best BM25 score, in [0, 1].
+* ``top_dense_rank_inv``/``top_bm25_rank_inv``: 1 / the rank of the fused top hit in each arm
+  (0 when that arm missed it).
+* ``arm_agreement``: share of the hits that both arms returned.
+* ``coverage_top``/``coverage_best``: share of the question's terms in the fused top hit / in
+  the best-covering hit; ``coverage_section``: in the union of the hits that share the best hit's
+  document and heading path; ``coverage_heading``: in the best hit's heading path and title;
+  ``coverage_gap``: ``coverage_best`` minus the best coverage of a hit of another document;
+  ``missing_terms``: log(1 + the question's terms missing from the best hit);
+  ``bigram_coverage``: best share of the question's adjacent term pairs found adjacent in a hit.
+* ``entities``: 1 when the question holds names or numbers (:data:`ENTITY`: capitalized words
+  after its first word, digits); ``entity_match``: best share of them found in one hit.
+* ``identifiers``: 1 when the question holds code-like tokens (:data:`IDENTIFIER`);
+  ``identifier_match``: share of them found verbatim in some hit (0 without any).
+* ``cross_language``: 1 when the question is asked in another language than its hits
+  (:func:`~ragstrata.text.language.language_relation` over the hits in dense order);
+  ``cross_x_dense``/``cross_x_coverage``: that flag times ``dense_best``/``coverage_best``.
+* ``question_terms``: log(1 + the question's analysed term count).
+* ``reranked``: 1 when a hit carries a cross-encoder score; ``rerank_best``: the best one (0
+  when none).
+"""
+
+IDENTIFIER = re.compile(
+    r"`[^`]+`|\b[A-Za-z_][\w]*[._/][\w./]+\b|\b[a-z]+[A-Z]\w*\b|\b\w*_\w+\b|\b[A-Z]{2,}\d+\b"
+)
+"""Code-like tokens: backticked spans, dotted/slashed paths, camelCase, snake_case, ``RS503``."""
+
+ENTITY = re.compile(r"(?<!^)(?<![¿¡])\b[A-ZÁÉÍÓÚÑ][\wáéíóúñü]+|\b\d[\d.,]*\b")
+"""Names and numbers of a question: capitalized words (not the first one) and digit runs."""
+
+
+def _bigrams(terms: Sequence[str]) -> set[tuple[str, str]]:
+    return set(itertools.pairwise(terms))
+
+
+def _terms(analyzer: Analyzer, text: str) -> set[str]:
+    return set(analyzer.terms(text))
+
+
+def _share(terms: set[str], text_terms: set[str]) -> float:
+    return len(terms & text_terms) / len(terms) if terms else 0.0
+
+
+def answerability_features(question: str, hits: Sequence[Hit], analyzer: Analyzer) -> list[float]:
+    """The :data:`FEATURES` of ``question`` over ``hits`` (fused order, best first), as a list
+    of ``len(FEATURES)`` floats. Pure and deterministic; no hit gives the "nothing found"
+    vector (dense -1, ``missing_terms`` = ``question_terms``, everything else 0)."""
+    terms = _terms(analyzer, question)
+    n_terms = math.log1p(len(terms))
+    dense = sorted(
+        ((s, h) for h in hits if (s := h.retriever_score("dense")) is not None),
+        key=lambda p: -p[0],
+    )
+    bm25 = sorted((s for h in hits if (s := h.retriever_score("bm25")) is not None), reverse=True)
+    dense_best = dense[0][0] if dense else -1.0
+    dense_gap = dense[0][0] - dense[1][0] if len(dense) > 1 else 0.0
+    bm25_per_term = bm25[0] / max(1, len(terms)) if bm25 else 0.0
+    bm25_gap = (bm25[0] - bm25[1]) / bm25[0] if len(bm25) > 1 and bm25[0] > 0 else 0.0
+    top_dense = top_bm25 = 0.0
+    agreement = 0.0
+    coverage_top = coverage_best = coverage_section = coverage_heading = 0.0
+    coverage_gap = bigram_coverage = entity_match = 0.0
+    missing = math.log1p(len(terms))
+    entity_set = {m.group(0).lower() for m in ENTITY.finditer(question.strip())}
+    identifiers = identifier_match = 0.0
+    cross = 0.0
+    reranks = [s for h in hits if (s := h.retriever_score("rerank")) is not None]
+    if hits:
+        top = hits[0]
+        ranks = {e.retriever: e.rank for e in top.explain}
+        top_dense = 1.0 / ranks["dense"] if "dense" in ranks else 0.0
+        top_bm25 = 1.0 / ranks["bm25"] if "bm25" in ranks else 0.0
+        both = [h for h in hits if {"dense", "bm25"} <= {e.retriever for e in h.explain}]
+        agreement = len(both) / len(hits)
+        chunk_terms = [_terms(analyzer, h.chunk.rendered) for h in hits]
+        covers = [_share(terms, t) for t in chunk_terms]
+        coverage_top = covers[0]
+        best = max(range(len(hits)), key=lambda i: (covers[i], -i))
+        coverage_best = covers[best]
+        anchor = hits[best].chunk
+        section: set[str] = set()
+        for h, t in zip(hits, chunk_terms, strict=True):
+            if h.chunk.doc_id == anchor.doc_id and h.chunk.section_path == anchor.section_path:
+                section |= t
+        coverage_section = _share(terms, section)
+        coverage_heading = _share(
+            terms, _terms(analyzer, " ".join((anchor.title, *anchor.section_path)))
+        )
+        others = [c for h, c in zip(hits, covers, strict=True) if h.chunk.doc_id != anchor.doc_id]
+        coverage_gap = coverage_best - max(others, default=0.0)
+        missing = math.log1p(len(terms - chunk_terms[best]))
+        q_bigrams = _bigrams(analyzer.terms(question))
+        if q_bigrams:
+            bigram_coverage = max(
+                len(q_bigrams & _bigrams(analyzer.terms(h.chunk.rendered))) / len(q_bigrams)
+                for h in hits
+            )
+        if entity_set:
+            lowered = [h.chunk.rendered.lower() for h in hits]
+            entity_match = max(sum(e in t for e in entity_set) / len(entity_set) for t in lowered)
+        found = {m.group(0).strip("`") for m in IDENTIFIER.finditer(question)}
+        if found:
+            identifiers = 1.0
+            texts = [h.chunk.rendered for h in hits]
+            identifier_match = sum(any(i in t for t in texts) for i in found) / len(found)
+        languages = [h.chunk.language for _, h in dense] or [h.chunk.language for h in hits]
+        cross = 1.0 if language_relation(question, languages) == "cross" else 0.0
+    return [
+        dense_best,
+        dense_gap,
+        bm25_per_term,
+        bm25_gap,
+        top_dense,
+        top_bm25,
+        agreement,
+        coverage_top,
+        coverage_best,
+        coverage_section,
+        coverage_heading,
+        coverage_gap,
+        missing,
+        bigram_coverage,
+        1.0 if entity_set else 0.0,
+        entity_match,
+        identifiers,
+        identifier_match,
+        cross,
+        cross * dense_best,
+        cross * coverage_best,
+        n_terms,
+        1.0 if reranks else 0.0,
+        max(reranks) if reranks else 0.0,
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerabilityModel:
+    """A logistic regression over :data:`FEATURES`: ``p = sigmoid(bias + Σ w_i (x_i - mean_i) /
+    scale_i)``. ``threshold``: refuse when ``p`` is under it (chosen on the training half for
+    ``target_precision`` of refusals, see the training module); ``family``: the embedder family
+    it was trained for (``e5``); ``trained``: provenance (data, split, seed, counts)."""
+
+    family: str
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+    target_precision: float
+    trained: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        n = len(self.features)
+        if not (len(self.mean) == len(self.scale) == len(self.weights) == n):
+            raise ConfigError(f"answerability model {self.family!r}: feature vectors differ")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ConfigError(
+                f"answerability model {self.family!r}: threshold {self.threshold} not in [0, 1]"
+            )
+
+    def probability(self, features: Sequence[float]) -> float:
+        """P(answerable) in (0, 1) for one :func:`answerability_features` vector."""
+        z = self.bias
+        for x, m, s, w in zip(features, self.mean, self.scale, self.weights, strict=True):
+            z += w * (x - m) / s
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned JSON layout :meth:`from_json` reads."""
+        return {
+            "version": MODEL_VERSION,
+            "family": self.family,
+            "features": list(self.features),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "target_precision": self.target_precision,
+            "trained": self.trained,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AnswerabilityModel:
+        """Read :meth:`to_json`'s layout. Raises ConfigError on another version or features
+        other than :data:`FEATURES`."""
+        if data.get("version") != MODEL_VERSION:
+            raise ConfigError(
+                f"answerability model version {data.get('version')!r} is not {MODEL_VERSION}; "
+                "retrain with python -m ragstrata.training.answerability"
+            )
+        if tuple(data["features"]) != FEATURES:
+            raise ConfigError("answerability model features differ from this version's FEATURES")
+        return cls(
+            family=str(data["family"]),
+            features=tuple(data["features"]),
+            mean=tuple(float(v) for v in data["mean"]),
+            scale=tuple(float(v) for v in data["scale"]),
+            weights=tuple(float(v) for v in data["weights"]),
+            bias=float(data["bias"]),
+            threshold=float(data["threshold"]),
+            target_precision=float(data["target_precision"]),
+            trained=dict(data.get("trained", {})),
+        )
+
+
+MODEL_FAMILIES: dict[str, str] = {
+    "e5-onnx": "e5",
+    "e5-onnx-q4": "e5",
+    "e5-onnx-fp32": "e5",
+    "e5": "e5",
+}
+"""Embedder name (the ``Manifest.embedder`` prefix before ``:``) → shipped model family. The e5
+runtimes give the same vectors to cosine 0.999 and share one model; embedders not listed keep
+the hand-made rule of :mod:`ragstrata.generate.evidence`."""
+
+
+@cache
+def answerability_model(family: str) -> AnswerabilityModel:
+    """The shipped model of ``family`` (``generate/answerability_models/<family>.json``), read once
+    per process. Raises ConfigError when it is not shipped."""
+    path = resources.files("ragstrata.generate").joinpath("answerability_models", f"{family}.json")
+    if not path.is_file():
+        raise ConfigError(f"no answerability model is shipped for embedder family {family!r}")
+    return AnswerabilityModel.from_json(json.loads(path.read_text(encoding="utf-8")))

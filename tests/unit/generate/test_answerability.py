@@ -1,0 +1,152 @@
+"""The learned answerability check: pure features, the model, the shipped weights, the rule."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from ragstrata.config import LLMConfig
+from ragstrata.errors import ConfigError
+from ragstrata.generate.answerability import (
+    FEATURES,
+    AnswerabilityModel,
+    answerability_features,
+    answerability_model,
+)
+from ragstrata.generate.evidence import (
+    CALIBRATED_MIN_EVIDENCE,
+    HandRule,
+    LearnedRule,
+    check_evidence,
+    evidence_rule_for,
+)
+from ragstrata.testing.fakes import make_hit
+from ragstrata.text.analyzer import Analyzer
+from ragstrata.training.answerability import choose_threshold, fit_logistic, refusal_scores
+from ragstrata.types import Hit, RetrieverHit
+
+F = {name: i for i, name in enumerate(FEATURES)}
+
+
+def _hybrid(hit: Hit, *, dense: tuple[int, float] | None, bm25: tuple[int, float] | None) -> Hit:
+    explain = []
+    if dense is not None:
+        explain.append(RetrieverHit("dense", *dense))
+    if bm25 is not None:
+        explain.append(RetrieverHit("bm25", *bm25))
+    return replace(hit, explain=tuple(explain))
+
+
+def _hits() -> list[Hit]:
+    a = make_hit("a", "The `pip install` step needs Python 3.11 and RS503.", 1, path=("Install",))
+    b = make_hit("b", "Invoices are emailed monthly.", 2, path=("Billing",))
+    return [
+        _hybrid(a, dense=(2, 0.80), bm25=(1, 9.0)),
+        _hybrid(b, dense=(1, 0.85), bm25=None),
+    ]
+
+
+def test_features_have_the_documented_order_and_values() -> None:
+    analyzer = Analyzer()
+    x = answerability_features("Which Python does pip install need for RS503?", _hits(), analyzer)
+    assert len(x) == len(FEATURES)
+    assert x[F["dense_best"]] == 0.85 and x[F["dense_gap"]] == pytest.approx(0.05)
+    assert x[F["top_dense_rank_inv"]] == 0.5 and x[F["top_bm25_rank_inv"]] == 1.0
+    assert x[F["arm_agreement"]] == 0.5  # only hit a was found by both arms
+    assert x[F["bm25_gap"]] == 0.0  # a single BM25 score
+    terms = set(analyzer.terms("Which Python does pip install need for RS503?"))
+    assert x[F["bm25_per_term"]] == pytest.approx(9.0 / len(terms))
+    assert x[F["coverage_top"]] == x[F["coverage_best"]] == x[F["coverage_section"]] > 0.5
+    assert x[F["coverage_heading"]] > 0  # "install" is the best hit's heading
+    assert x[F["identifiers"]] == 1.0 and x[F["identifier_match"]] == 1.0  # RS503 found
+    assert x[F["cross_language"]] == 0.0 and x[F["reranked"]] == 0.0
+    # pure and deterministic
+    assert x == answerability_features(
+        "Which Python does pip install need for RS503?", _hits(), analyzer
+    )
+
+
+def test_features_of_no_hits_and_of_reranked_hits() -> None:
+    analyzer = Analyzer()
+    empty = answerability_features("capital of Australia", [], analyzer)
+    assert empty[F["dense_best"]] == -1.0
+    assert all(
+        v == 0.0
+        for n, v in zip(FEATURES, empty, strict=True)
+        if n not in ("dense_best", "question_terms", "missing_terms")
+    )
+    hits = _hits()
+    hits[0] = replace(hits[0], explain=(*hits[0].explain, RetrieverHit("rerank", 1, 2.5)))
+    x = answerability_features("pip install", hits, analyzer)
+    assert x[F["reranked"]] == 1.0 and x[F["rerank_best"]] == 2.5
+
+
+def test_cross_language_is_a_feature() -> None:
+    analyzer = Analyzer()
+    hits = [replace(h, chunk=replace(h.chunk, language="en")) for h in _hits()]
+    same = answerability_features("How do I install the package with pip?", hits, analyzer)
+    cross = answerability_features("¿Cómo se instala el paquete con pip?", hits, analyzer)
+    assert same[F["cross_language"]] == 0.0 and cross[F["cross_language"]] == 1.0
+    assert cross[F["cross_x_dense"]] == cross[F["dense_best"]]
+
+
+def test_fit_separates_a_toy_problem_and_threshold_meets_precision() -> None:
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(1.0, 0.5, (200, 3)), rng.normal(-1.0, 0.5, (200, 3))])
+    y = np.array([1.0] * 200 + [0.0] * 200)
+    mean, scale, w, b = fit_logistic(x, y)
+    assert (w > 0).all()
+    p = 1 / (1 + np.exp(-(((x - mean) / scale) @ w + b)))
+    t = choose_threshold(p, y, target_precision=0.95)
+    scores = refusal_scores(p, y, t)
+    assert scores["precision"] >= 0.95 and scores["recall"] > 0.9
+
+
+def test_the_shipped_e5_model_loads_and_scores() -> None:
+    model = answerability_model("e5")
+    assert model.features == FEATURES and 0.0 < model.threshold < 1.0
+    assert model.trained["data"]["squad-es"].endswith("--split train")
+    assert "scifact" not in str(model.trained).lower()  # evaluation-only data
+    analyzer = Analyzer()
+    strong = model.probability(
+        answerability_features("Which Python does pip install need for RS503?", _hits(), analyzer)
+    )
+    weak = model.probability(answerability_features("capital of Australia", [], analyzer))
+    assert weak < model.threshold < strong
+    assert AnswerabilityModel.from_json(model.to_json()) == model
+    with pytest.raises(ConfigError, match="version"):
+        AnswerabilityModel.from_json({**model.to_json(), "version": 99})
+    with pytest.raises(ConfigError, match="no answerability model"):
+        answerability_model("nope")
+
+
+def test_rule_choice_keeps_the_overrides() -> None:
+    e5 = "e5-onnx:multilingual-e5-small"
+    learned = evidence_rule_for(e5, min_evidence=None, min_answerable=None)
+    assert isinstance(learned, LearnedRule) and learned.threshold == learned.model.threshold
+    tuned = evidence_rule_for(e5, min_evidence=None, min_answerable=0.3)
+    assert isinstance(tuned, LearnedRule) and tuned.threshold == 0.3
+    # an explicit llm.min_evidence keeps its old meaning: the hand-made rule at that threshold
+    assert evidence_rule_for(e5, min_evidence=1.2, min_answerable=0.3) == HandRule(1.2)
+    minilm = evidence_rule_for(
+        "minilm-onnx:all-MiniLM-L6-v2", min_evidence=None, min_answerable=None
+    )
+    assert minilm == HandRule(CALIBRATED_MIN_EVIDENCE["minilm-onnx"])
+    with pytest.raises(ConfigError, match="min_answerable"):
+        LLMConfig(min_answerable=1.5)
+
+
+def test_learned_check_reports_probability_and_threshold() -> None:
+    rule = evidence_rule_for("e5", min_evidence=None, min_answerable=None)
+    analyzer = Analyzer()
+    check = check_evidence(
+        "Which Python does pip install need for RS503?", _hits(), analyzer, rule=rule
+    )
+    meta = check.metadata()
+    assert meta["min_evidence"] == rule.threshold
+    assert meta["evidence"]["model"] == "answerability-e5-v1"
+    assert 0.0 <= meta["evidence"]["score"] <= 1.0
+    assert check.refuse == (check.evidence.score < rule.threshold)
+    assert check_evidence("x", [], analyzer, rule=rule).refused_by == "evidence"
