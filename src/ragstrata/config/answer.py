@@ -19,7 +19,8 @@ class AnswerConfig:
     extractive answer. The refusal thresholds (``llm.min_answerable``, ``llm.min_evidence``) are
     shared with the LLM answerer. ``min_dense_score`` is the removed threshold of the old
     refusal rule: it is accepted only unset, and a value (from the TOML file,
-    ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE`` or code) is a :class:`ConfigError` that names its replacement (see docs/configuration.md).
+    ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE`` or code) is a :class:`ConfigError` that names its
+    replacement (see docs/configuration.md).
     """
 
     context_tokens: int = 1500

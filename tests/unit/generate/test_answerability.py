@@ -70,7 +70,7 @@ def test_features_have_the_documented_order_and_values() -> None:
 
 def test_features_of_no_hits_and_of_reranked_hits() -> None:
     analyzer = Analyzer()
-    empty = answerability_features("capital of Australia", [], analyzer)
+    empty = answerability_features("what is the capital city", [], analyzer)
     assert empty[F["dense_best"]] == -1.0
     assert all(
         v == 0.0
