@@ -86,7 +86,8 @@ def evidence(
 class EvidenceRule(Protocol):
     """Scores the evidence of one question's hits; ``threshold``: refuse under it."""
 
-    threshold: float
+    @property
+    def threshold(self) -> float: ...
 
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
         """The :class:`Evidence` of ``hits`` for ``question``; ``score`` is compared with
