@@ -96,7 +96,8 @@ def conflicts_json(answer: Answer) -> list[dict[str, Any]]:
 
 
 def evidence_json(answer: Answer) -> dict[str, Any]:
-    """``evidence`` (``dense``, ``coverage``, ``score``, rounded to 4 places) and
+    """``evidence`` (``dense``, ``coverage``, ``score`` rounded to 4 places, and ``model``: the
+    answerability model that gave ``score``, ``None`` for the hand-made rule) and
     ``min_evidence``: what the evidence check measured and its threshold; both ``None`` when
     the check did not run (an empty index)."""
     check = answer.evidence
