@@ -71,8 +71,10 @@ def main() -> None:
     model = answerability_model("e5")
     dense, coverage = FEATURES.index("dense_best"), FEATURES.index("coverage_best")
     result: dict[str, object] = {"threshold": model.threshold, "old_threshold": OLD_THRESHOLD}
-    print("| source | answerable (gold retrieved) | answered: model | answered: old rule | "
-          "absent/unanswerable | refused: model | refused: old rule |")
+    print(
+        "| source | answerable (gold retrieved) | answered: model | answered: old rule | "
+        "absent/unanswerable | refused: model | refused: old rule |"
+    )
     print("|---|---|---|---|---|---|---|")
     for source in sorted({r.source for r in rows}):
         pos = [r for r in rows if r.source == source and r.label == 1]

@@ -150,3 +150,21 @@ def test_learned_check_reports_probability_and_threshold() -> None:
     assert 0.0 <= meta["evidence"]["score"] <= 1.0
     assert check.refuse == (check.evidence.score < rule.threshold)
     assert check_evidence("x", [], analyzer, rule=rule).refused_by == "evidence"
+
+
+class _Store:
+    def dense_search_ids(self, vector: object, *, limit: int, filters: object = None) -> list:  # type: ignore[type-arg]
+        return [("gold", 0.9), ("a", 0.8), ("b", 0.7), ("c", 0.6)][:limit]
+
+    sparse_search_ids = dense_search_ids
+
+    def get(self, chunk_ids: list[str]) -> list[str]:
+        return chunk_ids
+
+
+def test_excluding_store_ranks_as_if_the_chunks_were_gone() -> None:
+    from ragstrata.training.answerability import ExcludingStore
+
+    store = ExcludingStore(_Store(), frozenset({"gold"}))
+    assert store.dense_search_ids(None, limit=2) == [("a", 0.8), ("b", 0.7)]
+    assert store.sparse_search_ids(None, limit=3) == [("a", 0.8), ("b", 0.7), ("c", 0.6)]
