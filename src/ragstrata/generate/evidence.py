@@ -56,7 +56,9 @@ CALIBRATED_MIN_EVIDENCE: dict[str, float] = {
 the threshold of best refusal F1 on the calibration half at ``COVERAGE_WEIGHT``
 (docs/evaluation.md). The e5 value was calibrated with ``e5-onnx``; the other e5 runtimes give
 the same vectors to cosine 0.999 and share it. e5's cosines sit higher than MiniLM's, hence
-the higher threshold."""
+the higher threshold. Since the learned check (:class:`LearnedRule`) is the e5 default, the e5
+values are only what :func:`min_evidence_for` reports for them (the old default, the value to
+set in ``llm.min_evidence`` to get the old e5 behaviour back)."""
 
 UNCALIBRATED_MIN_EVIDENCE = 0.0
 """For embedders without a calibration (``openai``): no refusal on evidence (only an
