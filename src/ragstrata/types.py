@@ -251,6 +251,23 @@ class VersionConflict:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceDisagreement:
+    """Quoted sources of different documents that give different values for one quantity:
+    ``unit`` as the sources write it (``días``, ``%``), ``claims`` the ``(citation label,
+    value)`` pairs, in label order (see
+    :class:`~ragstrata.generate.extractive.ExtractiveAnswerer`)."""
+
+    unit: str
+    claims: tuple[tuple[int, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "claims": [{"label": label, "value": value} for label, value in self.claims],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class UnsupportedClaim:
     """A claim of an LLM answer whose cited sources (``labels``, as the model numbered them)
     do not support it, and ``missing``: what those sources lack (numbers, names, code)."""
@@ -321,7 +338,8 @@ class Answer:
     newest was preferred (:attr:`conflict`); ``hits``: the retrieved hits the answer was built
     from (after HyDE, before version conflicts were resolved); ``hyde_passage``: the LLM's
     hypothetical passage when HyDE ran; ``generation``: the LLM's record (``None`` for the
-    extractive answerer and refusals before any LLM call). Rendered as JSON by
+    extractive answerer and refusals before any LLM call); ``disagreements``: quoted sources
+    that give different values for one quantity (extractive answers). Rendered as JSON by
     :mod:`ragstrata.render`.
     """
 
@@ -339,6 +357,7 @@ class Answer:
     hits: tuple[Hit, ...] = ()
     hyde_passage: str | None = None
     generation: Generation | None = None
+    disagreements: tuple[SourceDisagreement, ...] = ()
 
     @property
     def conflict(self) -> bool:

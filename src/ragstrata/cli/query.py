@@ -207,6 +207,9 @@ def ask(
         out.print(
             f"[yellow]note[/] sources disagree across versions; used the newest ({escape(kept)})"
         )
+    for d in answer.disagreements:
+        claims = ", ".join(f"[{label}] {value} {d.unit}" for label, value in d.claims)
+        out.print(f"[yellow]note[/] the sources disagree: {escape(_term(claims))}")
     if answer.usage:
         u = answer.usage
         out.print(
