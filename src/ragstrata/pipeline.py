@@ -426,6 +426,7 @@ class Ragstrata:
                 self.embedder,
                 self.analyzer,
                 max_sentences=self.config.answer.max_sentences,
+                rank_weight=self.config.answer.rank_weight,
                 context_tokens=self.config.answer.context_tokens,
                 min_evidence=self._min_evidence(),
                 min_rerank=self.config.rerank.min_score,
