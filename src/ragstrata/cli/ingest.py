@@ -10,17 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from ragstrata.cli.common import EXIT_PARTIAL, _engine, _fail, _term, err, out
 from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
+from ragstrata.cli.progress import DEFAULT_PROGRESS_EVERY_S, show_progress
 from ragstrata.config import RagConfig
 from ragstrata.errors import IndexNotFoundError, RagError
 
@@ -55,6 +48,15 @@ def ingest(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
     ] = False,
+    progress_every: Annotated[
+        float,
+        typer.Option(
+            "--progress-every",
+            min=0,
+            help="When stderr is not a terminal (a log, CI), print a progress line every this "
+            "many seconds; 0: none.",
+        ),
+    ] = DEFAULT_PROGRESS_EVERY_S,
 ) -> None:
     """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence, PDF, text).
 
@@ -64,36 +66,8 @@ def ingest(
     try:
         with (
             _engine(index, config) as engine,
-            Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                console=err,
-                transient=json_out,
-                disable=not err.is_terminal,
-            ) as bar,
+            show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, _),
         ):
-            task = bar.add_task("documents", total=None)
-            counts = {"chunks": 0, "bytes": 0, "total_bytes": 0}
-
-            def on_progress(event: str, done: int, total: int) -> None:
-                if event == "embed":
-                    counts["chunks"] += done
-                elif event == "bytes":
-                    counts["bytes"], counts["total_bytes"] = done, total
-                else:
-                    bar.update(task, completed=done, total=total)
-                bar.update(
-                    task,
-                    description=(
-                        f"documents · {counts['chunks']} chunks · "
-                        f"{counts['bytes'] / 1e6:.1f}/{counts['total_bytes'] / 1e6:.1f} MB"
-                    ),
-                )
-
             result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
             try:
                 stats = engine.stats()

@@ -41,8 +41,11 @@ COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle)."""
 
 ProgressCallback = Callable[[str, int, int], None]
-"""``(event, done, total)``: ``discover`` (files found), ``parse`` (documents done of total),
-``bytes`` (bytes parsed of total), ``embed`` (chunks just embedded, as done and total)."""
+"""``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
+``bytes`` (bytes parsed of total), ``parse`` (documents taken by the writer of total),
+``chunk`` (chunks a document just added to the work, as done and total), ``embed`` (chunks of
+a commit whose vectors are ready, embedded or reused, as done and total) and ``commit`` (chunks
+just committed, journal closed, as done and total). Consumers ignore events they do not know."""
 
 
 @dataclass(slots=True)
@@ -290,6 +293,8 @@ class IndexWriter:
                     if chunks:
                         pending.append((item, chunks))
                         pending_chunks += len(chunks)
+                        if progress:
+                            progress("chunk", len(chunks), len(chunks))
                         report.added += entry is None
                         report.updated += entry is not None and not same_text
                         report.reindexed += same_text
@@ -416,6 +421,8 @@ class IndexWriter:
         manifest.bm25_total_length = total
         catalog.write_manifest(self.index_dir, manifest)
         catalog.clear_journal(self.index_dir)
+        if progress:
+            progress("commit", len(chunks), len(chunks))
         return len(chunks), embedded
 
     def _vectors(
