@@ -98,6 +98,9 @@ def ingest(
         )
         if not (result.added or result.updated or result.unchanged or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
+        for warning in result.warnings:
+            where, what = escape(_term(warning.path)), escape(_term(warning.message))
+            err.print(f"[yellow]warning[/] {where}: {what}", highlight=False)
         for failure in result.failures:
             _print_failure(failure)
     if result.status != "ok":

@@ -35,7 +35,7 @@ from ragstrata.index.base import VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, Manifest
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Chunk, Document, IngestFailure
+from ragstrata.types import Chunk, Document, IngestFailure, IngestWarning
 
 COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle)."""
@@ -56,6 +56,7 @@ class IngestReport:
     re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
     chunks written, ``embedded`` how many of them had to be embedded (the others reused the
     stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
+    ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
     """
 
     added: int = 0
@@ -68,6 +69,7 @@ class IngestReport:
     bytes_read: int = 0
     failures: list[IngestFailure] = field(default_factory=list)
     seconds: float = 0.0
+    warnings: list[IngestWarning] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -90,6 +92,10 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
             "failures": [_failure_json(f) for f in self.failures],
+            "warnings": [
+                {"path": w.path, "kind": w.kind, "message": w.message, "share": round(w.share, 6)}
+                for w in self.warnings
+            ],
         }
 
 
@@ -188,6 +194,7 @@ def count_new(documents: Iterable[Document | IngestFailure]) -> IngestReport:
             report.failures.append(item)
         else:
             report.added += 1
+            report.warnings.extend(item.warnings)
     return report
 
 
@@ -280,6 +287,7 @@ class IndexWriter:
             if isinstance(item, IngestFailure):
                 report.failures.append(item)
             else:
+                report.warnings.extend(item.warnings)
                 entry = manifest.documents.get(item.doc_id)
                 same_text = entry is not None and entry.content_hash == item.content_hash
                 if same_text and entry is not None and entry.signature == signature:
