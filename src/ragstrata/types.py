@@ -143,11 +143,20 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class IngestFailure:
-    """A file that was not ingested: its path, the error code (``RS2xx``) and the reason."""
+    """A file that was not ingested: its path, the error code (``RS2xx``) and the reason.
+
+    ``doc_id`` and ``retry_key`` (the file's SHA-256 and the parser limits, opaque) are set when
+    the failure is worth remembering: the index then records it, and an unchanged file is
+    reported again without being parsed, with ``unchanged`` true. Both are empty for failures
+    that are cheap to find again (discovery, an unreadable file).
+    """
 
     path: str
     code: str
     reason: str
+    doc_id: str = ""
+    retry_key: str = ""
+    unchanged: bool = False
 
 
 Retriever = Literal["dense", "bm25"]

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from ragstrata.cli.common import EXIT_PARTIAL, _engine, _fail, _term, err, out
 from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
-from ragstrata.cli.progress import DEFAULT_PROGRESS_EVERY_S, show_progress
+from ragstrata.cli.progress import DEFAULT_PROGRESS_EVERY_S, IngestProgress, show_progress
 from ragstrata.config import RagConfig
 from ragstrata.errors import IndexNotFoundError, RagError
 
@@ -28,6 +28,18 @@ def _print_failure(failure: IngestFailure) -> None:
         f"{escape(f'[{failure.code}]')} {escape(_term(failure.reason))}",
         highlight=False,
     )
+
+
+def _interrupted(done: IngestProgress) -> typer.Exit:
+    """Say what an ingest stopped by Ctrl-C left behind; the exit of status 130 (128 + SIGINT)."""
+    err.print(
+        f"interrupted: {done.chunks_committed} chunks committed from "
+        f"{done.files_parsed} files parsed before Ctrl-C; every finished commit stays in the "
+        "index, an unfinished one is rolled back by the next run; run the same command again "
+        "to finish (unchanged files are skipped)",
+        highlight=False,
+    )
+    return typer.Exit(130)
 
 
 def ingest(
@@ -48,6 +60,13 @@ def ingest(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
     ] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            help="Parse again the files that failed before although they did not change.",
+        ),
+    ] = False,
     progress_every: Annotated[
         float,
         typer.Option(
@@ -60,15 +79,28 @@ def ingest(
 ) -> None:
     """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence, PDF, text).
 
+    A file that failed before and did not change is reported again ("unchanged since last
+    failure") without being parsed; --retry-failed parses it again.
+
     Exit status: 0 all indexed; 3 some files skipped (each reported with its path and RSxxx
-    reason); 1 nothing indexed or an error.
+    reason); 1 nothing indexed, an error, or no supported file found for a new index (RS201,
+    nothing written); 130 interrupted (Ctrl-C): what was committed stays, the next run goes on.
     """
     try:
         with (
             _engine(index, config) as engine,
-            show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, _),
+            show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, done),
         ):
-            result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
+            try:
+                result = engine.ingest(
+                    paths,
+                    progress=on_progress,
+                    prune=prune,
+                    dry_run=dry_run,
+                    retry_failed=retry_failed,
+                )
+            except KeyboardInterrupt:
+                raise _interrupted(done) from None
             try:
                 stats = engine.stats()
             except IndexNotFoundError:  # a dry run on a new index writes nothing

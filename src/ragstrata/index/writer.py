@@ -33,7 +33,7 @@ from ragstrata.errors import ChunkingError, StoreError
 from ragstrata.index import catalog
 from ragstrata.index.base import VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
-from ragstrata.index.catalog import DocEntry, Manifest
+from ragstrata.index.catalog import DocEntry, FailureEntry, Manifest
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Document, IngestFailure, IngestWarning
 
@@ -99,8 +99,13 @@ class IngestReport:
         }
 
 
-def _failure_json(failure: IngestFailure) -> dict[str, str]:
-    return {"path": failure.path, "code": failure.code, "reason": failure.reason}
+def _failure_json(failure: IngestFailure) -> dict[str, Any]:
+    return {
+        "path": failure.path,
+        "code": failure.code,
+        "reason": failure.reason,
+        "unchanged": failure.unchanged,
+    }
 
 
 def embed_hash(text: str) -> str:
@@ -220,6 +225,25 @@ def recover(index_dir: Path, store: VectorStore, manifest: Manifest) -> None:
         forget(index_dir, store, manifest, doc_ids)
 
 
+def _failure_entry(failure: IngestFailure, signature: str) -> FailureEntry:
+    """The manifest record of ``failure`` (see :class:`~ragstrata.index.catalog.FailureEntry`)."""
+    return FailureEntry(
+        path=failure.path,
+        code=failure.code,
+        reason=failure.reason,
+        retry_key=failure.retry_key,
+        signature=signature,
+        failed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _failure_source(entry: FailureEntry) -> str:
+    """The ``source`` (resolved path text, as documents have) of a recorded failure."""
+    from ragstrata.ingest.loader import source_for
+
+    return source_for(Path(entry.path))
+
+
 class IndexWriter:
     """Writes documents into the index at ``index_dir`` (its ``store`` and ``manifest``) in
     journaled commits. The caller holds the index lock and has checked that the store fits the
@@ -272,6 +296,11 @@ class IndexWriter:
         ones are replaced in the commit that adds their new chunks, :data:`COMMIT_CHUNKS`
         chunks per commit. ``prune(source)`` selects indexed documents to remove in one more
         commit; ``dry_run`` only counts. The store is optimized when anything changed.
+
+        A failure that carries a ``doc_id`` and ``retry_key`` is recorded in the manifest
+        (:class:`~ragstrata.index.catalog.FailureEntry`), a document that is taken drops its
+        record, ``prune`` drops the records of files that are gone; the records are persisted
+        with the next commit's manifest, or at the end when no commit follows.
         """
         report = IngestReport()
         manifest = self.manifest
@@ -283,11 +312,17 @@ class IndexWriter:
         signature = self.signature
         pending: list[tuple[Document, list[Chunk]]] = []
         pending_chunks = 0
+        failures_changed = False
         for done, item in enumerate(documents, start=1):
             if isinstance(item, IngestFailure):
                 report.failures.append(item)
+                if not dry_run and item.doc_id and item.retry_key and not item.unchanged:
+                    manifest.failures[item.doc_id] = _failure_entry(item, signature)
+                    failures_changed = True
             else:
                 report.warnings.extend(item.warnings)
+                if not dry_run and manifest.failures.pop(item.doc_id, None) is not None:
+                    failures_changed = True
                 entry = manifest.documents.get(item.doc_id)
                 same_text = entry is not None and entry.content_hash == item.content_hash
                 if same_text and entry is not None and entry.signature == signature:
@@ -310,14 +345,23 @@ class IndexWriter:
                 progress("parse", done, total or done)
             if pending_chunks >= COMMIT_CHUNKS:
                 self._commit_into(pending, progress, report)
-                pending, pending_chunks = [], 0
+                pending, pending_chunks, failures_changed = [], 0, False
         if pending:
             self._commit_into(pending, progress, report)
+            failures_changed = False
         if prune is not None:
             stale = [d for d, e in manifest.documents.items() if prune(e.source)]
             report.pruned = len(stale)
+            gone = [d for d, f in manifest.failures.items() if prune(_failure_source(f))]
+            if gone and not dry_run:
+                for doc_id in gone:
+                    del manifest.failures[doc_id]
+                failures_changed = True
             if stale and not dry_run:
-                self.delete(stale)
+                self.delete(stale)  # writes the manifest, failure records included
+                failures_changed = False
+        if failures_changed:  # no commit carried the failure records: persist them alone
+            catalog.write_manifest(self.index_dir, manifest)
         if not dry_run and (report.chunks or report.updated or report.pruned):
             self.optimize()
         self.store.flush()
