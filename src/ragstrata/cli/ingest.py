@@ -18,7 +18,7 @@ from ragstrata.config import RagConfig
 from ragstrata.errors import IndexNotFoundError, RagError
 
 if TYPE_CHECKING:
-    from ragstrata.types import IngestFailure
+    from ragstrata.types import IngestFailure, IngestWarning
 
 
 def _print_failure(failure: IngestFailure) -> None:
@@ -28,6 +28,12 @@ def _print_failure(failure: IngestFailure) -> None:
         f"{escape(f'[{failure.code}]')} {escape(_term(failure.reason))}",
         highlight=False,
     )
+
+
+def _print_warning(warning: IngestWarning) -> None:
+    """The ``warning`` line of a file ingested with a caveat (stderr)."""
+    where, what = escape(_term(warning.path)), escape(_term(warning.message))
+    err.print(f"[yellow]warning[/] {where}: {what}", highlight=False)
 
 
 def _interrupted(done: IngestProgress) -> typer.Exit:
@@ -131,8 +137,7 @@ def ingest(
         if not (result.added or result.updated or result.unchanged or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for warning in result.warnings:
-            where, what = escape(_term(warning.path)), escape(_term(warning.message))
-            err.print(f"[yellow]warning[/] {where}: {what}", highlight=False)
+            _print_warning(warning)
         for failure in result.failures:
             _print_failure(failure)
     if result.status != "ok":
@@ -214,6 +219,8 @@ def watch(
             for failure in failures:
                 if (failure.path, failure.code) not in reported:
                     _print_failure(failure)
+            for warning in report.warnings if report is not None else []:
+                _print_warning(warning)  # files parsed in this sync only
         if report is not None:
             reported.clear()
             reported.update(now)
