@@ -19,8 +19,9 @@ class AnswerConfig:
     extractive answer; ``rank_weight``: weight of the retrieval-rank prior of its sentence score
     (``rank_weight / (1 + rank)``, 0: none). The refusal threshold is ``llm.min_evidence``,
     shared with the LLM answerer. ``min_dense_score`` is the removed threshold of the old
-    refusal rule: it is accepted only unset, and a value (from the TOML file, ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE``
-    or code) is a :class:`ConfigError` that names its replacement (see docs/configuration.md).
+    refusal rule: it is accepted only unset, and a value (from the TOML file,
+    ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE`` or code) is a :class:`ConfigError` that names its
+    replacement (see docs/configuration.md).
     """
 
     context_tokens: int = 1500
