@@ -27,6 +27,10 @@ RELATION_DEPTH = 10
 CAP_FETCH = 4
 """With a per-document cap (``retrieval.max_chunks_per_doc``), each arm reads this many times
 ``candidates`` hits from the store, so that ``candidates`` remain after the cap."""
+DOC_OF_CACHE = 200_000
+"""Chunk id → document id pairs the retriever remembers for the cap (tens of MB at most): a
+pair never goes stale (a chunk id hashes its document id) and a search returns only chunks that
+exist, so only the memory needs a bound: the map is emptied when it is full."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,7 @@ class HybridRetriever:
         self.config = config
         self.weights = fusion_weights_for(embedder.name, config)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
+        self._doc_of: dict[str, str] = {}
 
     def search(
         self,
@@ -185,19 +190,27 @@ class HybridRetriever:
         per_doc: int,
         limit: int,
     ) -> list[tuple[str, float]]:
-        """``ranking`` capped to ``per_doc`` chunks per document, first ``limit`` kept. Chunks
-        are read from the store in blocks of ``limit`` until ``limit`` are kept, so a list in
-        which no document passes the cap costs one read of ``limit`` chunks; every chunk read
-        is added to ``chunks``."""
+        """``ranking`` capped to ``per_doc`` chunks per document, first ``limit`` kept. The
+        documents of chunks not seen before are read from the store in blocks of ``limit``
+        until ``limit`` are kept (chunks read are added to ``chunks``), so a list in which no
+        document passes the cap costs at most one read of ``limit`` chunks."""
+        doc_of = self._doc_of
         read = 0
         while True:
-            block = [i for i, _ in ranking[read : read + limit] if i not in chunks]
-            chunks.update((c.chunk_id, c) for c in self.store.get(block))
+            block = [
+                i for i, _ in ranking[read : read + limit] if i not in doc_of and i not in chunks
+            ]
+            if block:
+                fetched = self.store.get(block)
+                if len(doc_of) + len(fetched) > DOC_OF_CACHE:
+                    doc_of.clear()
+                for chunk in fetched:
+                    chunks[chunk.chunk_id] = chunk
+                    doc_of[chunk.chunk_id] = chunk.doc_id
             read += limit
-            seen = ranking[:read]
             kept = cap_per_document(
-                seen,
-                lambda i: chunks[i].doc_id if i in chunks else None,
+                ranking[:read],
+                lambda i: chunks[i].doc_id if i in chunks else doc_of.get(i),
                 per_document=per_doc,
                 limit=limit,
             )

@@ -94,3 +94,27 @@ def test_hybrid_cap_lets_another_document_into_the_fusion(tmp_path: Path, cap: i
 def test_config_refuses_a_negative_cap() -> None:
     with pytest.raises(ConfigError, match="max_chunks_per_doc"):
         RetrievalConfig(max_chunks_per_doc=-1)
+
+
+def test_documents_of_chunks_are_read_once(tmp_path: Path) -> None:
+    retriever, store = _retriever(tmp_path, 2)
+    reads: list[int] = []
+    real_get = store.get
+
+    def counting_get(chunk_ids):  # type: ignore[no-untyped-def]
+        reads.append(len(chunk_ids))
+        return real_get(chunk_ids)
+
+    store.get = counting_get  # type: ignore[method-assign]
+    try:
+        query = "release timeout settings server changed"
+        first = retriever.search(query, top_k=6, mode="hybrid")
+        cold = sum(reads)
+        reads.clear()
+        second = retriever.search(query, top_k=6, mode="hybrid")
+        # the second search reads only the dense head (language) and the hits it returns
+        assert sum(reads) < cold
+        assert [h.chunk.chunk_id for h in second.hits] == [h.chunk.chunk_id for h in first.hits]
+    finally:
+        retriever.close()
+        store.close()
