@@ -29,6 +29,8 @@ from ragstrata.service.deps import (
 )
 from ragstrata.service.errors import InvalidRequestError, UnsupportedMediaTypeError
 from ragstrata.service.handlers import validation_message
+from ragstrata.service.jobs import Job
+from ragstrata.service.keys import Principal
 from ragstrata.service.schemas import (
     CollectionDeleteResponse,
     CollectionOut,
@@ -136,8 +138,7 @@ async def upload(request: Request, principal: Writer, name: CollectionName) -> J
         staged, rejected = await _stage(request, state, staging)
         if not staged:
             raise _nothing_accepted(rejected)
-        coll = await run_in_threadpool(open_collection, request, principal, name, create=True)
-        job = state.jobs.submit(job_id, coll, staged, rejected=rejected)
+        job = await run_in_threadpool(_submit, state, principal, name, job_id, staged, rejected)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -249,6 +250,20 @@ async def _stage(
         await run_in_threadpool(_write, target, content)
         staged.append(target)
     return staged, rejected
+
+
+def _submit(
+    state: ServiceState,
+    principal: Principal,
+    name: str,
+    job_id: str,
+    staged: list[Path],
+    rejected: list[FileOutcome],
+) -> Job:
+    """Create the collection if needed and queue the job, the collection pinned meanwhile so
+    that another job's failure cannot discard it in between."""
+    with state.registry.pinned(principal, name, create=True) as coll:
+        return state.jobs.submit(job_id, coll, staged, rejected=rejected)
 
 
 def _write(target: Path, content: UploadFile | bytes) -> None:

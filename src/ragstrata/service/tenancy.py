@@ -377,6 +377,7 @@ class TenantRegistry:
         self._on_violation = on_violation
         self._open: dict[tuple[str, str], Collection] = {}
         self._deleting: set[tuple[str, str]] = set()
+        self._pins: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
     def collection(self, principal: Principal, name: str, *, create: bool = False) -> Collection:
@@ -445,13 +446,31 @@ class TenantRegistry:
         logger.info("collection %s/%s deleted (%d documents)", found.tenant, found.name, docs)
         return docs, chunks, cancelled
 
+    @contextlib.contextmanager
+    def pinned(self, principal: Principal, name: str, *, create: bool) -> Iterator[Collection]:
+        """:meth:`collection`, kept from :meth:`discard_if_empty` until the block ends (an
+        upload holds it until its job is queued)."""
+        found = self.collection(principal, name, create=create)
+        key = (found.tenant, found.name)
+        with self._lock:
+            self._pins[key] = self._pins.get(key, 0) + 1
+        try:
+            yield found
+        finally:
+            with self._lock:
+                self._pins[key] -= 1
+                if not self._pins[key]:
+                    del self._pins[key]
+
     def discard_if_empty(self, collection: Collection, *, busy: Callable[[], bool]) -> bool:
         """Remove ``collection`` when it holds no document and ``busy()`` is false (no job
         queued or running on it): what a failed first upload leaves must not reserve the name.
         Returns whether it was removed."""
         key = (collection.tenant, collection.name)
         with self._lock:
-            if self._open.get(key) is not collection or key in self._deleting or busy():
+            if self._open.get(key) is not collection or key in self._deleting:
+                return False
+            if self._pins.get(key) or busy():  # an upload is queueing a job on it
                 return False
             if collection.counts() != (0, 0) or (
                 collection.uploads.is_dir() and any(collection.uploads.iterdir())

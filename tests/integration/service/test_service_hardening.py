@@ -207,6 +207,20 @@ def test_failed_first_upload_leaves_no_collection(service: Service) -> None:
     assert [(c["name"], c["documents"]) for c in listed] == [("reserved", 1)]
 
 
+def test_an_upload_queueing_its_job_keeps_the_new_collection(service: Service) -> None:
+    """The window between creating a collection and queueing its job: another job's failure
+    must not discard the collection then (the upload pins it)."""
+    from ragstrata.service.keys import Principal
+
+    registry = service.state.registry
+    principal = Principal("k", "acme", ("read", "write"))
+    with registry.pinned(principal, "fresh", create=True) as coll:
+        assert not registry.discard_if_empty(coll, busy=lambda: False)
+        assert coll.root.is_dir()
+    assert registry.discard_if_empty(coll, busy=lambda: False)  # empty and unpinned
+    assert not coll.root.exists()
+
+
 # ---------------------------------------------------------------------------- exposure
 def test_metrics_need_a_metrics_key_unless_public(service_factory: ServiceFactory) -> None:
     private = service_factory()
