@@ -232,6 +232,7 @@ class JobManager:
         self._served: dict[str, int] = {}  # tenant -> turn it was last served (round robin)
         self._turn = 0
         self._busy: set[str] = set()  # job ids with a slice running
+        self._finishing: set[str] = set()  # job ids whose final record is being written
         self._busy_collections: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -474,14 +475,18 @@ class JobManager:
         error: dict[str, str] | None,
     ) -> None:
         with self._lock:
-            if job.state in FINAL_STATES:
+            if job.state in FINAL_STATES or job.job_id in self._finishing:
                 return
-            job.state = state
-            job.error = error
-            job.finished = _now()
-            if state != "cancelled":
-                job.files_done = job.files_total
-        self._save(job)
+            self._finishing.add(job.job_id)
+            final = Job.from_record(json.loads(json.dumps(job.record())))
+        final.state, final.error, final.finished = state, error, _now()
+        if state != "cancelled":
+            final.files_done = final.files_total
+        self._save(final)  # durable before any client can see the final state
+        with self._lock:
+            job.state, job.error, job.finished = final.state, final.error, final.finished
+            job.files_done = final.files_done
+            self._finishing.discard(job.job_id)
         if self._on_finish is not None:
             try:
                 self._on_finish(job, collection)
