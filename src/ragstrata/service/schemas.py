@@ -265,6 +265,11 @@ class DeleteResponse(_Response):
     deleted: DocumentOut
 
 
+class CollectionDeleteResponse(_Response):
+    deleted: CollectionOut
+    jobs_cancelled: int = Field(ge=0, description="queued ingestion jobs cancelled")
+
+
 class JobProgress(_Response):
     files_total: int
     files_done: int
