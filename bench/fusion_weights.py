@@ -6,7 +6,10 @@ evaluation index (``ragstrata eval ... --index DIR`` builds it), runs the dense 
 retriever once per query (``--candidates`` each, as ``ragstrata eval`` does), then fuses the
 two rankings with weighted RRF (k = 60) for every dense weight in ``--weights`` (BM25 weight =
 1 - dense weight; RRF is invariant to scaling both) and scores nDCG@10 and hit@5 at document
-level, exactly as the evaluation runner does. Each query is also classified the way the
+level, exactly as the evaluation runner does. As the hybrid retriever does, each arm reads
+``4 × --candidates`` hits and keeps the first ``--candidates`` once each document keeps at most
+``--max-chunks-per-doc`` (default 8, ``retrieval.max_chunks_per_doc``; 0: no cap, each arm
+reads ``--candidates``). Each query is also classified the way the
 hybrid retriever does (:func:`ragstrata.text.language.language_relation`: the question's
 language against the languages of the dense arm's top hits), so the table shows how often the
 rule calls a set cross-lingual.
@@ -32,7 +35,8 @@ from ragstrata.config import RagConfig
 from ragstrata.eval.metrics import hit_rate_at_k, ndcg_at_k
 from ragstrata.eval.runner import load_dataset
 from ragstrata.pipeline import Ragstrata
-from ragstrata.retrieve.fusion import rrf
+from ragstrata.retrieve.fusion import cap_per_document, rrf
+from ragstrata.retrieve.hybrid import CAP_FETCH
 from ragstrata.text.language import language_relation
 
 RESULTS = Path(__file__).parent / "results" / "fusion_weights.json"
@@ -43,7 +47,12 @@ def _doc_ranking(ids: list[str], doc_of: dict[str, str], depth: int) -> list[str
 
 
 def sweep_set(
-    dataset: Path, split: str, index_dir: Path, weights: list[float], candidates: int
+    dataset: Path,
+    split: str,
+    index_dir: Path,
+    weights: list[float],
+    candidates: int,
+    per_doc: int = 8,
 ) -> dict[str, object]:
     data = load_dataset(dataset, split=split)
     manifest_embedder = json.loads((index_dir / "manifest.json").read_text())["embedder"]
@@ -56,13 +65,20 @@ def sweep_set(
     started = time.perf_counter()
     for qid in qids:
         text = data.queries[qid]
-        dense = engine.search(text, top_k=candidates, mode="dense", candidates=candidates)
-        bm25 = engine.search(text, top_k=candidates, mode="bm25", candidates=candidates)
+        fetch = candidates * CAP_FETCH if per_doc else candidates
+        dense = engine.search(text, top_k=fetch, mode="dense", candidates=fetch)
+        bm25 = engine.search(text, top_k=fetch, mode="bm25", candidates=fetch)
         doc_of = {h.chunk.chunk_id: h.chunk.doc_id for h in (*dense.hits, *bm25.hits)}
         relation = language_relation(text, [h.chunk.language for h in dense.hits])
         rankings = {
             "dense": [(h.chunk.chunk_id, h.score) for h in dense.hits],
             "bm25": [(h.chunk.chunk_id, h.score) for h in bm25.hits],
+        }
+        rankings = {
+            arm: cap_per_document(ranking, doc_of.get, per_document=per_doc, limit=candidates)
+            if per_doc
+            else ranking
+            for arm, ranking in rankings.items()
         }
         rel = data.qrels[qid]
         row: dict[str, object] = {"qid": qid, "relation": relation}
@@ -110,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "--weights", default="0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", help="dense weights, comma list"
     )
     parser.add_argument("--candidates", type=int, default=200)
+    parser.add_argument("--max-chunks-per-doc", type=int, default=8, help="0: no cap")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
@@ -117,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.sets:
         name, _, rest = spec.partition("=")
         dataset, split, index = rest.split(":", 1)[0], *rest.split(":", 1)[1].rsplit(":", 1)
-        results[name] = sweep_set(Path(dataset), split, Path(index), weights, args.candidates)
+        results[name] = sweep_set(
+            Path(dataset), split, Path(index), weights, args.candidates, args.max_chunks_per_doc
+        )
         r = results[name]
         print(
             f"{name}: {r['n_queries']} queries, cross {r['cross_share']}, {r['seconds']} s",

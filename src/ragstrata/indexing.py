@@ -1,10 +1,19 @@
 """The file side of ``ingest``: paths -> discovered files -> files whose bytes changed -> parsed
 documents, streamed from worker processes into the engine's
 :class:`~ragstrata.index.writer.IndexWriter` (see :meth:`ragstrata.pipeline.Ragstrata.ingest`).
+
+Failed files are remembered: a parse failure is sent on with the file's ``doc_id`` and a
+``retry_key`` (its SHA-256 and the parser limits), which the writer records in the manifest; the
+next run reports a file whose record matches (same bytes, limits and index signature) as failed
+again, ``unchanged``, without parsing it. A changed file, new limits, a new parser version or
+``retry_failed`` parse it again. Not remembered: failures found without reading the file
+(discovery, RS204 too large) or that say nothing about its bytes (RS205 unreadable).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -12,8 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragstrata.config import IngestConfig
-from ragstrata.errors import SourceNotFoundError
-from ragstrata.index.writer import ProgressCallback, skip_unchanged_files
+from ragstrata.errors import (
+    IngestError,
+    SourceNotFoundError,
+    StoreError,
+    UnsupportedFormatError,
+)
+from ragstrata.index import catalog
+from ragstrata.index.writer import ProgressCallback, file_sha256, skip_unchanged_files
 from ragstrata.optional import require
 from ragstrata.paths import path_text
 from ragstrata.types import Document, IngestFailure
@@ -23,7 +38,8 @@ from ragstrata.types import Document, IngestFailure
 class ParsedPaths:
     """What :func:`parse_paths` found: ``documents`` yields the discovery failures, then each
     file's document (or failure) as its worker finishes, ``total`` items in all.
-    ``skipped`` files were left unparsed (unchanged), ``bytes_read`` is the size of the others.
+    ``skipped`` files were left unparsed (unchanged), ``bytes_read`` is the size of the others;
+    files that failed before and did not change are among the failures, ``unchanged``.
     ``gone(source)`` says whether an indexed source lies under the paths but no longer exists
     (what ``prune`` removes)."""
 
@@ -42,15 +58,20 @@ def parse_paths(
     index_dir: Path,
     signature: Callable[[], str],
     progress: ProgressCallback | None = None,
+    retry_failed: bool = False,
 ) -> Iterator[ParsedPaths]:
     """Discover the files under ``paths`` and parse those that changed since the index at
     ``index_dir`` (its documents under the index signature ``signature()``, see
     :func:`~ragstrata.index.writer.skip_unchanged_files`) in worker processes; the workers
-    stop when the context exits, also on an error.
+    stop when the context exits, also on an error. Files whose last ingest failed and that did
+    not change are reported as failed again without being parsed, unless ``retry_failed``
+    (see the module docstring).
 
     Raises SourceNotFoundError when none of ``paths`` exists (a missing path among existing
-    ones is reported as a failure), MissingDependencyError without the ``ingest`` extra; both
-    before anything is read or written.
+    ones is reported as a failure), UnsupportedFormatError (RS201) when no supported file is
+    found under them and there is no index at ``index_dir`` yet (an empty index would be
+    created), MissingDependencyError without the ``ingest`` extra; all before anything is
+    read or written.
     """
     from ragstrata.ingest.loader import discover, source_for
     from ragstrata.ingest.pool import auto_workers, load_many
@@ -64,9 +85,14 @@ def parse_paths(
     require("markdown_it", extra="ingest", package="markdown-it-py")
     require("selectolax", extra="ingest")
     files, errors = discover(list(paths), follow_symlinks=config.follow_symlinks)
+    if not files and not (index_dir / catalog.MANIFEST).exists():
+        raise _nothing_to_ingest(paths, errors)
     present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths
     workers = auto_workers() if config.workers < 0 else config.workers
     files, skipped = skip_unchanged_files(index_dir, files, signature=signature)
+    known: list[IngestFailure] = []
+    if not retry_failed:
+        files, known = _known_failures(index_dir, files, signature=signature, config=config)
     sizes = [_size(p) for p in files]
     total_bytes = sum(sizes)
 
@@ -82,12 +108,13 @@ def parse_paths(
     def load_all() -> Iterator[Document | IngestFailure]:
         for err in errors:
             yield IngestFailure(err.path, err.code, err.reason)
+        yield from known
         done = 0
-        for item, size in zip(loaded, sizes, strict=True):
+        for path, item, size in zip(files, loaded, sizes, strict=True):
             done += size
             if progress:
                 progress("bytes", done, total_bytes)
-            yield item
+            yield _remembered(path, item, config) if isinstance(item, IngestFailure) else item
 
     roots = [p.resolve() for p in paths]
 
@@ -99,9 +126,98 @@ def parse_paths(
     if progress:
         progress("discover", len(files), len(files))
     try:
-        yield ParsedPaths(load_all(), len(files) + len(errors), skipped, total_bytes, gone)
+        total = len(files) + len(errors) + len(known)
+        yield ParsedPaths(load_all(), total, skipped, total_bytes, gone)
     finally:
         loaded.close()  # stops the parser processes, also when indexing failed
+
+
+def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> IngestError:
+    """The error of an ingest that found no supported file (and would create an empty index),
+    naming the paths and the first entries that were skipped."""
+    from ragstrata.ingest.loader import FORMATS
+
+    known = ", ".join(sorted(FORMATS))
+    reason = (
+        f"no supported files found (extensions: {known}); nothing was ingested "
+        "(no index was created)"
+    )
+    if errors:
+        shown = "; ".join(f"{e.path}: [{e.code}] {e.reason}" for e in errors[:3])
+        more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""
+        reason += f"; {len(errors)} skipped: {shown}{more}"
+    where = ", ".join(path_text(p) for p in paths)
+    return UnsupportedFormatError(where, reason)
+
+
+_NOT_REMEMBERED = frozenset({"RS204", "RS205"})
+"""Failure codes not worth remembering: found by a ``stat`` alone (too large), or saying
+nothing about the file's bytes (unreadable: permissions, a race)."""
+
+
+def _retry_key(file_hash: str, config: IngestConfig) -> str:
+    """What a parse failure depends on besides the index signature: the file's bytes and the
+    parser limits (hex SHA-256, opaque)."""
+    limits = f"{config.max_file_bytes}|{config.parse_timeout_s}|{config.max_worker_memory_mb}"
+    return hashlib.sha256(f"{file_hash}|{limits}".encode()).hexdigest()
+
+
+def _remembered(path: Path, failure: IngestFailure, config: IngestConfig) -> IngestFailure:
+    """``failure`` of the parsed file ``path`` with the ``doc_id`` and ``retry_key`` the writer
+    records it under (and its path as the document's source), when it is worth remembering."""
+    from ragstrata.ingest.loader import doc_id_for, source_for
+
+    if failure.code in _NOT_REMEMBERED:
+        return failure
+    file_hash = file_sha256(path)
+    if not file_hash:
+        return failure
+    return dataclasses.replace(
+        failure,
+        path=source_for(path),
+        doc_id=doc_id_for(path),
+        retry_key=_retry_key(file_hash, config),
+    )
+
+
+def _known_failures(
+    index_dir: Path, files: list[Path], *, signature: Callable[[], str], config: IngestConfig
+) -> tuple[list[Path], list[IngestFailure]]:
+    """Split ``files`` into those to parse and the failures recorded in the index at
+    ``index_dir`` for files that did not change since (same bytes, limits and ``signature()``),
+    reported again as ``unchanged``. Without a readable manifest and journal nothing is split
+    off."""
+    from ragstrata.ingest.loader import doc_id_for
+
+    try:
+        manifest = catalog.read_manifest(index_dir)
+    except StoreError:
+        return files, []
+    if not manifest.failures or catalog.read_journal(index_dir) == []:
+        return files, []
+    wanted = signature()
+    keep: list[Path] = []
+    known: list[IngestFailure] = []
+    for path in files:
+        doc_id = doc_id_for(path)
+        entry = manifest.failures.get(doc_id)
+        if entry is not None and entry.signature == wanted:
+            file_hash = file_sha256(path)
+            if file_hash and entry.retry_key == _retry_key(file_hash, config):
+                reason = f"unchanged since last failure ({entry.failed_at}): {entry.reason}"
+                known.append(
+                    IngestFailure(
+                        entry.path,
+                        entry.code,
+                        reason,
+                        doc_id=doc_id,
+                        retry_key=entry.retry_key,
+                        unchanged=True,
+                    )
+                )
+                continue
+        keep.append(path)
+    return keep, known
 
 
 def _size(path: Path) -> int:

@@ -157,6 +157,7 @@ class Ragstrata:
         prune: bool = False,
         dry_run: bool = False,
         lock_wait_s: float = 0.0,
+        retry_failed: bool = False,
     ) -> IngestReport:
         """Parse, chunk, embed and index ``paths`` (files or folders, recursively).
 
@@ -164,6 +165,8 @@ class Ragstrata:
         replaced in the same commit that adds their new chunks. Bad files are reported in
         ``IngestReport.failures`` and never stop the batch. ``prune`` removes indexed documents
         whose file under ``paths`` no longer exists; ``dry_run`` only reports what would change.
+        A file that failed before and did not change is reported as failed again without being
+        parsed (``unchanged``), unless ``retry_failed`` (see :mod:`ragstrata.indexing`).
         Only regular files under ``paths`` are read; symbolic links follow
         ``ingest.follow_symlinks`` (see :func:`~ragstrata.ingest.loader.discover`). Raises
         SourceNotFoundError, before the index is opened or created, when none of ``paths``
@@ -177,6 +180,7 @@ class Ragstrata:
             index_dir=self.index_dir,
             signature=self._index_signature,
             progress=progress,
+            retry_failed=retry_failed,
         ) as parsed:
             report = self.add_documents(
                 parsed.documents,
@@ -426,6 +430,7 @@ class Ragstrata:
                 self.embedder,
                 self.analyzer,
                 max_sentences=self.config.answer.max_sentences,
+                rank_weight=self.config.answer.rank_weight,
                 context_tokens=self.config.answer.context_tokens,
                 evidence_rule=self._evidence_rule(),
                 min_rerank=self.config.rerank.min_score,

@@ -136,7 +136,9 @@ def diagnostics_json(answer: Answer) -> dict[str, Any]:
 def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str, Any]:
     """An answer or refusal with its citations, legend, timings and the generation's record:
     ``usage`` (:func:`usage_json`), ``generator`` (``extractive`` or the LLM's name),
-    ``conflict`` and ``conflicts`` (:func:`conflicts_json`). With ``source`` the legend is
+    ``conflict`` and ``conflicts`` (:func:`conflicts_json`), ``disagreements`` (quoted sources
+    giving different values for one quantity: ``unit`` and ``claims`` of ``label`` and
+    ``value``). With ``source`` the legend is
     rebuilt from the citations through it; without, the pipeline's legend is kept as is."""
     view = source or _same
     legend = (
@@ -156,4 +158,5 @@ def answer_json(answer: Answer, *, source: SourceView | None = None) -> dict[str
         "generator": answer.generator,
         "conflict": answer.conflict,
         "conflicts": conflicts_json(answer),
+        "disagreements": [d.to_json() for d in answer.disagreements],
     }

@@ -38,6 +38,24 @@ class Block:
     title: str = ""
 
 
+WarningKind = Literal["replaced_bytes", "mixed_encoding", "mojibake", "html_depth"]
+"""What an :class:`IngestWarning` is about: undecodable bytes replaced by U+FFFD, lines in a
+legacy encoding inside a UTF-8 file, UTF-8 text that was once read as cp1252/Latin-1 ("mÃ¡s"),
+or HTML nested too deep (tags removed, text kept)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestWarning:
+    """A file that was ingested with a caveat the user should see: its ``path``, the ``kind``,
+    a ``message`` that names what happened and the fix, and ``share``, the fraction (0-1) of
+    the document's characters affected (0.0 when it does not apply)."""
+
+    path: str
+    kind: WarningKind
+    message: str
+    share: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """A parsed source file.
@@ -47,7 +65,8 @@ class Document:
     the detected ISO 639-1 code (``"es"``, ``"en"``...) or ``"und"`` when undetermined.
     ``pages`` is empty for formats without pages; for PDFs ``pages[i]`` is the offset in
     ``text`` where page ``i + 1`` starts. ``file_hash`` is the SHA-256 of the file's raw bytes
-    (empty for documents that did not come from a file).
+    (empty for documents that did not come from a file). ``warnings`` are what loading it
+    found worth reporting (replaced bytes, mixed encodings, mojibake, HTML nested too deep).
     """
 
     doc_id: str
@@ -61,6 +80,7 @@ class Document:
     language: str = "und"
     pages: tuple[int, ...] = ()
     file_hash: str = ""
+    warnings: tuple[IngestWarning, ...] = ()
 
     def page_range(self, start: int, end: int) -> tuple[int, int] | None:
         """1-based ``(first, last)`` pages that ``text[start:end]`` spans, or ``None`` when the
@@ -123,11 +143,20 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class IngestFailure:
-    """A file that was not ingested: its path, the error code (``RS2xx``) and the reason."""
+    """A file that was not ingested: its path, the error code (``RS2xx``) and the reason.
+
+    ``doc_id`` and ``retry_key`` (the file's SHA-256 and the parser limits, opaque) are set when
+    the failure is worth remembering: the index then records it, and an unchanged file is
+    reported again without being parsed, with ``unchanged`` true. Both are empty for failures
+    that are cheap to find again (discovery, an unreadable file).
+    """
 
     path: str
     code: str
     reason: str
+    doc_id: str = ""
+    retry_key: str = ""
+    unchanged: bool = False
 
 
 Retriever = Literal["dense", "bm25"]
@@ -259,6 +288,23 @@ class VersionConflict:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceDisagreement:
+    """Quoted sources of different documents that give different values for one quantity:
+    ``unit`` as the sources write it (``días``, ``%``), ``claims`` the ``(citation label,
+    value)`` pairs, in label order (see
+    :class:`~ragstrata.generate.extractive.ExtractiveAnswerer`)."""
+
+    unit: str
+    claims: tuple[tuple[int, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "claims": [{"label": label, "value": value} for label, value in self.claims],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class UnsupportedClaim:
     """A claim of an LLM answer whose cited sources (``labels``, as the model numbered them)
     do not support it, and ``missing``: what those sources lack (numbers, names, code)."""
@@ -329,7 +375,8 @@ class Answer:
     newest was preferred (:attr:`conflict`); ``hits``: the retrieved hits the answer was built
     from (after HyDE, before version conflicts were resolved); ``hyde_passage``: the LLM's
     hypothetical passage when HyDE ran; ``generation``: the LLM's record (``None`` for the
-    extractive answerer and refusals before any LLM call). Rendered as JSON by
+    extractive answerer and refusals before any LLM call); ``disagreements``: quoted sources
+    that give different values for one quantity (extractive answers). Rendered as JSON by
     :mod:`ragstrata.render`.
     """
 
@@ -347,6 +394,7 @@ class Answer:
     hits: tuple[Hit, ...] = ()
     hyde_passage: str | None = None
     generation: Generation | None = None
+    disagreements: tuple[SourceDisagreement, ...] = ()
 
     @property
     def conflict(self) -> bool:

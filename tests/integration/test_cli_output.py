@@ -82,7 +82,18 @@ def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", str(corpus), "--index", index]).exit_code == 0
     result = runner.invoke(
-        app, ["search", "¿Qué puerto usa el servidor?", "--index", index, "--explain"]
+        app,
+        ["search", "¿Qué puerto usa el servidor?", "--index", index, "--explain"],
+        env={"COLUMNS": "110"},
     )
     assert result.exit_code == 0, result.output
     assert name in result.output, result.output  # whole, on one line (folders become …/)
+    assert "dense 1 / " in result.output and "bm25 1 / " in result.output
+    # at 80 columns the text stays readable next to the ranks (it was squeezed to 12)
+    narrow = runner.invoke(
+        app,
+        ["search", "¿Qué puerto usa el servidor?", "--index", index, "--explain"],
+        env={"COLUMNS": "80"},
+    )
+    assert narrow.exit_code == 0, narrow.output
+    assert "│ El servidor lee PORT y WORKERS al arrancar; sin ellas" in narrow.output, narrow.output

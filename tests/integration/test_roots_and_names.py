@@ -121,9 +121,10 @@ _NAME_BYTES = st.binary(min_size=1, max_size=40).filter(
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=_NAME_BYTES)
 def test_any_byte_name_reaches_report_and_json(name: bytes) -> None:
-    """Property: whatever the bytes of a file name, ``ingest --json --report`` exits 0 (added),
-    or 1 when the only file is reported (a name starting with ``.`` is a hidden file, RS211),
-    writes valid UTF-8 JSON, and the file is either counted as added or reported by path."""
+    """Property: whatever the bytes of a file name, ``ingest --json --report`` exits 0 (added)
+    and writes valid UTF-8 JSON in which the file is counted as added or reported by path; or,
+    when the only file is skipped (a name starting with ``.`` is a hidden file, RS211), exits 1
+    with RS201 (no supported file for a new index) naming the skipped file, writing nothing."""
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "c"
         corpus.mkdir()
@@ -137,6 +138,12 @@ def test_any_byte_name_reaches_report_and_json(name: bytes) -> None:
         )  # fmt: skip
         assert result.exception is None or isinstance(result.exception, SystemExit)
         assert result.exit_code in (0, 1), result.output
+        if result.exit_code == 1 and "[RS201]" in result.stderr:
+            assert "[RS211]" in result.stderr and not report.exists()
+            from ragstrata.cli.common import _term
+
+            assert _term(path_text(os.fsdecode(raw))) in result.stderr
+            return
         for data in (json.loads(result.stdout), json.loads(report.read_bytes().decode("utf-8"))):
             failures = data["failures"]
             assert data["added"] + len(failures) == 1

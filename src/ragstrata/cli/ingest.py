@@ -10,22 +10,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from ragstrata.cli.common import EXIT_PARTIAL, _engine, _fail, _term, err, out
 from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
+from ragstrata.cli.progress import DEFAULT_PROGRESS_EVERY_S, IngestProgress, show_progress
 from ragstrata.config import RagConfig
 from ragstrata.errors import IndexNotFoundError, RagError
 
 if TYPE_CHECKING:
-    from ragstrata.types import IngestFailure
+    from ragstrata.types import IngestFailure, IngestWarning
 
 
 def _print_failure(failure: IngestFailure) -> None:
@@ -35,6 +28,24 @@ def _print_failure(failure: IngestFailure) -> None:
         f"{escape(f'[{failure.code}]')} {escape(_term(failure.reason))}",
         highlight=False,
     )
+
+
+def _print_warning(warning: IngestWarning) -> None:
+    """The ``warning`` line of a file ingested with a caveat (stderr)."""
+    where, what = escape(_term(warning.path)), escape(_term(warning.message))
+    err.print(f"[yellow]warning[/] {where}: {what}", highlight=False)
+
+
+def _interrupted(done: IngestProgress) -> typer.Exit:
+    """Say what an ingest stopped by Ctrl-C left behind; the exit of status 130 (128 + SIGINT)."""
+    err.print(
+        f"interrupted: {done.chunks_committed} chunks committed from "
+        f"{done.files_parsed} files parsed before Ctrl-C; every finished commit stays in the "
+        "index, an unfinished one is rolled back by the next run; run the same command again "
+        "to finish (unchanged files are skipped)",
+        highlight=False,
+    )
+    return typer.Exit(130)
 
 
 def ingest(
@@ -55,46 +66,47 @@ def ingest(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only report what would change; write nothing.")
     ] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            help="Parse again the files that failed before although they did not change.",
+        ),
+    ] = False,
+    progress_every: Annotated[
+        float,
+        typer.Option(
+            "--progress-every",
+            min=0,
+            help="When stderr is not a terminal (a log, CI), print a progress line every this "
+            "many seconds; 0: none.",
+        ),
+    ] = DEFAULT_PROGRESS_EVERY_S,
 ) -> None:
     """Parse, chunk, embed and index documents (Markdown/MDX, HTML, Confluence, PDF, text).
 
+    A file that failed before and did not change is reported again ("unchanged since last
+    failure") without being parsed; --retry-failed parses it again.
+
     Exit status: 0 all indexed; 3 some files skipped (each reported with its path and RSxxx
-    reason); 1 nothing indexed or an error.
+    reason); 1 nothing indexed, an error, or no supported file found for a new index (RS201,
+    nothing written); 130 interrupted (Ctrl-C): what was committed stays, the next run goes on.
     """
     try:
         with (
             _engine(index, config) as engine,
-            Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                console=err,
-                transient=json_out,
-                disable=not err.is_terminal,
-            ) as bar,
+            show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, done),
         ):
-            task = bar.add_task("documents", total=None)
-            counts = {"chunks": 0, "bytes": 0, "total_bytes": 0}
-
-            def on_progress(event: str, done: int, total: int) -> None:
-                if event == "embed":
-                    counts["chunks"] += done
-                elif event == "bytes":
-                    counts["bytes"], counts["total_bytes"] = done, total
-                else:
-                    bar.update(task, completed=done, total=total)
-                bar.update(
-                    task,
-                    description=(
-                        f"documents · {counts['chunks']} chunks · "
-                        f"{counts['bytes'] / 1e6:.1f}/{counts['total_bytes'] / 1e6:.1f} MB"
-                    ),
+            try:
+                result = engine.ingest(
+                    paths,
+                    progress=on_progress,
+                    prune=prune,
+                    dry_run=dry_run,
+                    retry_failed=retry_failed,
                 )
-
-            result = engine.ingest(paths, progress=on_progress, prune=prune, dry_run=dry_run)
+            except KeyboardInterrupt:
+                raise _interrupted(done) from None
             try:
                 stats = engine.stats()
             except IndexNotFoundError:  # a dry run on a new index writes nothing
@@ -124,6 +136,8 @@ def ingest(
         )
         if not (result.added or result.updated or result.unchanged or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
+        for warning in result.warnings:
+            _print_warning(warning)
         for failure in result.failures:
             _print_failure(failure)
     if result.status != "ok":
@@ -205,6 +219,8 @@ def watch(
             for failure in failures:
                 if (failure.path, failure.code) not in reported:
                     _print_failure(failure)
+            for warning in report.warnings if report is not None else []:
+                _print_warning(warning)  # files parsed in this sync only
         if report is not None:
             reported.clear()
             reported.update(now)

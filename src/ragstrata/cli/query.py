@@ -64,31 +64,29 @@ def search(
         }
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    table = Table(show_lines=False, title=escape(f"{len(result.hits)} hits for {query!r}"))
+    table = Table(show_lines=True, title=escape(f"{len(result.hits)} hits for {query!r}"))
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
-    if explain:
-        table.add_column("dense rank/score", no_wrap=True)
-        table.add_column("bm25 rank/score", no_wrap=True)
-        if any(h.retriever_score("rerank") is not None for h in result.hits):
-            table.add_column("rerank rank/score", no_wrap=True)
-    wheres = [_hit_where(hit, max(40, out.width // 2)) for hit in result.hits]
-    # file names stay whole: the source column gets what its longest entry needs (folders
-    # shortened to …/ past half the terminal); the text snippet wraps in what is left
-    widest = max((len(w) for w in wheres), default=10)
-    table.add_column("source > heading", min_width=widest, overflow="fold")
-    table.add_column("text")
-    for hit, where in zip(result.hits, wheres, strict=True):
-        row = [str(hit.rank), f"{hit.score:.4f}"]
+    # one wide column: the source line (file name never cut; folders shorten to …/ when it
+    # is longer than the column) over the text snippet, so --explain's ranks (stacked under
+    # the score) never squeeze the text the user reads
+    table.add_column("source > heading / text", overflow="fold")
+    width = max(30, out.width - (34 if explain else 20))
+    names = ("dense", "bm25", "rerank")
+    for hit in result.hits:
+        score = f"{hit.score:.4f}"
         if explain:
-            has_rerank = any(h.retriever_score("rerank") is not None for h in result.hits)
-            for name in ("dense", "bm25", *(("rerank",) if has_rerank else ())):
+            for name in names:
                 e = next((x for x in hit.explain if x.retriever == name), None)
-                row.append(f"{e.rank} / {e.score:.3f}" if e else "-")
-        row.append(escape(where))
-        snippet = " ".join(hit.chunk.text.split())
-        row.append(escape(snippet[:160] + ("…" if len(snippet) > 160 else "")))
-        table.add_row(*row)
+                if e is not None or name != "rerank":
+                    shown = f"{e.rank} / {e.score:.3f}" if e else "-"
+                    score += f"\n[dim]{name} {shown}[/]"
+        # heading lines are already on the source line
+        body = [ln for ln in hit.chunk.text.splitlines() if not ln.lstrip().startswith("#")]
+        snippet = " ".join(" ".join(body).split()) or " ".join(hit.chunk.text.split())
+        snippet = snippet[:160] + ("…" if len(snippet) > 160 else "")
+        where = _hit_where(hit, width)
+        table.add_row(str(hit.rank), score, f"[bold]{escape(where)}[/]\n{escape(snippet)}")
     out.print(table)
     out.print(f"[dim]{result.timings_ms['total']:.1f} ms[/]")
 
@@ -207,6 +205,9 @@ def ask(
         out.print(
             f"[yellow]note[/] sources disagree across versions; used the newest ({escape(kept)})"
         )
+    for d in answer.disagreements:
+        claims = ", ".join(f"[{label}] {value} {d.unit}" for label, value in d.claims)
+        out.print(f"[yellow]note[/] the sources disagree: {escape(_term(claims))}")
     if answer.usage:
         u = answer.usage
         out.print(

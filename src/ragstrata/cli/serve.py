@@ -125,15 +125,24 @@ def keys_create(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Search/ask only; no upload or delete.")
     ] = False,
+    scopes: Annotated[
+        str | None,
+        typer.Option(
+            "--scopes",
+            help="Comma-separated scopes instead of the default read,write: read, write, "
+            "metrics (GET /metrics, every tenant's counts: for your scraper's key).",
+        ),
+    ] = None,
     data_dir: DataDirOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Create an API key; the key is printed once and only its salted hash is stored."""
+    chosen: tuple[str, ...] = ("read",) if read_only else ("read", "write")
+    if scopes is not None:
+        chosen = tuple(s.strip() for s in scopes.split(",") if s.strip())
     try:
-        key, record = _key_store(data_dir, config).create(
-            tenant, name=name, scopes=("read",) if read_only else ("read", "write")
-        )
+        key, record = _key_store(data_dir, config).create(tenant, name=name, scopes=chosen)
     except RagError as exc:
         raise _fail(exc) from exc
     if json_out:

@@ -16,15 +16,17 @@ class AnswerConfig:
     """Extractive answerer and context assembly.
 
     ``context_tokens``: token budget of the assembled context; ``max_sentences``: sentences in an
-    extractive answer. The refusal thresholds (``llm.min_answerable``, ``llm.min_evidence``) are
-    shared with the LLM answerer. ``min_dense_score`` is the removed threshold of the old
-    refusal rule: it is accepted only unset, and a value (from the TOML file,
+    extractive answer; ``rank_weight``: weight of the retrieval-rank prior of its sentence score
+    (``rank_weight / (1 + rank)``, 0: none). The refusal thresholds (``llm.min_answerable``,
+    ``llm.min_evidence``) are shared with the LLM answerer. ``min_dense_score`` is the removed
+    threshold of the old refusal rule: it is accepted only unset, and a value (from the TOML file,
     ``RAGSTRATA_ANSWER_MIN_DENSE_SCORE`` or code) is a :class:`ConfigError` that names its
     replacement (see docs/configuration.md).
     """
 
     context_tokens: int = 1500
     max_sentences: int = 3
+    rank_weight: float = 0.05
     min_dense_score: float | None = None
 
     def __post_init__(self) -> None:
@@ -32,6 +34,7 @@ class AnswerConfig:
             raise ConfigError(f"answer.context_tokens={self.context_tokens} must be >= 64")
         if self.max_sentences < 1:
             raise ConfigError(f"answer.max_sentences={self.max_sentences} must be >= 1")
+        check_range("answer.rank_weight", self.rank_weight, 0.0, 1.0)
         if self.min_dense_score is not None:
             raise ConfigError(
                 f"answer.min_dense_score={self.min_dense_score!r} was removed: ask now refuses "

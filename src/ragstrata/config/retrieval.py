@@ -22,7 +22,9 @@ class RetrievalConfig:
     :class:`ragstrata.retrieve.hybrid.HybridRetriever`). Unset (``None``), each weight is the
     one tuned for the index's embedder on the training halves of SciFact, SQuAD-es and the
     FastAPI ES/EN pages (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`,
-    docs/evaluation.md).
+    docs/evaluation.md). ``max_chunks_per_doc``: before fusion, each retriever's candidates keep
+    at most this many chunks of one document (0: no cap), so that one long document cannot
+    fill a candidate list.
     """
 
     top_k: int = 5
@@ -32,8 +34,13 @@ class RetrievalConfig:
     bm25_weight: float | None = None
     cross_dense_weight: float | None = None
     cross_bm25_weight: float | None = None
+    max_chunks_per_doc: int = 8
 
     def __post_init__(self) -> None:
+        if self.max_chunks_per_doc < 0:
+            raise ConfigError(
+                f"retrieval.max_chunks_per_doc={self.max_chunks_per_doc} must be >= 0 (0: no cap)"
+            )
         if self.top_k < 1:
             raise ConfigError(f"retrieval.top_k={self.top_k} must be >= 1")
         if self.candidates < 1:

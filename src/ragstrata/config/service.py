@@ -18,9 +18,16 @@ class ServiceConfig:
     per upload request; ``rate_limit_per_s`` / ``rate_limit_burst``: per-API-key token bucket
     (sustained requests per second, bucket size; over it gets 429 with ``Retry-After``);
     ``read_wait_s``: how long a search/ask waits for an ingest running on the same collection
-    before failing with RS503 (503); ``ingest_workers``: ingestion jobs run at once;
-    ``keep_alive_s``: seconds an idle HTTP connection stays open (above a proxy's or client's
-    own idle timeout, so that they never reuse a connection the server is closing).
+    before failing with RS503 (503); ``ingest_workers``: ingestion slices run at once;
+    ``ingest_batch_files``: files per slice (one ingest and commit; the scheduler goes
+    round-robin across tenants between slices, so a tenant's large upload delays another's by
+    one slice at most); ``max_jobs_per_tenant``: ingestion jobs a tenant may have queued or
+    running (one more gets 429); ``auth_failure_rate_per_s`` / ``auth_failure_burst``: budget of
+    wrong API-key secrets per key id and per client address (over it, 429 before any hashing);
+    ``metrics_public``: serve ``/metrics`` without a key (default: a key with the ``metrics``
+    scope is needed); ``keep_alive_s``: seconds an idle HTTP connection stays open (above a
+    proxy's or client's own idle timeout, so that they never reuse a connection the server is
+    closing).
     """
 
     host: str = "127.0.0.1"
@@ -32,6 +39,11 @@ class ServiceConfig:
     rate_limit_burst: int = 40
     read_wait_s: float = 30.0
     ingest_workers: int = 1
+    ingest_batch_files: int = 4
+    max_jobs_per_tenant: int = 20
+    auth_failure_rate_per_s: float = 0.2
+    auth_failure_burst: int = 10
+    metrics_public: bool = False
     keep_alive_s: int = 75
 
     def __post_init__(self) -> None:
@@ -53,6 +65,20 @@ class ServiceConfig:
             raise ConfigError(f"service.read_wait_s={self.read_wait_s} must be >= 0 seconds")
         if self.ingest_workers < 1:
             raise ConfigError(f"service.ingest_workers={self.ingest_workers} must be >= 1")
+        if self.ingest_batch_files < 1:
+            raise ConfigError(
+                f"service.ingest_batch_files={self.ingest_batch_files} must be >= 1 file"
+            )
+        if self.max_jobs_per_tenant < 1:
+            raise ConfigError(
+                f"service.max_jobs_per_tenant={self.max_jobs_per_tenant} must be >= 1 job"
+            )
+        if not self.auth_failure_rate_per_s > 0:
+            raise ConfigError(
+                f"service.auth_failure_rate_per_s={self.auth_failure_rate_per_s} must be > 0"
+            )
+        if self.auth_failure_burst < 1:
+            raise ConfigError(f"service.auth_failure_burst={self.auth_failure_burst} must be >= 1")
         if self.keep_alive_s < 1:
             raise ConfigError(f"service.keep_alive_s={self.keep_alive_s} must be >= 1 second")
 

@@ -7,7 +7,15 @@ context that best answer the question, scored by ``0.7 · cosine(question, sente
 lexical coverage`` (share of the question's BM25 terms present in the sentence), tags each with
 its source label ``[n]``, and never cites a source it did not quote (refusing with
 ``no_quotes`` when no sentence can be quoted). Cited sources are renumbered 1..n in order of
-first citation. Code inside fences, headings and table separators are not answer sentences.
+first citation. Code inside fences, headings and table separators are not answer sentences;
+a sentence is never cut inside inline code; a sentence that ends in ``:`` brings the code block
+or list that follows it (the answer it announces); links show their text only.
+
+A small prior for the hit's retrieval rank (``rank_weight / (1 + rank)``) breaks near-ties in
+favour of the better-ranked source. When quotable sentences of different documents give
+different values for one quantity ("31 días" against "99 días"), both are quoted and the
+answer carries a :class:`~ragstrata.types.SourceDisagreement`: a planted or stale page is then
+visible next to the one it contradicts instead of silently winning.
 """
 
 from __future__ import annotations
@@ -24,11 +32,19 @@ from ragstrata.embed.base import Embedder
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, refusal, word_tokens
 from ragstrata.generate.evidence import NO_EVIDENCE_RULE, EvidenceRule, check_evidence
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.text.spans import find_fences, sentence_spans
+from ragstrata.text.spans import Fence, find_fences, join_split_code, sentence_spans
 from ragstrata.text.tokens import TokenCounter
-from ragstrata.types import Answer, Citation, Hit
+from ragstrata.types import Answer, Citation, Hit, SourceDisagreement
 
-_MDX = re.compile(r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>")
+_MDX = re.compile(
+    r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>"
+    r"|\{\s*#[\w-]+\s*\}"  # MkDocs heading anchors: { #path-parameters }
+)
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
+_NUMBER_UNIT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s*(%|[^\W\d_]{3,})")
+_MAX_BLOCK_LINES = 30
+"""Longest code block or list a sentence ending in ``:`` brings along (lines)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
@@ -42,6 +58,9 @@ class Quote:
     end: int
     text: str
     score: float
+    block: str = ""
+    """The code block or list the sentence announces (``text`` ends in ``:``), verbatim;
+    ``end`` then covers it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,26 +69,40 @@ class Generated:
 
     text: str
     quotes: tuple[Quote, ...]
+    disagreements: tuple[SourceDisagreement, ...] = ()
+    """Claims labelled with the sources' context labels (the answer renumbers them)."""
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
-def _candidates(source: Source) -> list[tuple[int, int]]:
-    """Sentence spans (chunk-relative) of the chunk's prose.
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A quotable sentence ``text[start:end]`` (chunk-relative) and, when it ends in ``:``,
+    the block that follows it, ``text[end:block_end]`` (``block_end == end``: none)."""
+
+    start: int
+    end: int
+    block_end: int
+
+
+def _candidates(source: Source) -> list[_Candidate]:
+    """Sentences (chunk-relative) of the chunk's prose.
 
     Consecutive text lines form one paragraph, so sentences of hard-wrapped Markdown are not cut
-    at line ends; a list item starts a new paragraph. Fenced code, headings, table rows and
-    HTML/MDX lines are not prose.
+    at line ends, nor inside inline code; a list item starts a new paragraph. Fenced code,
+    headings, table rows and HTML/MDX lines are not prose. A sentence ending in ``:`` takes the
+    fenced block or the list right after it (up to :data:`_MAX_BLOCK_LINES` lines).
     """
     text = source.hit.chunk.text
-    fenced = [(f.open_start, f.close_end) for f in find_fences(text)]
+    fences = find_fences(text)
+    fenced = [(f.open_start, f.close_end) for f in fences]
     spans: list[tuple[int, int]] = []
     para: tuple[int, int] | None = None
 
     def flush() -> None:
         if para is not None:
-            spans.extend(sentence_spans(text, para[0], para[1]))
+            spans.extend(join_split_code(text, sentence_spans(text, para[0], para[1])))
 
     pos = 0
     for line in text.split("\n"):
@@ -90,21 +123,61 @@ def _candidates(source: Source) -> list[tuple[int, int]]:
         else:
             para = (para[0], end)
     flush()
-    return spans
+    return [_Candidate(a, b, _announced_block(text, b, fences)) for a, b in spans]
+
+
+def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
+    """End of the code block or list that the sentence ending at ``end`` announces with a
+    final ``:`` (``end`` when it announces none, or the block is longer than
+    :data:`_MAX_BLOCK_LINES` lines or cut off by the chunk's end)."""
+    if not text[:end].rstrip().endswith(":"):
+        return end
+    rest = text[end:]
+    skipped = len(rest) - len(rest.lstrip())
+    at = end + skipped
+    for fence in fences:
+        if fence.open_start <= at <= fence.open_end:
+            closed = fence.close_start < len(text)
+            lines = text.count("\n", fence.open_start, fence.close_end)
+            return fence.close_end if closed and lines <= _MAX_BLOCK_LINES else end
+    block_end, pos, lines = end, at, 0
+    while pos < len(text) and lines < _MAX_BLOCK_LINES:
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end < 0 else line_end
+        line = text[pos:line_end]
+        if _LIST_ITEM.match(line) or (block_end > end and line.startswith(("  ", "\t"))):
+            block_end, lines = line_end, lines + 1
+        elif line.strip() or block_end > end:
+            break
+        pos = line_end + 1
+    return block_end
 
 
 def clean_sentence(text: str) -> str:
-    """Sentence for display: MDX anchors/components and list/quote markers removed."""
+    """Sentence for display: MDX/MkDocs anchors and components, images and list/quote markers
+    removed, links shown as their text."""
     text = _MDX.sub("", text)
+    text = _IMAGE.sub(lambda m: m.group(1), text)
+    text = _LINK.sub(lambda m: m.group(1) or m.group(2), text)
     text = _MARKUP.sub("", text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _clean_block(block: str) -> str:
+    """A block for display: a code block verbatim (trimmed), list items one per line with
+    their links shown as text."""
+    block = block.strip("\n")
+    if block.lstrip().startswith(("```", "~~~")):
+        return block.strip()
+    return "\n".join(f"- {clean_sentence(line)}" for line in block.splitlines() if line.strip())
 
 
 class ExtractiveAnswerer:
     """The :class:`~ragstrata.generate.answerer.Answerer` that quotes the best
     ``max_sentences`` sentences of the hits with their labels.
 
-    A sentence is kept when its score is at least ``relative_floor`` × the best sentence score.
+    A sentence is kept when its score is at least ``relative_floor`` × the best sentence score;
+    ``rank_weight`` weighs the retrieval-rank prior (see the module docstring).
     ``context_tokens``: budget of the assembled sources, counted with ``counter`` (default: the
     embedder's); ``evidence_rule``/``min_rerank``: the refusal rule and rerank threshold of
     :func:`~ragstrata.generate.evidence.check_evidence` (default: no refusal on evidence);
@@ -120,6 +193,7 @@ class ExtractiveAnswerer:
         *,
         max_sentences: int = 3,
         relative_floor: float = 0.75,
+        rank_weight: float = 0.05,
         context_tokens: int = 1500,
         counter: TokenCounter | None = None,
         evidence_rule: EvidenceRule = NO_EVIDENCE_RULE,
@@ -130,6 +204,7 @@ class ExtractiveAnswerer:
         self.analyzer = analyzer
         self.max_sentences = max_sentences
         self.relative_floor = relative_floor
+        self.rank_weight = rank_weight
         self.context_tokens = context_tokens
         self._counter = counter
         self.evidence_rule = evidence_rule
@@ -182,7 +257,8 @@ class ExtractiveAnswerer:
         )
         spent["assemble"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        quotes = self.pick_quotes(question, context).quotes
+        picked = self.pick_quotes(question, context)
+        quotes = picked.quotes
         spent["generate"] = (time.perf_counter() - t) * 1000
         if not quotes:
             return refusal(
@@ -206,44 +282,102 @@ class ExtractiveAnswerer:
             timings_ms=spent,
             evidence=check,
             hits=tuple(hits),
+            disagreements=tuple(
+                SourceDisagreement(d.unit, tuple(sorted((renumber[lb], v) for lb, v in d.claims)))
+                for d in picked.disagreements
+            ),
         )
 
     def pick_quotes(self, question: str, context: Context) -> Generated:
         """The best sentences of ``context`` for ``question``, tagged with their source labels
-        (empty when no sentence can be quoted)."""
-        items: list[tuple[Source, int, int, str]] = []
+        (empty when no sentence can be quoted), and the disagreements between the sources'
+        quotable sentences."""
+        items: list[tuple[Source, _Candidate, str]] = []
         for source in context.sources:
-            for start, end in _candidates(source):
-                shown = clean_sentence(source.hit.chunk.text[start:end])
+            text = source.hit.chunk.text
+            for cand in _candidates(source):
+                shown = clean_sentence(text[cand.start : cand.end])
                 if len(shown.split()) >= 3:
-                    items.append((source, start, end, shown))
+                    items.append((source, cand, shown))
         if not items:
             return Generated("", ())
+        ranked = sorted(context.sources, key=lambda src: (-src.hit.score, src.label))
+        rank = {src.label: i for i, src in enumerate(ranked)}
         query_terms = set(self.analyzer.terms(question))
         vectors = self.embedder.embed_documents([shown for *_, shown in items])
         cosine = vectors @ self.embedder.embed_query(question)
         scores: list[float] = []
-        for (_, _, _, shown), cos in zip(items, cosine, strict=True):
+        for (source, _cand, shown), cos in zip(items, cosine, strict=True):
             coverage = (
                 len(query_terms & set(self.analyzer.terms(shown))) / len(query_terms)
                 if query_terms
                 else 0.0
             )
-            scores.append(0.7 * float(cos) + 0.3 * coverage)
-        order = np.argsort(-np.asarray(scores), kind="stable")
-        best = scores[int(order[0])]
-        chosen: list[Quote] = []
+            score = 0.7 * float(cos) + 0.3 * coverage
+            score += self.rank_weight / (1 + rank[source.label])
+            scores.append(score)
+        order = [int(i) for i in np.argsort(-np.asarray(scores), kind="stable")]
+        best = scores[order[0]]
+        qualified = [i for i in order if scores[i] >= self.relative_floor * best]
+        picked: list[int] = []
         seen: set[str] = set()
-        for index in order:
-            source, start, end, shown = items[int(index)]
-            score = scores[int(index)]
-            if len(chosen) >= self.max_sentences or score < self.relative_floor * best:
+        for index in qualified:
+            if len(picked) >= self.max_sentences:
                 break
-            if shown.lower() in seen:
+            shown = items[index][2].lower()
+            if shown not in seen:
+                seen.add(shown)
+                picked.append(index)
+        disagreements, extra = self._disagreements(items, qualified, picked)
+        picked.extend(extra)
+        chosen = [self._quote(items[i], scores[i]) for i in picked]
+        return Generated(render(chosen), tuple(chosen), disagreements)
+
+    def _quote(self, item: tuple[Source, _Candidate, str], score: float) -> Quote:
+        source, cand, shown = item
+        text = source.hit.chunk.text
+        block = _clean_block(text[cand.end : cand.block_end]) if cand.block_end > cand.end else ""
+        return Quote(source.label, cand.start, cand.block_end, shown, score, block)
+
+    def _disagreements(
+        self,
+        items: Sequence[tuple[Source, _Candidate, str]],
+        qualified: Sequence[int],
+        picked: Sequence[int],
+    ) -> tuple[tuple[SourceDisagreement, ...], list[int]]:
+        """Quantities (a number and the word after it, compared by analyzer term) that quoted
+        sentences and qualified sentences of *other* documents give different values for; and
+        the qualified sentences to quote in addition so the answer shows both sides."""
+        claims: dict[str, dict[str, tuple[int, str]]] = {}  # term -> value -> (item, unit)
+        for index in qualified:
+            for value, unit in _NUMBER_UNIT.findall(items[index][2]):
+                terms = ["%"] if unit == "%" else self.analyzer.terms(unit)
+                if terms:
+                    key = value.replace(",", ".")
+                    claims.setdefault(terms[0], {}).setdefault(key, (index, unit))
+        found: list[SourceDisagreement] = []
+        extra: list[int] = []
+        for by_value in claims.values():
+            if len(by_value) < 2:
                 continue
-            seen.add(shown.lower())
-            chosen.append(Quote(source.label, start, end, shown, score))
-        return Generated(render(chosen), tuple(chosen))
+            chosen_values = {v for v, (i, _) in by_value.items() if i in picked}
+            if not chosen_values:
+                continue
+            docs = {items[i][0].hit.chunk.doc_id for i, _ in by_value.values()}
+            if len(docs) < 2:
+                continue  # one document giving several values is not a disagreement
+            sides = sorted(by_value.items(), key=lambda kv: qualified.index(kv[1][0]))
+            for _, (index, _) in sides:
+                if index not in picked and index not in extra:
+                    extra.append(index)
+            unit = sides[0][1][1]
+            found.append(
+                SourceDisagreement(
+                    unit,
+                    tuple((items[i][0].label, v) for v, (i, _) in sides),
+                )
+            )
+        return tuple(found), extra
 
 
 def quoted_labels(quotes: Sequence[Quote]) -> list[int]:
@@ -253,9 +387,19 @@ def quoted_labels(quotes: Sequence[Quote]) -> list[int]:
 
 def render(quotes: Sequence[Quote], labels: Mapping[int, int] | None = None) -> str:
     """The answer text: each quote followed by its marker ``[n]``, ``n`` = ``labels[label]``
-    (the quote's own label when ``labels`` is ``None``). Only the markers are numbered: text
-    inside a quote that looks like a marker (``[2]`` in a quoted code example) is left as is."""
-    return " ".join(f"{q.text} [{q.label if labels is None else labels[q.label]}]" for q in quotes)
+    (the quote's own label when ``labels`` is ``None``), then its block on lines of its own.
+    Only the markers are numbered: text inside a quote that looks like a marker (``[2]`` in a
+    quoted code example) is left as is."""
+    out = ""
+    previous: Quote | None = None
+    for q in quotes:
+        if previous is not None:
+            out += "\n\n" if previous.block or q.block else " "
+        out += f"{q.text} [{q.label if labels is None else labels[q.label]}]"
+        if q.block:
+            out += f"\n\n{q.block}"
+        previous = q
+    return out
 
 
 def _citation(label: int, source: Source, quote: Quote) -> Citation:

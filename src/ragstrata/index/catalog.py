@@ -63,12 +63,32 @@ class DocEntry:
     indexed_at: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class FailureEntry:
+    """A file that failed to ingest, remembered so that the next ``ingest`` reports it again
+    without parsing it while it stays the same (see :mod:`ragstrata.indexing`).
+
+    ``path`` is the path as it was reported, ``code``/``reason`` the failure; ``retry_key``
+    identifies what was tried (the file's SHA-256 and the parser limits), ``signature`` the
+    :func:`index_signature` in force (a new parser version retries); ``failed_at`` is when it
+    first failed so (ISO-8601, UTC).
+    """
+
+    path: str
+    code: str
+    reason: str
+    retry_key: str
+    signature: str
+    failed_at: str = ""
+
+
 @dataclass(slots=True)
 class Manifest:
     """Mutable in-memory manifest; persisted by :func:`write_manifest`.
 
     ``bm25_docs``/``bm25_total_length`` give the average chunk length (in analysed terms) used
-    for BM25 length normalization.
+    for BM25 length normalization. ``failures`` maps the doc id of each file that failed (and
+    has not been indexed since) to its :class:`FailureEntry`.
     """
 
     embedder: str
@@ -81,6 +101,7 @@ class Manifest:
     bm25_docs: int = 0
     bm25_total_length: int = 0
     schema_version: int = SCHEMA_VERSION
+    failures: dict[str, FailureEntry] = field(default_factory=dict)
 
     @property
     def avgdl(self) -> float:
@@ -93,6 +114,7 @@ class Manifest:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["documents"] = {k: asdict(v) for k, v in self.documents.items()}
+        data["failures"] = {k: asdict(v) for k, v in self.failures.items()}
         return data
 
     @property
@@ -135,6 +157,10 @@ class Manifest:
             bm25_docs=int(data.get("bm25_docs", 0)),
             bm25_total_length=int(data.get("bm25_total_length", 0)),
             schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+            failures={
+                k: FailureEntry(**{f: str(v.get(f, "")) for f in FailureEntry.__dataclass_fields__})
+                for k, v in (data.get("failures") or {}).items()
+            },
         )
 
 

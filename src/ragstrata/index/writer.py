@@ -33,16 +33,19 @@ from ragstrata.errors import ChunkingError, StoreError
 from ragstrata.index import catalog
 from ragstrata.index.base import VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
-from ragstrata.index.catalog import DocEntry, Manifest
+from ragstrata.index.catalog import DocEntry, FailureEntry, Manifest
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Chunk, Document, IngestFailure
+from ragstrata.types import Chunk, Document, IngestFailure, IngestWarning
 
 COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle)."""
 
 ProgressCallback = Callable[[str, int, int], None]
-"""``(event, done, total)``: ``discover`` (files found), ``parse`` (documents done of total),
-``bytes`` (bytes parsed of total), ``embed`` (chunks just embedded, as done and total)."""
+"""``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
+``bytes`` (bytes parsed of total), ``parse`` (documents taken by the writer of total),
+``chunk`` (chunks a document just added to the work, as done and total), ``embed`` (chunks of
+a commit whose vectors are ready, embedded or reused, as done and total) and ``commit`` (chunks
+just committed, journal closed, as done and total). Consumers ignore events they do not know."""
 
 
 @dataclass(slots=True)
@@ -53,6 +56,7 @@ class IngestReport:
     re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
     chunks written, ``embedded`` how many of them had to be embedded (the others reused the
     stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
+    ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
     """
 
     added: int = 0
@@ -65,6 +69,7 @@ class IngestReport:
     bytes_read: int = 0
     failures: list[IngestFailure] = field(default_factory=list)
     seconds: float = 0.0
+    warnings: list[IngestWarning] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -87,11 +92,20 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
             "failures": [_failure_json(f) for f in self.failures],
+            "warnings": [
+                {"path": w.path, "kind": w.kind, "message": w.message, "share": round(w.share, 6)}
+                for w in self.warnings
+            ],
         }
 
 
-def _failure_json(failure: IngestFailure) -> dict[str, str]:
-    return {"path": failure.path, "code": failure.code, "reason": failure.reason}
+def _failure_json(failure: IngestFailure) -> dict[str, Any]:
+    return {
+        "path": failure.path,
+        "code": failure.code,
+        "reason": failure.reason,
+        "unchanged": failure.unchanged,
+    }
 
 
 def embed_hash(text: str) -> str:
@@ -185,6 +199,7 @@ def count_new(documents: Iterable[Document | IngestFailure]) -> IngestReport:
             report.failures.append(item)
         else:
             report.added += 1
+            report.warnings.extend(item.warnings)
     return report
 
 
@@ -208,6 +223,25 @@ def recover(index_dir: Path, store: VectorStore, manifest: Manifest) -> None:
     doc_ids = catalog.read_journal(index_dir)
     if doc_ids is not None:
         forget(index_dir, store, manifest, doc_ids)
+
+
+def _failure_entry(failure: IngestFailure, signature: str) -> FailureEntry:
+    """The manifest record of ``failure`` (see :class:`~ragstrata.index.catalog.FailureEntry`)."""
+    return FailureEntry(
+        path=failure.path,
+        code=failure.code,
+        reason=failure.reason,
+        retry_key=failure.retry_key,
+        signature=signature,
+        failed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _failure_source(entry: FailureEntry) -> str:
+    """The ``source`` (resolved path text, as documents have) of a recorded failure."""
+    from ragstrata.ingest.loader import source_for
+
+    return source_for(Path(entry.path))
 
 
 class IndexWriter:
@@ -262,6 +296,11 @@ class IndexWriter:
         ones are replaced in the commit that adds their new chunks, :data:`COMMIT_CHUNKS`
         chunks per commit. ``prune(source)`` selects indexed documents to remove in one more
         commit; ``dry_run`` only counts. The store is optimized when anything changed.
+
+        A failure that carries a ``doc_id`` and ``retry_key`` is recorded in the manifest
+        (:class:`~ragstrata.index.catalog.FailureEntry`), a document that is taken drops its
+        record, ``prune`` drops the records of files that are gone; the records are persisted
+        with the next commit's manifest, or at the end when no commit follows.
         """
         report = IngestReport()
         manifest = self.manifest
@@ -273,10 +312,17 @@ class IndexWriter:
         signature = self.signature
         pending: list[tuple[Document, list[Chunk]]] = []
         pending_chunks = 0
+        failures_changed = False
         for done, item in enumerate(documents, start=1):
             if isinstance(item, IngestFailure):
                 report.failures.append(item)
+                if not dry_run and item.doc_id and item.retry_key and not item.unchanged:
+                    manifest.failures[item.doc_id] = _failure_entry(item, signature)
+                    failures_changed = True
             else:
+                report.warnings.extend(item.warnings)
+                if not dry_run and manifest.failures.pop(item.doc_id, None) is not None:
+                    failures_changed = True
                 entry = manifest.documents.get(item.doc_id)
                 same_text = entry is not None and entry.content_hash == item.content_hash
                 if same_text and entry is not None and entry.signature == signature:
@@ -290,6 +336,8 @@ class IndexWriter:
                     if chunks:
                         pending.append((item, chunks))
                         pending_chunks += len(chunks)
+                        if progress:
+                            progress("chunk", len(chunks), len(chunks))
                         report.added += entry is None
                         report.updated += entry is not None and not same_text
                         report.reindexed += same_text
@@ -297,14 +345,23 @@ class IndexWriter:
                 progress("parse", done, total or done)
             if pending_chunks >= COMMIT_CHUNKS:
                 self._commit_into(pending, progress, report)
-                pending, pending_chunks = [], 0
+                pending, pending_chunks, failures_changed = [], 0, False
         if pending:
             self._commit_into(pending, progress, report)
+            failures_changed = False
         if prune is not None:
             stale = [d for d, e in manifest.documents.items() if prune(e.source)]
             report.pruned = len(stale)
+            gone = [d for d, f in manifest.failures.items() if prune(_failure_source(f))]
+            if gone and not dry_run:
+                for doc_id in gone:
+                    del manifest.failures[doc_id]
+                failures_changed = True
             if stale and not dry_run:
-                self.delete(stale)
+                self.delete(stale)  # writes the manifest, failure records included
+                failures_changed = False
+        if failures_changed:  # no commit carried the failure records: persist them alone
+            catalog.write_manifest(self.index_dir, manifest)
         if not dry_run and (report.chunks or report.updated or report.pruned):
             self.optimize()
         self.store.flush()
@@ -416,6 +473,8 @@ class IndexWriter:
         manifest.bm25_total_length = total
         catalog.write_manifest(self.index_dir, manifest)
         catalog.clear_journal(self.index_dir)
+        if progress:
+            progress("commit", len(chunks), len(chunks))
         return len(chunks), embedded
 
     def _vectors(

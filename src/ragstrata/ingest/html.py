@@ -47,7 +47,7 @@ from ragstrata.ingest.html_clean import (
     BLOCK_TAGS,
     HEADING_LEVEL,
     MAX_DEPTH,
-    cap_nesting,
+    cap_nesting_counted,
     collapse,
     flat_text,
     is_boilerplate,
@@ -55,7 +55,7 @@ from ragstrata.ingest.html_clean import (
 )
 from ragstrata.ingest.html_tables import is_layout_table, list_lines, render_table, row_groups
 from ragstrata.ingest.text import ParsedText, normalize_text
-from ragstrata.types import Block, BlockKind
+from ragstrata.types import Block, BlockKind, IngestWarning
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
@@ -235,9 +235,12 @@ def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
 
     Returns:
         ``ParsedText`` whose ``text`` is the rendering described in the module docstring;
-        ``blocks`` may be empty when the page holds no text. ``metadata`` is empty.
+        ``blocks`` may be empty when the page holds no text. ``metadata`` is empty;
+        ``warnings`` holds an ``html_depth`` warning (path empty) when tags nested deeper than
+        :data:`~ragstrata.ingest.html_clean.MAX_DEPTH` were removed.
     """
-    tree = LexborHTMLParser(cap_nesting(raw))
+    capped, removed = cap_nesting_counted(raw)
+    tree = LexborHTMLParser(capped)
     title_node = tree.css_first("title")
     title = collapse(title_node.text()) if title_node is not None else ""
     renderer = HtmlRenderer()
@@ -247,8 +250,19 @@ def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
     blocks = renderer.blocks
     if not title:
         title = next((b.title for b in blocks if b.kind == "heading" and b.level == 1), "")
+    warnings: tuple[IngestWarning, ...] = ()
+    if removed:
+        warnings = (
+            IngestWarning(
+                "",
+                "html_depth",
+                f"HTML nested deeper than {MAX_DEPTH} elements: {removed} tags beyond that depth "
+                "removed, their text kept (the page's structure below that depth is lost)",
+            ),
+        )
     return ParsedText(
         text=renderer.text,
         blocks=blocks,
         title=unicodedata.normalize("NFC", title) or fallback_title,
+        warnings=warnings,
     )

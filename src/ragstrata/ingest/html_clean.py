@@ -1,9 +1,9 @@
 """Cleaning for the HTML parser (:mod:`ragstrata.ingest.html`): what is dropped and how text is
 tidied, before and while the DOM is rendered.
 
-* :func:`cap_nesting` runs on the raw source before parsing: tags nested deeper than
-  :data:`MAX_DEPTH` elements are removed (their text is kept), so the parser's time stays
-  bounded on pathological input.
+* :func:`cap_nesting` (:func:`cap_nesting_counted`) runs on the raw source before parsing:
+  tags nested deeper than :data:`MAX_DEPTH` elements are removed (their text is kept), so the
+  parser's time stays bounded on pathological input; the caller reports how many.
 * :func:`is_boilerplate` says which elements are not content (the list is in the docstring of
   :mod:`ragstrata.ingest.html`): skipped tags, hidden elements, ARIA navigation roles and
   navigation classes.
@@ -18,7 +18,6 @@ by the renderer (:mod:`ragstrata.ingest.html`) and the tables and lists
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import TYPE_CHECKING
 
@@ -31,14 +30,13 @@ __all__ = [
     "MAX_DEPTH",
     "SEPARATE_TAGS",
     "cap_nesting",
+    "cap_nesting_counted",
     "collapse",
     "flat_text",
     "is_boilerplate",
     "node_children",
     "node_classes",
 ]
-
-logger = logging.getLogger(__name__)
 
 _SKIP_TAGS = frozenset(
     {
@@ -85,7 +83,14 @@ _NOT_NESTING = frozenset(
 
 def cap_nesting(raw: str, max_depth: int = MAX_DEPTH) -> str:
     """``raw`` with the tags nested deeper than ``max_depth`` elements removed (their text is
-    kept); ``raw`` itself when no tag is that deep.
+    kept); ``raw`` itself when no tag is that deep. See :func:`cap_nesting_counted`."""
+    return cap_nesting_counted(raw, max_depth)[0]
+
+
+def cap_nesting_counted(raw: str, max_depth: int = MAX_DEPTH) -> tuple[str, int]:
+    """``(capped, removed)``: ``raw`` with the tags nested deeper than ``max_depth`` elements
+    removed (their text is kept), and how many tags were removed (``(raw, 0)`` when no tag is
+    that deep; the caller reports it, naming the file).
 
     lexbor's tree builder checks the stack of open elements at every tag, so its time grows
     with the square of the nesting: 100,000 nested ``<div><span>`` (1.1 MB) took minutes. The
@@ -100,7 +105,7 @@ def cap_nesting(raw: str, max_depth: int = MAX_DEPTH) -> str:
         if depth > max_depth:
             break
     else:
-        return raw
+        return raw, 0
     pieces: list[str] = []
     pos = depth = removed = 0
     for m in _TAG_RE.finditer(raw):
@@ -116,12 +121,7 @@ def cap_nesting(raw: str, max_depth: int = MAX_DEPTH) -> str:
         if closing:
             depth = max(0, depth - 1)
     pieces.append(raw[pos:])
-    logger.warning(
-        "HTML nested deeper than %d elements: %d tags beyond that depth removed, text kept",
-        max_depth,
-        removed,
-    )
-    return "".join(pieces)
+    return "".join(pieces), removed
 
 
 def collapse(text: str) -> str:

@@ -13,6 +13,7 @@ import logging
 import os
 import stat as stat_mode
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -35,7 +36,7 @@ from ragstrata.ingest.confluence import (
     looks_like_confluence,
     parse_confluence,
 )
-from ragstrata.ingest.text import ParsedText, decode_bytes, normalize_text, parse_text
+from ragstrata.ingest.text import ParsedText, decode_text, normalize_text, parse_text
 from ragstrata.paths import path_text
 from ragstrata.text.language import detect_language
 from ragstrata.types import Document
@@ -55,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000
 
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 """Bumped whenever a parser's output for the same bytes changes: documents indexed under
 another version are re-parsed by the next ``ingest`` (vectors of unchanged chunks are reused)."""
 
@@ -115,7 +116,13 @@ def _parse_bytes(data: bytes, *, fmt: str, source: str, stem: str) -> ParsedText
         from ragstrata.ingest.pdf import parse_pdf
 
         return parse_pdf(data, source=source, fallback_title=stem)
-    return _parse(decode_bytes(data, path=source), fmt=fmt, stem=stem)
+    decoded = decode_text(data, path=source)
+    parsed = _parse(decoded.text, fmt=fmt, stem=stem)
+    if not decoded.warnings and not parsed.warnings:
+        return parsed
+    # the parsers do not know the path: their warnings name it from here
+    named = tuple(replace(w, path=w.path or source) for w in parsed.warnings)
+    return replace(parsed, warnings=(*decoded.warnings, *named))
 
 
 def _parse(text: str, *, fmt: str, stem: str) -> ParsedText:
@@ -148,7 +155,9 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         ``language`` the detected language (see
         :func:`~ragstrata.text.language.detect_language`); ``pages`` the page offsets (PDF);
         ``metadata`` holds the front-matter keys plus ``modified`` (mtime, ISO-8601
-        UTC) and ``size_bytes``.
+        UTC) and ``size_bytes``; ``warnings`` what decoding and parsing found worth reporting
+        (see :func:`~ragstrata.ingest.text.decode_text`; HTML nested too deep), each naming
+        ``source``.
 
     Raises:
         UnsupportedFormatError: the extension is not in :data:`FORMATS`.
@@ -202,6 +211,7 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         language=detect_language(parsed.text),
         pages=parsed.pages,
         file_hash=hashlib.sha256(data).hexdigest(),
+        warnings=parsed.warnings,
     )
 
 

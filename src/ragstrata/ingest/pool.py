@@ -110,7 +110,12 @@ def _limit_memory(max_memory_mb: int) -> None:
 
 
 def _init_worker(parent_pid: int, max_memory_mb: int | None) -> None:
-    """Worker initializer: leave with the parent, keep under the memory limit."""
+    """Worker initializer: ignore Ctrl-C (the terminal sends SIGINT to the whole process group;
+    the parent stops the workers itself, so no worker prints a KeyboardInterrupt traceback),
+    leave with the parent, keep under the memory limit."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent(parent_pid)
     if max_memory_mb:
         _limit_memory(max_memory_mb)

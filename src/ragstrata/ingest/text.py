@@ -15,9 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragstrata.errors import DecodeError, EmptyDocumentError
-from ragstrata.types import Block
+from ragstrata.types import Block, IngestWarning
 
-__all__ = ["ParsedText", "decode_bytes", "normalize_text", "parse_text", "split_paragraphs"]
+__all__ = [
+    "DecodedText",
+    "ParsedText",
+    "decode_bytes",
+    "decode_text",
+    "find_mojibake",
+    "normalize_text",
+    "parse_text",
+    "split_paragraphs",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +47,17 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 
 # Non-ASCII characters that Western (Spanish, French, German...) text is made of.
 _WESTERN_EXTRA = set("¡¿«»°ºª€…–—‘’‚“”„•·§©®±×÷¢£¥¬¨´¸µ¶¹²³¼½¾ ")
+_MAX_REPLACED_RATIO = 0.05
+"""Above this share of replaced (undecodable) characters a mostly-UTF-8 reading is given up for
+whole-file encoding detection (which may reject the file with RS202)."""
+
+# What the bytes 0x80-0xBF (UTF-8 continuation bytes) become when read as cp1252.
+_CP1252_CONTINUATION = bytes(range(0x80, 0xC0)).decode("cp1252", errors="ignore")
+_MOJIBAKE_RE = re.compile(
+    f"[\u00c2\u00c3][{re.escape(_CP1252_CONTINUATION)}]"  # Ã¡ for á, Â¿ for ¿
+    f"|\u00e2[\u20ac\u201e][{re.escape(_CP1252_CONTINUATION)}]"  # â€™ for ’, â„¢ for ™
+)
+"""UTF-8 sequences of Latin-1 letters and common punctuation read as cp1252/Latin-1 ("mÃ¡s")."""
 _PARAGRAPH_RE = re.compile(r"\S(?:.*\S)?(?:\n[ \t]*\S(?:.*\S)?)*")
 """A run of non-blank lines, trimmed: the paragraphs of plain text."""
 
@@ -58,6 +78,17 @@ class ParsedText:
     title: str
     metadata: dict[str, Any] = field(default_factory=dict)
     pages: tuple[int, ...] = ()
+    warnings: tuple[IngestWarning, ...] = ()
+    """What the parser found worth reporting (``path`` left empty: the loader fills it in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedText:
+    """What :func:`decode_text` returns: the normalized ``text`` and the ``warnings`` about how
+    it was decoded (replaced bytes, mixed encodings, mojibake), each naming the path."""
+
+    text: str
+    warnings: tuple[IngestWarning, ...] = ()
 
 
 def normalize_text(s: str) -> str:
@@ -108,27 +139,122 @@ def _decode_detected(data: bytes, *, path: str) -> str:
     return str(best)
 
 
-def _mostly_utf8(data: bytes, *, path: str) -> str | None:
-    """UTF-8 text with a few corrupt bytes (each becomes U+FFFD), or ``None``.
+def _has_multibyte(loose: str) -> bool:
+    """Whether UTF-8 text decoded with replacement holds a valid multi-byte sequence (which
+    Latin-1/cp1252 text practically never does)."""
+    return any(ord(ch) > 0x7F and ch != "\ufffd" for ch in loose)
 
-    Accepted when the bytes hold valid multi-byte UTF-8 sequences (which Latin-1/cp1252 text
-    practically never does) and at most 1 in 1,000 bytes (at least 1) is invalid: one stray byte
-    must not send a UTF-8 file to a guessed legacy encoding and garble all of it.
+
+def _replaced(data: bytes, loose: str) -> int:
+    """How many U+FFFD a ``replace`` decode of ``data`` (giving ``loose``) introduced."""
+    return loose.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+
+
+def _decode_mixed(data: bytes, *, path: str) -> DecodedText | None:
+    """Decode bytes that hold valid multi-byte UTF-8 but are not valid UTF-8 as a whole, line
+    by line: a line that is valid UTF-8, or holds valid multi-byte sequences beside a few bad
+    bytes, is UTF-8 (bad bytes become U+FFFD); a line with no valid multi-byte sequence that
+    reads as Western text in cp1252 is cp1252 (a Latin-1 paragraph pasted into a UTF-8 file).
+
+    Returns ``None`` (whole-file detection should decide) when more than
+    :data:`_MAX_REPLACED_RATIO` of the characters had to be replaced.
     """
-    text = data.decode("utf-8", errors="replace")
-    bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
-    valid_multibyte = any(ord(ch) > 0x7F and ch != "\ufffd" for ch in text)
-    if valid_multibyte and bad <= max(1, len(data) // 1000):
-        logger.warning("%s: %d invalid UTF-8 byte sequence(s) replaced by U+FFFD", path, bad)
-        return text
-    return None
+    pieces: list[str] = []
+    replaced = legacy_lines = legacy_chars = 0
+    for line in data.splitlines(keepends=True):
+        try:
+            pieces.append(line.decode("utf-8"))
+            continue
+        except UnicodeDecodeError:
+            pass
+        loose = line.decode("utf-8", errors="replace")
+        if not _has_multibyte(loose):
+            try:
+                legacy: str | None = line.decode("cp1252")
+            except UnicodeDecodeError:
+                legacy = None
+            if legacy is not None and _looks_western(legacy):
+                pieces.append(legacy)
+                legacy_lines += 1
+                legacy_chars += sum(not ch.isascii() for ch in legacy)
+                continue
+        pieces.append(loose)
+        replaced += _replaced(line, loose)
+    text = "".join(pieces)
+    if replaced > _MAX_REPLACED_RATIO * len(text):
+        return None
+    size = max(len(text), 1)
+    warnings: list[IngestWarning] = []
+    if replaced:
+        warnings.append(
+            IngestWarning(
+                path,
+                "replaced_bytes",
+                f"{replaced} undecodable byte sequence(s) replaced by U+FFFD "
+                f"({replaced / size:.2%} of characters); re-save the file as UTF-8 to keep them",
+                share=replaced / size,
+            )
+        )
+    if legacy_lines:
+        warnings.append(
+            IngestWarning(
+                path,
+                "mixed_encoding",
+                f"mixed encodings: {legacy_lines} line(s) were not UTF-8 and were read as "
+                f"cp1252 ({legacy_chars / size:.2%} of characters); re-save the file as UTF-8",
+                share=legacy_chars / size,
+            )
+        )
+    logger.debug("%s: mixed decode, %d replaced, %d cp1252 lines", path, replaced, legacy_lines)
+    return DecodedText(text, tuple(warnings))
+
+
+def find_mojibake(text: str) -> list[tuple[str, str]]:
+    """The places where ``text`` holds UTF-8 that was once read as cp1252/Latin-1: each as
+    ``(garbled, meant)``, e.g. ``("Ã¡", "á")``, in order of appearance. Only sequences that
+    decode back to one character are counted, so "Ã" or "â" alone never are."""
+    found: list[tuple[str, str]] = []
+    for match in _MOJIBAKE_RE.finditer(text):
+        garbled = match.group()
+        try:
+            meant = garbled.encode("cp1252").decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+        found.append((garbled, meant))
+    return found
+
+
+def _mojibake_warning(text: str, *, path: str) -> IngestWarning | None:
+    found = find_mojibake(text)
+    if not found:
+        return None
+    share = sum(len(g) for g, _ in found) / max(len(text), 1)
+    garbled, meant = found[0]
+    return IngestWarning(
+        path,
+        "mojibake",
+        f"text looks garbled by a wrong encoding ({len(found)} place(s) such as "
+        f"{garbled!r} for {meant!r}, {share:.2%} of characters): UTF-8 that was once read as "
+        "cp1252/Latin-1; fix the source file (the text is indexed as it is)",
+        share=share,
+    )
 
 
 def decode_bytes(data: bytes, *, path: str) -> str:
-    """Decode a file's bytes to normalized text (see :func:`normalize_text`).
+    """The normalized text of :func:`decode_text` (its warnings dropped)."""
+    return decode_text(data, path=path).text
+
+
+def decode_text(data: bytes, *, path: str) -> DecodedText:
+    """Decode a file's bytes to normalized text (see :func:`normalize_text`), with warnings.
 
     A UTF-8/16/32 byte-order mark decides the encoding and is stripped; otherwise UTF-8 is
-    tried strictly, then cp1252 (Western text, Latin-1 included) and charset-normalizer.
+    tried strictly. Bytes with valid multi-byte UTF-8 that are not valid UTF-8 as a whole are
+    decoded line by line (:func:`_decode_mixed`): a few bad bytes become U+FFFD
+    (``replaced_bytes`` warning), Latin-1/cp1252 lines are read as cp1252 (``mixed_encoding``).
+    Bytes without any (or with too many bad bytes, over 5 % of characters) are decoded as a
+    whole: cp1252 (Western text, Latin-1 included), else charset-normalizer. Any decoded text
+    is checked for mojibake (:func:`find_mojibake`, ``mojibake`` warning; the text is kept).
 
     Raises:
         DecodeError: the bytes look binary (NUL bytes without a UTF-16/32 BOM, more than 5 %
@@ -136,6 +262,7 @@ def decode_bytes(data: bytes, *, path: str) -> str:
         EmptyDocumentError: nothing but whitespace after decoding.
     """
     text: str | None = None
+    warnings: tuple[IngestWarning, ...] = ()
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
@@ -149,13 +276,20 @@ def decode_bytes(data: bytes, *, path: str) -> str:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            text = _mostly_utf8(data, path=path) or _decode_detected(data, path=path)
+            mixed = None
+            if _has_multibyte(data.decode("utf-8", errors="replace")):
+                mixed = _decode_mixed(data, path=path)
+            if mixed is not None:
+                text, warnings = mixed.text, mixed.warnings
+            else:
+                text = _decode_detected(data, path=path)
     if text and len(_BINARY_CONTROL_RE.findall(text)) > _MAX_CONTROL_RATIO * len(text):
         raise DecodeError(path, "too many control characters; it looks like a binary file")
     text = normalize_text(text)
     if not text.strip():
         raise EmptyDocumentError(path, "the file is empty or holds only whitespace")
-    return text
+    mojibake = _mojibake_warning(text, path=path)
+    return DecodedText(text, (*warnings, mojibake) if mojibake else warnings)
 
 
 def split_paragraphs(text: str, start: int = 0, end: int | None = None) -> list[Block]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragstrata.errors import ConfigError
@@ -56,3 +56,34 @@ def rrf(
     scores = {item: math.fsum(shares) for item, shares in parts.items()}
     ordered = sorted(scores, key=lambda item: (-scores[item], item))
     return [FusedHit(item, scores[item], tuple(explain[item])) for item in ordered]
+
+
+def cap_per_document(
+    ranking: Sequence[tuple[str, float]],
+    document_of: Callable[[str], str | None],
+    *,
+    per_document: int,
+    limit: int,
+) -> list[tuple[str, float]]:
+    """The first ``limit`` items of ``ranking`` (best first) once each document keeps only its
+    best ``per_document`` items (field collapsing with ``per_document`` hits per group).
+
+    ``document_of`` maps an item id to its document; an item it maps to ``None`` (gone from the
+    store) is dropped. Order is kept, so a capped list is a subsequence of ``ranking``. Without
+    the cap a long document (a changelog of a thousand chunks) can fill a retriever's whole
+    candidate list, and the other documents' best passages fall out of the fusion or enter it
+    at ranks that RRF no longer rewards. Raises :class:`ConfigError` for ``per_document < 1``.
+    """
+    if per_document < 1:
+        raise ConfigError(f"per_document={per_document} must be >= 1")
+    kept: list[tuple[str, float]] = []
+    taken: dict[str, int] = {}
+    for item_id, raw in ranking:
+        if len(kept) >= limit:
+            break
+        document = document_of(item_id)
+        if document is None or taken.get(document, 0) >= per_document:
+            continue
+        taken[document] = taken.get(document, 0) + 1
+        kept.append((item_id, raw))
+    return kept

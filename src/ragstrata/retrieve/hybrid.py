@@ -14,7 +14,7 @@ from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.bm25 import term_id
-from ragstrata.retrieve.fusion import rrf
+from ragstrata.retrieve.fusion import cap_per_document, rrf
 from ragstrata.retrieve.weights import fusion_weights_for
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import LanguageRelation, language_relation
@@ -24,6 +24,13 @@ Mode = Literal["hybrid", "dense", "bm25"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
 RELATION_DEPTH = 10
 """Dense hits whose languages decide the query's :func:`language_relation`."""
+CAP_FETCH = 4
+"""With a per-document cap (``retrieval.max_chunks_per_doc``), each arm reads this many times
+``candidates`` hits from the store, so that ``candidates`` remain after the cap."""
+DOC_OF_CACHE = 200_000
+"""Chunk id → document id pairs the retriever remembers for the cap (tens of MB at most): a
+pair never goes stale (a chunk id hashes its document id) and a search returns only chunks that
+exist, so only the memory needs a bound: the map is emptied when it is full."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +84,10 @@ class HybridRetriever:
     language than the passages that answer it; unset, the embedder's calibrated weights
     (:func:`ragstrata.retrieve.weights.fusion_weights_for`).
 
-    Each retriever returns ``candidates`` (default ``config.candidates``) hits; fusion keeps
-    ``top_k``. Scores in
+    Each retriever returns ``candidates`` (default ``config.candidates``) hits; in ``hybrid``
+    mode, with ``config.max_chunks_per_doc`` > 0, those are the first ``candidates`` of
+    ``CAP_FETCH × candidates`` hits once each document keeps its best ``max_chunks_per_doc``
+    (:func:`~ragstrata.retrieve.fusion.cap_per_document`); fusion keeps ``top_k``. Scores in
     ``Hit.explain``: cosine similarity for ``dense``, BM25 for ``bm25``. Raises RetrievalError
     for an empty query or unknown mode.
     """
@@ -96,6 +105,7 @@ class HybridRetriever:
         self.config = config
         self.weights = fusion_weights_for(embedder.name, config)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
+        self._doc_of: dict[str, str] = {}
 
     def search(
         self,
@@ -112,13 +122,15 @@ class HybridRetriever:
             raise RetrievalError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
         k = top_k or self.config.top_k
         limit = max(candidates or self.config.candidates, k)
+        per_doc = self.config.max_chunks_per_doc if mode == "hybrid" else 0
+        fetch = limit * CAP_FETCH if per_doc else limit
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
 
         def run_bm25() -> list[tuple[str, float]]:
             t = time.perf_counter()
             result = self.store.sparse_search_ids(
-                query_sparse_vector(self.analyzer, query), limit=limit, filters=filters
+                query_sparse_vector(self.analyzer, query), limit=fetch, filters=filters
             )
             timings["bm25"] = (time.perf_counter() - t) * 1000
             return result
@@ -130,7 +142,7 @@ class HybridRetriever:
             vector = self.embedder.embed_query(query)
             timings["embed_query"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            rankings["dense"] = self.store.dense_search_ids(vector, limit=limit, filters=filters)
+            rankings["dense"] = self.store.dense_search_ids(vector, limit=fetch, filters=filters)
             timings["dense"] = (time.perf_counter() - t) * 1000
         if bm25_future is not None:
             rankings["bm25"] = bm25_future.result()
@@ -144,6 +156,11 @@ class HybridRetriever:
             chunks = {c.chunk_id: c for c in self.store.get(head)}
             relation = language_relation(query, [chunks[i].language for i in head if i in chunks])
             weights = self.weights.pick(relation)
+            if per_doc:
+                rankings = {
+                    arm: self._capped(ranking, chunks, per_doc=per_doc, limit=limit)
+                    for arm, ranking in rankings.items()
+                }
         fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         top = fused[:k]
         timings["fusion"] = (time.perf_counter() - t) * 1000
@@ -164,6 +181,41 @@ class HybridRetriever:
         timings["fetch"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(query, hits, timings, relation)
+
+    def _capped(
+        self,
+        ranking: list[tuple[str, float]],
+        chunks: dict[str, Chunk],
+        *,
+        per_doc: int,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """``ranking`` capped to ``per_doc`` chunks per document, first ``limit`` kept. The
+        documents of chunks not seen before are read from the store in blocks of ``limit``
+        until ``limit`` are kept (chunks read are added to ``chunks``), so a list in which no
+        document passes the cap costs at most one read of ``limit`` chunks."""
+        doc_of = self._doc_of
+        read = 0
+        while True:
+            block = [
+                i for i, _ in ranking[read : read + limit] if i not in doc_of and i not in chunks
+            ]
+            if block:
+                fetched = self.store.get(block)
+                if len(doc_of) + len(fetched) > DOC_OF_CACHE:
+                    doc_of.clear()
+                for chunk in fetched:
+                    chunks[chunk.chunk_id] = chunk
+                    doc_of[chunk.chunk_id] = chunk.doc_id
+            read += limit
+            kept = cap_per_document(
+                ranking[:read],
+                lambda i: chunks[i].doc_id if i in chunks else doc_of.get(i),
+                per_document=per_doc,
+                limit=limit,
+            )
+            if len(kept) >= limit or read >= len(ranking):
+                return kept
 
     def close(self) -> None:
         """Stop the worker thread."""

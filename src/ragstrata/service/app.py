@@ -1,13 +1,15 @@
 """The FastAPI application: ``create_app(config)`` builds it, ``ragstrata serve`` runs it.
 
-Routes (OpenAPI at ``/openapi.json``, interactive docs at ``/docs``):
+Routes (OpenAPI at ``/openapi.json``, its reference page at ``/docs``, served offline):
 
 =======  ==========================================  ===========================================
 GET      ``/``                                        the web page (question box, cited answers)
 GET      ``/healthz``                                 liveness, no key needed
-GET      ``/metrics``                                 Prometheus text format, no key needed
+GET      ``/docs``                                    the API reference (no key, no CDN)
+GET      ``/metrics``                                 Prometheus text; a ``metrics``-scope key
 GET      ``/v1/collections``                          the caller's collections with counts
 GET      ``/v1/collections/{name}``                   one collection's counts
+DELETE   ``/v1/collections/{name}``                   the collection with its documents
 GET      ``/v1/collections/{name}/documents``         its documents
 POST     ``/v1/collections/{name}/documents``         upload files (multipart) or JSON text: 202
 DELETE   ``/v1/collections/{name}/documents/{id}``    remove one document
@@ -77,6 +79,10 @@ def create_app(
         version=_version(),
         summary="Cited answers and hybrid search over each tenant's documents.",
         lifespan=lifespan,
+        # FastAPI's Swagger UI and ReDoc pages load their scripts from a CDN (blank offline);
+        # the service serves its own reference page at /docs instead (routes_ops.api_docs)
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.service = state
     svc = cfg.service

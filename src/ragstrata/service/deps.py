@@ -36,7 +36,8 @@ def authenticate(
     api_key: Annotated[str | None, Security(_api_key)],
 ) -> Principal:
     """The key's principal (:data:`Reader`); raises AuthenticationError (RS701, 401) without a
-    valid key, RateLimitedError (RS703, 429) over its rate limit."""
+    valid key, RateLimitedError (RS703, 429) over its rate limit or while the key id's or the
+    client address's budget of wrong secrets is spent."""
     state = state_of(request)
     presented = bearer.credentials if bearer is not None else api_key
     if not presented:
@@ -45,13 +46,12 @@ def authenticate(
             "missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
         )
     try:
-        principal = state.keys.verify(presented)
+        principal = state.keys.verify(presented, client=client_address(request))
     except AuthenticationError:
         state.metrics.auth_failures.labels("invalid").inc()
         raise
     wait = state.limiter.acquire(principal.key_id)
-    if wait > 0:
-        state.metrics.rate_limited.inc()
+    if wait > 0:  # counted with every other 429 by the metrics middleware
         raise RateLimitedError(
             f"rate limit of {state.limiter.rate:g} requests/s (burst {state.limiter.burst}) "
             f"exceeded for key {principal.key_id}; retry in {wait:.2f} s",
@@ -69,6 +69,32 @@ def require_writer(
         state_of(request).metrics.auth_failures.labels("scope").inc()
         raise PermissionDeniedError(f"key {principal.key_id} is read-only; use a key with 'write'")
     return principal
+
+
+def client_address(request: Request) -> str:
+    """The peer's address as the ASGI server reports it (behind a reverse proxy, run uvicorn
+    with ``--forwarded-allow-ips`` so that this is the client's, not the proxy's)."""
+    return request.client.host if request.client is not None else ""
+
+
+def require_metrics(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    api_key: Annotated[str | None, Security(_api_key)],
+) -> None:
+    """Allow ``GET /metrics``: always with ``service.metrics_public``, else only for a key with
+    the ``metrics`` scope (401 without a valid key, 403 for a key without the scope)."""
+    state = state_of(request)
+    if state.config.service.metrics_public:
+        return
+    principal = authenticate(request, bearer, api_key)
+    if not principal.can("metrics"):
+        state.metrics.auth_failures.labels("scope").inc()
+        raise PermissionDeniedError(
+            f"key {principal.key_id} may not read /metrics; create one with "
+            "`ragstrata keys create --tenant ops --scopes metrics` (or set "
+            "service.metrics_public = true on a private network)"
+        )
 
 
 Reader = Annotated[Principal, Depends(authenticate)]

@@ -87,6 +87,13 @@ class TenancyViolationError(ServiceError):
     code = "RS709"
 
 
+class InterruptedJobError(ServiceError):
+    """An ingestion job the server stopped before it finished (its record says which files
+    were indexed); only ever a job's ``error``, never a response (500 if raised)."""
+
+    code = "RS710"
+
+
 _STATUS: tuple[tuple[type[RagError], int], ...] = (
     # most specific first
     (AuthenticationError, 401),

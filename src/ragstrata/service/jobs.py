@@ -1,37 +1,51 @@
-"""Ingestion jobs: uploads are indexed in the background, with progress the client can poll.
+"""Ingestion jobs: uploads are indexed in the background, fairly across tenants, with progress
+the client can poll and records that outlive a restart.
 
-An upload request stages its files under ``<collection>/staging/<job_id>/`` and returns at once
-(202) with a job id. A small thread pool (``service.ingest_workers``) runs the jobs; each takes
-its collection's write lock, so reads of that collection wait (up to ``service.read_wait_s``)
-while other collections are unaffected. Job records live in memory (the last
-:data:`MAX_JOBS_KEPT`); a restart forgets them, never the indexed documents.
+An upload request stages its files under ``staging/<tenant>/<job_id>/`` and returns at once
+(202) with a job id. ``service.ingest_workers`` threads run the jobs in **slices** of at most
+``service.ingest_batch_files`` files (one ingest and one journaled commit each) and pick the
+next slice round-robin across tenants (the tenant served least recently goes first): a tenant's
+100-file upload delays another tenant's small upload by one slice at most, not by the whole
+batch. A tenant's own jobs run in the order they were accepted, and two slices of one
+collection never run at once. Each tenant may have ``service.max_jobs_per_tenant`` jobs queued
+or running; one more is refused with 429 (RS703) before anything is staged.
+
+Job records are kept in ``jobs.sqlite`` next to the tenants' indexes (:class:`JobLog`; the
+last :data:`MAX_JOBS_KEPT`), written when a job is accepted, after every slice and when it
+ends. A job that was queued or running when the server stopped is reported after the restart
+as ``failed`` with code RS710 and the files it had indexed (its staged files are gone: upload
+the rest again).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import shutil
+import sqlite3
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from ragstrata.errors import RagError
-from ragstrata.service.errors import NotFoundError
+from ragstrata.service.errors import InterruptedJobError, NotFoundError, RateLimitedError
 from ragstrata.service.keys import Principal
 from ragstrata.service.tenancy import Collection, FileOutcome
 
 logger = logging.getLogger(__name__)
 
 MAX_JOBS_KEPT = 1000
+JOBS_FILE = "jobs.sqlite"
 JobState = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "partial", "failed", "cancelled"})
+_QUEUE_RETRY_S = 5.0
+"""``Retry-After`` of a refused upload when the tenant's job queue is full, seconds."""
 
 
 def _now() -> str:
@@ -43,7 +57,8 @@ class Job:
     """One upload's ingestion. Mutable; only :class:`JobManager` changes it, under its lock.
 
     ``files_done`` counts files parsed (accepted or failed) of ``files_total``; ``bytes_*`` the
-    bytes parsed; ``chunks_embedded`` the chunks embedded so far.
+    bytes parsed; ``chunks_embedded`` the chunks embedded so far; ``report`` sums the slices'
+    ingest reports.
     """
 
     job_id: str
@@ -97,20 +112,161 @@ class Job:
             "error": self.error,
         }
 
+    def record(self) -> dict[str, Any]:
+        """Everything needed to rebuild the job (:meth:`from_record`), as JSON-able data."""
+        return self.to_json() | {"tenant": self.tenant, "rejected": len(self.rejected)}
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> Job:
+        """The job :meth:`record` wrote. Raises KeyError/TypeError/ValueError when malformed."""
+        files = [
+            FileOutcome(f["name"], f["status"], f["code"] or "", f["reason"] or "")
+            for f in data["files"]
+        ]
+        n_rejected = int(data["rejected"])
+        progress = data["progress"]
+        return cls(
+            job_id=str(data["job_id"]),
+            tenant=str(data["tenant"]),
+            collection=str(data["collection"]),
+            files_total=int(progress["files_total"]),
+            rejected=files[:n_rejected],
+            state=data["state"],
+            created=str(data["created"]),
+            started=data["started"],
+            finished=data["finished"],
+            files_done=int(progress["files_done"]),
+            bytes_done=int(progress["bytes_done"]),
+            bytes_total=int(progress["bytes_total"]),
+            chunks_embedded=int(progress["chunks_embedded"]),
+            outcomes=files[n_rejected:],
+            report=data["report"],
+            error=data["error"],
+        )
+
+
+class JobLog:
+    """Job records in a SQLite file (``<data_dir>/jobs.sqlite``): one row per job, its
+    :meth:`Job.record` as JSON, the newest :data:`MAX_JOBS_KEPT` kept. Thread-safe (one
+    connection behind a lock; WAL journal, so a write is durable when :meth:`save` returns)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "job_id TEXT UNIQUE NOT NULL, body TEXT NOT NULL)"
+        )
+
+    def load(self) -> list[Job]:
+        """Every readable record, oldest first (an unreadable row is logged and skipped)."""
+        with self._lock:
+            rows = self._db.execute("SELECT job_id, body FROM jobs ORDER BY seq").fetchall()
+        jobs = []
+        for job_id, body in rows:
+            try:
+                jobs.append(Job.from_record(json.loads(body)))
+            except (KeyError, TypeError, ValueError) as exc:
+                logger.warning("job record %s in %s is unreadable (%s)", job_id, self.path, exc)
+        return jobs
+
+    def save(self, job: Job) -> None:
+        """Insert or replace ``job``'s record; drops the oldest beyond :data:`MAX_JOBS_KEPT`."""
+        body = json.dumps(job.record())
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO jobs (job_id, body) VALUES (?, ?) "
+                "ON CONFLICT(job_id) DO UPDATE SET body = excluded.body",
+                (job.job_id, body),
+            )
+            self._db.execute(
+                "DELETE FROM jobs WHERE seq <= (SELECT MAX(seq) FROM jobs) - ?", (MAX_JOBS_KEPT,)
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A job with files still to ingest."""
+
+    job: Job
+    collection: Collection
+    files: deque[Path]
+    staging: Path
+    started_at: float = 0.0
+
 
 class JobManager:
-    """Runs ingestion jobs on ``workers`` threads; ``on_finish(job)`` is called after each."""
+    """Runs ingestion jobs on ``workers`` threads, ``batch_files`` files per slice, round-robin
+    across tenants; ``max_per_tenant`` jobs queued or running per tenant.
 
-    def __init__(self, *, workers: int, on_finish: Callable[[Job], None] | None = None) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragstrata-job")
-        self._jobs: OrderedDict[str, Job] = OrderedDict()
-        self._lock = threading.Lock()
+    ``log`` persists the records (None: memory only); jobs it holds that never finished are
+    marked failed (RS710) at once. ``on_failed(collection)`` is called when a job that ran
+    fails, before its state is published; ``on_finish(job, collection)`` after each job ends
+    (``collection`` is None for a job that never ran).
+    """
+
+    def __init__(
+        self,
+        *,
+        workers: int,
+        batch_files: int = 4,
+        max_per_tenant: int = 20,
+        log: JobLog | None = None,
+        on_finish: Callable[[Job, Collection | None], None] | None = None,
+        on_failed: Callable[[Collection], None] | None = None,
+    ) -> None:
+        self._batch = batch_files
+        self._max_per_tenant = max_per_tenant
+        self._log = log
         self._on_finish = on_finish
+        self._on_failed = on_failed
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._queues: dict[str, deque[_Pending]] = {}
+        self._served: dict[str, int] = {}  # tenant -> turn it was last served (round robin)
+        self._turn = 0
+        self._busy: set[str] = set()  # job ids with a slice running
+        self._finishing: set[str] = set()  # job ids whose final record is being written
+        self._busy_collections: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._closing = False
+        if log is not None:
+            self._restore(log)
+        self._threads = [
+            threading.Thread(target=self._work, name=f"ragstrata-job-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @staticmethod
     def new_id() -> str:
         """A fresh, unguessable job id (16 hex digits)."""
         return secrets.token_hex(8)
+
+    # ------------------------------------------------------------------ accepting
+    def check_capacity(self, tenant: str) -> None:
+        """RateLimitedError (429, RS703) when ``tenant`` already has ``max_per_tenant`` jobs
+        queued or running."""
+        with self._lock:
+            self._check_capacity(tenant)
+
+    def _check_capacity(self, tenant: str) -> None:
+        pending = len(self._queues.get(tenant, ()))
+        if pending >= self._max_per_tenant:
+            raise RateLimitedError(
+                f"tenant {tenant!r} already has {pending} ingestion jobs queued or running "
+                f"(service.max_jobs_per_tenant={self._max_per_tenant}); wait for one to finish "
+                "(GET /v1/jobs) and upload again",
+                retry_after_s=_QUEUE_RETRY_S,
+            )
 
     def submit(
         self,
@@ -121,7 +277,8 @@ class JobManager:
         rejected: Sequence[FileOutcome] = (),
     ) -> Job:
         """Queue the ingestion of ``staged`` files (all in one staging dir) into
-        ``collection``; ``rejected`` files failed the upload checks and are only reported."""
+        ``collection``; ``rejected`` files failed the upload checks and are only reported.
+        RateLimitedError (429) when the tenant's queue is full."""
         job = Job(
             job_id=job_id,
             tenant=collection.tenant,
@@ -131,16 +288,33 @@ class JobManager:
             files_done=len(rejected),
             bytes_total=sum(p.stat().st_size for p in staged),
         )
+        if not staged:
+            self._remember(job)
+            self._finish(job, None, "failed", None)
+            return job
         with self._lock:
-            self._jobs[job_id] = job
-            while len(self._jobs) > MAX_JOBS_KEPT:
-                self._jobs.popitem(last=False)
-        if staged:
-            self._pool.submit(self._run, job, collection, list(staged))
-        else:
-            self._finish(job, "failed", None)
+            self._check_capacity(job.tenant)
+            self._remember_locked(job)
+            self._queues.setdefault(job.tenant, deque()).append(
+                _Pending(job, collection, deque(staged), staged[0].parent)
+            )
+            self._wake.notify()
+        self._save(job)
         return job
 
+    def _remember(self, job: Job) -> None:
+        with self._lock:
+            self._remember_locked(job)
+
+    def _remember_locked(self, job: Job) -> None:
+        self._jobs[job.job_id] = job
+        while len(self._jobs) > MAX_JOBS_KEPT:
+            oldest = next(iter(self._jobs.values()))
+            if oldest.state not in FINAL_STATES:
+                break
+            self._jobs.popitem(last=False)
+
+    # ------------------------------------------------------------------ reading
     def get(self, principal: Principal, job_id: str) -> dict[str, Any]:
         """The job as JSON; NotFoundError unless it exists *and* belongs to the caller's tenant
         (another tenant's job id answers exactly like an unknown one)."""
@@ -160,64 +334,221 @@ class JobManager:
     def active(self) -> int:
         """Jobs queued or running."""
         with self._lock:
-            return sum(j.state in ("queued", "running") for j in self._jobs.values())
+            return sum(len(q) for q in self._queues.values())
 
-    def _run(self, job: Job, collection: Collection, staged: list[Path]) -> None:
+    def busy(self, tenant: str, collection: str) -> bool:
+        """Whether ``tenant``'s ``collection`` has a job queued or running."""
         with self._lock:
-            job.state = "running"
-            job.started = _now()
-        started = time.perf_counter()
+            return any(p.job.collection == collection for p in self._queues.get(tenant, ()))
+
+    def cancel_collection(self, tenant: str, collection: str, *, reason: str) -> int:
+        """Cancel ``tenant``'s jobs on ``collection`` (a slice already running completes; no
+        further slice starts); returns how many were cancelled."""
+        with self._lock:
+            queue = self._queues.get(tenant, deque())
+            dropped = [p for p in queue if p.job.collection == collection]
+            self._queues[tenant] = deque(p for p in queue if p.job.collection != collection)
+        for pending in dropped:
+            self._end(pending, "cancelled", {"code": NotFoundError.code, "message": reason})
+        return len(dropped)
+
+    # ------------------------------------------------------------------ running
+    def _next_slice(self) -> tuple[_Pending, list[Path]] | None:
+        """The next slice to run (call with the lock held): the first runnable job of the
+        tenant served least recently."""
+        best: _Pending | None = None
+        for tenant in sorted(self._queues, key=lambda t: self._served.get(t, -1)):
+            for pending in self._queues[tenant]:
+                key = (pending.job.tenant, pending.job.collection)
+                if pending.job.job_id in self._busy or key in self._busy_collections:
+                    continue  # jobs of a tenant run in order; one slice per collection
+                best = pending
+                break
+            if best is not None:
+                break
+        if best is None:
+            return None
+        self._turn += 1
+        self._served[best.job.tenant] = self._turn
+        files = [best.files.popleft() for _ in range(min(self._batch, len(best.files)))]
+        self._busy.add(best.job.job_id)
+        self._busy_collections.add((best.job.tenant, best.job.collection))
+        return best, files
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                picked = self._next_slice()
+                while picked is None and not self._closing:
+                    self._wake.wait()
+                    picked = self._next_slice()
+                if picked is None:
+                    return
+            pending, files = picked
+            try:
+                self._run_slice(pending, files)
+            finally:
+                with self._lock:
+                    self._busy.discard(pending.job.job_id)
+                    self._busy_collections.discard((pending.job.tenant, pending.job.collection))
+                    self._wake.notify_all()
+
+    def _run_slice(self, pending: _Pending, files: list[Path]) -> None:
+        job, collection = pending.job, pending.collection
+        with self._lock:
+            if job.state in FINAL_STATES:  # cancelled while this slice waited
+                return
+            if job.state == "queued":
+                job.state = "running"
+                job.started = _now()
+                pending.started_at = time.perf_counter()
+            files_before, bytes_before = job.files_done, job.bytes_done
+        slice_bytes = sum(_size(p) for p in files)
+        self._save(job)
 
         def progress(event: str, done: int, total: int) -> None:
             with self._lock:
                 if event == "parse":
-                    job.files_done = len(job.rejected) + done
+                    job.files_done = files_before + done
                 elif event == "bytes":
-                    job.bytes_done = done
+                    job.bytes_done = bytes_before + done
                 elif event == "embed":
                     job.chunks_embedded += done
 
         try:
-            report, outcomes = collection.ingest_staged(staged, progress=progress)
+            report, outcomes = collection.ingest_staged(files, progress=progress)
         except RagError as exc:
             logger.warning("job %s on %s failed: %s", job.job_id, collection.name, exc)
-            self._finish(job, "failed", {"code": exc.code, "message": str(exc)})
+            self._drop(pending)
+            self._end(pending, "failed", {"code": exc.code, "message": str(exc)})
+            return
         except Exception as exc:
             logger.exception("job %s on %s crashed", job.job_id, collection.name)
-            self._finish(job, "failed", {"code": "RS700", "message": f"internal error: {exc}"})
-        else:
-            with self._lock:
-                job.outcomes = outcomes
-                job.report = {
-                    "added": report.added,
-                    "updated": report.updated,
-                    "unchanged": report.unchanged,
-                    "chunks": report.chunks,
-                    "seconds": round(time.perf_counter() - started, 3),
-                }
-            indexed = any(o.status == "indexed" for o in outcomes)
-            failed = job.rejected or any(o.status == "failed" for o in outcomes)
-            state: JobState = (
-                "partial" if failed and indexed else "failed" if failed else "succeeded"
-            )
-            self._finish(job, state, None)
-        finally:
-            if staged:
-                shutil.rmtree(staged[0].parent, ignore_errors=True)
-
-    def _finish(self, job: Job, state: JobState, error: dict[str, str] | None) -> None:
+            self._drop(pending)
+            self._end(pending, "failed", {"code": "RS700", "message": f"internal error: {exc}"})
+            return
         with self._lock:
-            job.state = state
-            job.error = error
-            job.finished = _now()
-            job.files_done = job.files_total
+            job.outcomes.extend(outcomes)
+            job.files_done = files_before + len(files)
+            job.bytes_done = bytes_before + slice_bytes
+            total = job.report or {"added": 0, "updated": 0, "unchanged": 0, "chunks": 0}
+            job.report = {
+                "added": total["added"] + report.added,
+                "updated": total["updated"] + report.updated,
+                "unchanged": total["unchanged"] + report.unchanged,
+                "chunks": total["chunks"] + report.chunks,
+                "seconds": round(time.perf_counter() - pending.started_at, 3),
+            }
+            done = not pending.files
+            if done:
+                queue = self._queues.get(job.tenant, deque())
+                if pending in queue:
+                    queue.remove(pending)
+        if not done:
+            self._save(job)
+            return
+        indexed = any(o.status == "indexed" for o in job.outcomes)
+        failed = job.rejected or any(o.status == "failed" for o in job.outcomes)
+        state: JobState = "partial" if failed and indexed else "failed" if failed else "succeeded"
+        self._end(pending, state, None)
+
+    def _drop(self, pending: _Pending) -> None:
+        with self._lock:
+            queue = self._queues.get(pending.job.tenant, deque())
+            if pending in queue:
+                queue.remove(pending)
+
+    def _end(self, pending: _Pending, state: JobState, error: dict[str, str] | None) -> None:
+        shutil.rmtree(pending.staging, ignore_errors=True)
+        if state == "failed" and self._on_failed is not None:
+            try:  # before the state is published: a client that sees it sees the cleanup done
+                self._on_failed(pending.collection)
+            except Exception:
+                logger.exception("after the failure of job %s", pending.job.job_id)
+        self._finish(pending.job, pending.collection, state, error)
+
+    def _finish(
+        self,
+        job: Job,
+        collection: Collection | None,
+        state: JobState,
+        error: dict[str, str] | None,
+    ) -> None:
+        with self._lock:
+            if job.state in FINAL_STATES or job.job_id in self._finishing:
+                return
+            self._finishing.add(job.job_id)
+            final = Job.from_record(json.loads(json.dumps(job.record())))
+        final.state, final.error, final.finished = state, error, _now()
+        if state != "cancelled":
+            final.files_done = final.files_total
+        self._save(final)  # durable before any client can see the final state
+        with self._lock:
+            job.state, job.error, job.finished = final.state, final.error, final.finished
+            job.files_done = final.files_done
+            self._finishing.discard(job.job_id)
         if self._on_finish is not None:
-            self._on_finish(job)
+            try:
+                self._on_finish(job, collection)
+            except Exception:
+                logger.exception("after job %s", job.job_id)
+
+    # ------------------------------------------------------------------ durability
+    def _save(self, job: Job) -> None:
+        if self._log is None:
+            return
+        with self._lock:
+            snapshot = Job.from_record(json.loads(json.dumps(job.record())))
+        try:
+            self._log.save(snapshot)
+        except sqlite3.Error as exc:  # the job runs on; only its record after a restart is lost
+            logger.warning("could not record job %s in %s: %s", job.job_id, self._log.path, exc)
+
+    def _restore(self, log: JobLog) -> None:
+        for job in log.load():
+            if job.state not in FINAL_STATES:
+                indexed = sum(o.status == "indexed" for o in job.outcomes)
+                job.state = "failed"
+                job.finished = _now()
+                job.error = {
+                    "code": InterruptedJobError.code,
+                    "message": (
+                        f"the server stopped before this job finished: {indexed} of "
+                        f"{job.files_total} files were indexed (listed under 'files'); "
+                        "upload the others again"
+                    ),
+                }
+                log.save(job)
+            self._jobs[job.job_id] = job
 
     def shutdown(self) -> None:
-        """Finish the running jobs, cancel the queued ones."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Finish the running slices, then cancel what is left (idempotent)."""
         with self._lock:
-            cancelled = [j for j in self._jobs.values() if j.state == "queued"]
-        for job in cancelled:
-            self._finish(job, "cancelled", {"code": "RS700", "message": "the server stopped"})
+            self._closing = True
+            self._wake.notify_all()
+        for thread in self._threads:
+            thread.join()
+        with self._lock:
+            left = [p for q in self._queues.values() for p in q]
+            self._queues.clear()
+        for pending in left:
+            done = sum(o.status == "indexed" for o in pending.job.outcomes)
+            self._end(
+                pending,
+                "cancelled",
+                {
+                    "code": InterruptedJobError.code,
+                    "message": f"the server stopped: {done} of {pending.job.files_total} files "
+                    "were indexed (listed under 'files'); upload the others again",
+                },
+            )
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

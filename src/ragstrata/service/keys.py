@@ -38,11 +38,14 @@ from ragstrata.service.errors import (
     RateLimitedError,
     ServiceError,
 )
-from ragstrata.service.ratelimit import KeyRateLimiter
+from ragstrata.service.ratelimit import FailureBudget
 
 KEYS_FILE = "keys.json"
-SCOPES = ("read", "write")
-"""``read``: list, search, ask, job status; ``write``: upload and delete documents."""
+SCOPES = ("read", "write", "metrics")
+"""``read``: list, search, ask, job status; ``write``: upload and delete documents and
+collections; ``metrics``: ``GET /metrics`` (every tenant's collection names and counts: an
+operator's scope, for the scraper's key)."""
+DEFAULT_SCOPES = ("read", "write")
 
 TENANT_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 """Tenant ids: 1-63 lower-case letters, digits, ``_`` or ``-``, starting with a letter/digit
@@ -108,24 +111,33 @@ class Principal:
 class KeyStore:
     """The keys file at ``path``. Thread-safe; cheap to construct (nothing is read until used).
 
-    Raises :class:`ServiceError` (RS700) when the file exists but is not a valid keys file.
+    Wrong secrets are budgeted per key id and per client address (``failure_burst`` failures,
+    refilled at ``failure_rate_per_s``): once an address's budget is spent, its attempts get
+    RateLimitedError before any scrypt is computed; once a key id's budget is spent, so do the
+    attempts on that id from every address with recent failures (an address without any still
+    gets its one try, so the key's owner is not locked out by someone flooding its id). Every
+    other key id and address goes on unaffected; unknown key ids cost no scrypt and are
+    budgeted per address only. Verified keys are cached for as long as their record in the
+    keys file is unchanged. Raises :class:`ServiceError` (RS700) when the file exists but is
+    not a valid keys file.
     """
 
-    def __init__(self, path: Path, *, max_verifications_per_s: float = 20.0) -> None:
+    def __init__(
+        self, path: Path, *, failure_rate_per_s: float = 0.2, failure_burst: int = 10
+    ) -> None:
         self.path = path
-        # scrypt costs ~50 ms of CPU: keys not yet verified (unknown, wrong or new ones) share
-        # one bucket, so a flood of bad keys cannot eat the CPU the searches need
-        self._verifications = KeyRateLimiter(
-            rate=max_verifications_per_s, burst=max(1, int(max_verifications_per_s))
-        )
+        # scrypt costs ~50 ms of CPU: a key id's wrong secrets are refused unhashed once its
+        # budget is spent, so the CPU spent on bad keys is bounded per key id and address
+        self._by_key = FailureBudget(rate=failure_rate_per_s, burst=failure_burst)
+        self._by_client = FailureBudget(rate=failure_rate_per_s, burst=failure_burst)
         self._mutex = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None
         self._records: dict[str, KeyRecord] = {}
-        self._verified: dict[bytes, Principal] = {}
+        self._verified: dict[bytes, tuple[Principal, KeyRecord]] = {}
 
     # ------------------------------------------------------------------ admin (CLI)
     def create(
-        self, tenant: str, *, name: str = "", scopes: tuple[str, ...] = SCOPES
+        self, tenant: str, *, name: str = "", scopes: tuple[str, ...] = DEFAULT_SCOPES
     ) -> tuple[str, KeyRecord]:
         """A new key for ``tenant``: returns ``(plaintext_key, record)``; the plaintext is shown
         once and cannot be recovered. Raises ConfigError for a bad tenant id or scope."""
@@ -165,36 +177,52 @@ class KeyStore:
             return sorted(self._records.values(), key=lambda r: (r.created, r.key_id))
 
     # ------------------------------------------------------------------ requests
-    def verify(self, presented: str) -> Principal:
-        """The principal of a presented key; AuthenticationError for a malformed, unknown or
-        revoked key (the message never says which, nor echoes the key); RateLimitedError when
-        more than ``max_verifications_per_s`` keys not seen before arrive (verified keys are
-        cached until the keys file changes)."""
+    def verify(self, presented: str, *, client: str = "") -> Principal:
+        """The principal of a presented key, sent from address ``client``.
+
+        Verified keys are cached until the keys file changes (no scrypt, no budget). Raises
+        AuthenticationError for a malformed, unknown, revoked or wrong key (the message never
+        says which, nor echoes the key); RateLimitedError, before hashing, while the key id's
+        or the address's failure budget is spent.
+        """
         match = _KEY_RE.fullmatch(presented.strip())
         if match is None:
             raise AuthenticationError("invalid API key")
         fingerprint = hashlib.sha256(presented.strip().encode("ascii")).digest()
+        key_id = match.group(1)
         with self._mutex:
             self._refresh()
             cached = self._verified.get(fingerprint)
             if cached is not None:
-                return cached
-            record = self._records.get(match.group(1))
-        if record is None or record.revoked:
-            raise AuthenticationError("invalid API key")
-        wait = self._verifications.acquire("scrypt")
-        if wait > 0:
+                return cached[0]
+            record = self._records.get(key_id)
+        wait_client = self._by_client.blocked(client)
+        if wait_client > 0:
             raise RateLimitedError(
-                "too many API keys to verify at once; retry shortly", retry_after_s=wait
+                f"too many failed API key attempts from this address; retry in {wait_client:.0f} s",
+                retry_after_s=wait_client,
+            )
+        if record is None or record.revoked:
+            self._by_client.fail(client)
+            raise AuthenticationError("invalid API key")
+        # a key id's spent budget holds back addresses that failed recently, not a clean one:
+        # the key's owner still gets in while someone else floods its id
+        wait_key = self._by_key.blocked(key_id) if self._by_client.failed_recently(client) else 0
+        if wait_key > 0:
+            raise RateLimitedError(
+                f"too many failed attempts for API key {key_id}; retry in {wait_key:.0f} s",
+                retry_after_s=wait_key,
             )
         # scrypt outside the mutex: ~50 ms of CPU that other requests need not wait for
         computed = _hash(match.group(2), bytes.fromhex(record.salt))
         if not hmac.compare_digest(computed, bytes.fromhex(record.hash)):
+            self._by_key.fail(key_id)
+            self._by_client.fail(client)
             raise AuthenticationError("invalid API key")
         principal = Principal(record.key_id, record.tenant, record.scopes)
         with self._mutex:
             if self._records.get(record.key_id) == record:  # not revoked meanwhile
-                self._verified[fingerprint] = principal
+                self._verified[fingerprint] = (principal, record)
         return principal
 
     # ------------------------------------------------------------------ file
@@ -209,7 +237,12 @@ class KeyStore:
         if stamp == self._stamp:
             return
         self._records = _read(self.path) if stamp is not None else {}
-        self._verified.clear()
+        # keep what was verified against a record that is still there, unchanged and valid
+        self._verified = {
+            fingerprint: (principal, record)
+            for fingerprint, (principal, record) in self._verified.items()
+            if self._records.get(record.key_id) == record and not record.revoked
+        }
         self._stamp = stamp
 
     @contextlib.contextmanager

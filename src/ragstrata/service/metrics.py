@@ -1,6 +1,7 @@
 """Prometheus metrics of one app (its own registry, so several apps can live in one process).
 
-Exposed at ``GET /metrics`` in the Prometheus text format (``prometheus-client``):
+Exposed at ``GET /metrics`` in the Prometheus text format (``prometheus-client``), to a key with
+the ``metrics`` scope (or to anyone with ``service.metrics_public``):
 
 * ``ragstrata_http_requests_total{method,route,status}`` and
   ``ragstrata_http_request_duration_seconds{method,route}`` (histogram); ``route`` is the route
@@ -9,7 +10,8 @@ Exposed at ``GET /metrics`` in the Prometheus text format (``prometheus-client``
   ``ragstrata_ingest_files_total{status}``;
 * ``ragstrata_collection_documents{tenant,collection}`` and
   ``ragstrata_collection_chunks{tenant,collection}`` (collections opened since start);
-* ``ragstrata_auth_failures_total{reason}``, ``ragstrata_rate_limited_total``,
+* ``ragstrata_auth_failures_total{reason}``, ``ragstrata_rate_limited_total`` (every response
+  with status 429: request rate, key-verification budget, full job queue),
   ``ragstrata_tenancy_violations_total`` (must stay 0).
 """
 
@@ -131,6 +133,8 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             metrics.requests.labels(method, _route(scope), str(status)).inc()
+            if status == 429:  # every 429, whichever limit refused it
+                metrics.rate_limited.inc()
 
 
 def _route(scope: Scope) -> str:

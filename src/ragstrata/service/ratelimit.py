@@ -1,8 +1,12 @@
-"""Per-key request limits: one :class:`~ragstrata.ratelimit.TokenBucket` per key, ``rate``
-tokens per second refilling a bucket of ``burst``.
+"""Request limits built on :class:`~ragstrata.ratelimit.TokenBucket`, one bucket per key:
 
-Each request takes one token; a request that finds the bucket empty is refused with the seconds
-until the next token (the ``Retry-After`` of the 429 response). Thread-safe.
+* :class:`KeyRateLimiter`: every request of an API key takes one token (``rate`` tokens per
+  second refilling a bucket of ``burst``); a request that finds the bucket empty is refused
+  with the seconds until the next token (the ``Retry-After`` of the 429 response);
+* :class:`FailureBudget`: only *failures* take a token (wrong secrets, per key id and per client
+  address); while a bucket is empty, further attempts are refused before any work is done.
+
+Thread-safe.
 """
 
 from __future__ import annotations
@@ -43,3 +47,59 @@ class KeyRateLimiter:
             if wait <= 0.0:
                 bucket.take(1.0)
             return wait
+
+
+class FailureBudget:
+    """Failed attempts per key (a key id, a client address): each failure takes one token of a
+    bucket of ``burst`` refilled at ``rate`` per second; :meth:`blocked` says how long an
+    attempt must wait once the bucket is empty. Keys are independent: one key's failures never
+    block another. At most ``max_keys`` buckets are kept (full ones are forgotten first), so a
+    flood from many addresses cannot grow memory without bound.
+
+    Raises ValueError for a non-positive rate or a burst under 1.
+    """
+
+    def __init__(
+        self,
+        *,
+        rate: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = 100_000,
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"rate={rate} must be > 0 and burst={burst} >= 1")
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._max_keys = max_keys
+        self._buckets: dict[str, TokenBucket] = {}
+        self._lock = threading.Lock()
+
+    def blocked(self, key: str) -> float:
+        """Seconds before ``key`` may try again (0.0: it may now). Takes nothing."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            return 0.0 if bucket is None else bucket.wait_time(1.0)
+
+    def failed_recently(self, key: str) -> bool:
+        """Whether ``key`` has failures its bucket has not yet refilled."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            return bucket is not None and bucket.wait_time(float(self.burst)) > 0.0
+
+    def fail(self, key: str) -> None:
+        """Record one failure of ``key``."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                if len(self._buckets) >= self._max_keys:
+                    self._forget_full()
+                bucket = self._buckets[key] = TokenBucket(self.burst, self.rate, clock=self._clock)
+            bucket.take(1.0)
+
+    def _forget_full(self) -> None:
+        """Drop the buckets that refilled (no recent failures); if none did, the oldest half."""
+        full = [k for k, b in self._buckets.items() if b.wait_time(self.burst) == 0.0]
+        for key in full or list(self._buckets)[: len(self._buckets) // 2]:
+            del self._buckets[key]

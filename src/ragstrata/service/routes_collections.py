@@ -29,7 +29,10 @@ from ragstrata.service.deps import (
 )
 from ragstrata.service.errors import InvalidRequestError, UnsupportedMediaTypeError
 from ragstrata.service.handlers import validation_message
+from ragstrata.service.jobs import Job
+from ragstrata.service.keys import Principal
 from ragstrata.service.schemas import (
+    CollectionDeleteResponse,
     CollectionOut,
     CollectionsResponse,
     DeleteResponse,
@@ -124,23 +127,48 @@ async def upload(request: Request, principal: Writer, name: CollectionName) -> J
     """Upload files (``multipart/form-data``, field ``files``) or JSON text documents.
     Creates the collection if needed, stages the files and returns the ingestion job (202);
     poll ``GET /v1/jobs/{job_id}`` for progress. A bad file is reported in the job and
-    costs only itself."""
+    costs only itself; a first upload whose every file fails leaves no collection behind.
+    429 when the tenant already has ``service.max_jobs_per_tenant`` jobs queued or running."""
     state = state_of(request)
     await run_in_threadpool(state.registry.check_access, principal, name)
+    state.jobs.check_capacity(principal.tenant)  # 429 before anything is read or staged
     job_id = state.jobs.new_id()
     staging = state.registry.staging_dir(principal) / job_id
     try:
         staged, rejected = await _stage(request, state, staging)
         if not staged:
             raise _nothing_accepted(rejected)
-        coll = await run_in_threadpool(open_collection, request, principal, name, create=True)
-        job = state.jobs.submit(job_id, coll, staged, rejected=rejected)
+        job = await run_in_threadpool(_submit, state, principal, name, job_id, staged, rejected)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return JSONResponse(
         job.to_json(), status_code=202, headers={"Location": f"/v1/jobs/{job.job_id}"}
     )
+
+
+@router.delete(
+    "/v1/collections/{name}",
+    response_model=CollectionDeleteResponse,
+    responses=ERROR_RESPONSES,
+    tags=["collections"],
+)
+def delete_collection(request: Request, principal: Writer, name: CollectionName) -> dict[str, Any]:
+    """Delete the collection with its documents, index and uploaded files. Its queued
+    ingestion jobs are cancelled; a slice already running finishes first. The name is free
+    again afterwards."""
+    state = state_of(request)
+
+    def cancel() -> int:
+        return state.jobs.cancel_collection(
+            principal.tenant, name, reason=f"collection {name!r} was deleted"
+        )
+
+    docs, chunks, cancelled = state.registry.delete(principal, name, cancel_jobs=cancel)
+    return {
+        "deleted": {"name": name, "documents": docs, "chunks": chunks},
+        "jobs_cancelled": cancelled,
+    }
 
 
 @router.delete(
@@ -222,6 +250,20 @@ async def _stage(
         await run_in_threadpool(_write, target, content)
         staged.append(target)
     return staged, rejected
+
+
+def _submit(
+    state: ServiceState,
+    principal: Principal,
+    name: str,
+    job_id: str,
+    staged: list[Path],
+    rejected: list[FileOutcome],
+) -> Job:
+    """Create the collection if needed and queue the job, the collection pinned meanwhile so
+    that another job's failure cannot discard it in between."""
+    with state.registry.pinned(principal, name, create=True) as coll:
+        return state.jobs.submit(job_id, coll, staged, rejected=rejected)
 
 
 def _write(target: Path, content: UploadFile | bytes) -> None:

@@ -180,6 +180,18 @@ class VersionConflictOut(_Response):
     dropped: list[str] = Field(description="Older versions, newest first.")
 
 
+class ClaimOut(_Response):
+    label: int = Field(description="The citation [label] of the source that says it.")
+    value: str = Field(description="The value as the source writes it.", examples=["31"])
+
+
+class DisagreementOut(_Response):
+    """Quoted sources of different documents that give different values for one quantity."""
+
+    unit: str = Field(examples=["días"])
+    claims: list[ClaimOut]
+
+
 class AskResponse(_Response):
     """A cited answer or a refusal. Built by :func:`ragstrata.render.answer_json`, the
     same fields as ``ragstrata ask --json``; the ``done`` event of a stream carries it too
@@ -216,6 +228,11 @@ class AskResponse(_Response):
         "newest version's passages were used (details in conflicts)."
     )
     conflicts: list[VersionConflictOut]
+    disagreements: list[DisagreementOut] = Field(
+        default_factory=list,
+        description="Quoted sources that give different values for one quantity (for "
+        "example 31 and 99 days of vacation): read both before trusting either.",
+    )
     retrieval: list[HitOut] | None = Field(
         default=None, description="The hits behind the answer (only with explain=true)."
     )
@@ -246,6 +263,11 @@ class DocumentsResponse(_Response):
 
 class DeleteResponse(_Response):
     deleted: DocumentOut
+
+
+class CollectionDeleteResponse(_Response):
+    deleted: CollectionOut
+    jobs_cancelled: int = Field(ge=0, description="queued ingestion jobs cancelled")
 
 
 class JobProgress(_Response):

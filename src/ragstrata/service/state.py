@@ -12,11 +12,11 @@ from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import RagError
 from ragstrata.pipeline import Ragstrata
-from ragstrata.service.jobs import Job, JobManager
+from ragstrata.service.jobs import JOBS_FILE, Job, JobLog, JobManager
 from ragstrata.service.keys import KEYS_FILE, KeyStore
 from ragstrata.service.metrics import ServiceMetrics
 from ragstrata.service.ratelimit import KeyRateLimiter
-from ragstrata.service.tenancy import TenantRegistry
+from ragstrata.service.tenancy import Collection, TenantRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,8 @@ class ServiceState:
     metrics: ServiceMetrics
 
     def close(self) -> None:
-        """Finish running jobs, cancel queued ones and close every collection (idempotent)."""
+        """Finish running slices, cancel what is left and close every collection
+        (idempotent)."""
         self.jobs.shutdown()
         self.registry.close()
 
@@ -60,12 +61,25 @@ def build_state(
         root, config=config, embedder=shared, read_wait_s=svc.read_wait_s, on_violation=violation
     )
 
-    def finished(job: Job) -> None:
+    def finished(job: Job, collection: Collection | None) -> None:
         metrics.jobs.labels(job.state).inc()
         for outcome in [*job.rejected, *job.outcomes]:
             metrics.files.labels(outcome.status).inc()
 
-    jobs = JobManager(workers=svc.ingest_workers, on_finish=finished)
+    def failed(collection: Collection) -> None:
+        # a failed first upload must not leave an empty collection that reserves its name
+        registry.discard_if_empty(
+            collection, busy=lambda: jobs.busy(collection.tenant, collection.name)
+        )
+
+    jobs = JobManager(
+        workers=svc.ingest_workers,
+        batch_files=svc.ingest_batch_files,
+        max_per_tenant=svc.max_jobs_per_tenant,
+        log=JobLog(root / JOBS_FILE),
+        on_finish=finished,
+        on_failed=failed,
+    )
 
     def counts() -> Iterable[tuple[str, str, int, int]]:
         for coll in registry.opened():
@@ -79,7 +93,11 @@ def build_state(
     return ServiceState(
         config=config,
         data_dir=root,
-        keys=KeyStore(root / KEYS_FILE),
+        keys=KeyStore(
+            root / KEYS_FILE,
+            failure_rate_per_s=svc.auth_failure_rate_per_s,
+            failure_burst=svc.auth_failure_burst,
+        ),
         limiter=KeyRateLimiter(rate=svc.rate_limit_per_s, burst=svc.rate_limit_burst),
         registry=registry,
         jobs=jobs,

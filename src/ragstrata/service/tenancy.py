@@ -142,6 +142,7 @@ class Collection:
             cfg = replace(cfg, store=replace(cfg.store, collection=collection))
         self._engine = Ragstrata(cfg, embedder=embedder)
         self.uploads.mkdir(parents=True, exist_ok=True)
+        self._deleted = False
 
     # ------------------------------------------------------------------ ownership
     def display_name(self, source: str) -> str:
@@ -294,6 +295,8 @@ class Collection:
         file costs only itself. Returns the ingest report and one outcome per staged file.
         """
         with self._lock.write():
+            if self._deleted:
+                raise NotFoundError(f"collection {self.name!r} was deleted")
             backups = self.root / ".previous"
             targets: list[Path] = []
             for path in staged:
@@ -341,6 +344,16 @@ class Collection:
         with self._lock.write():
             self._engine.close()
 
+    def destroy(self) -> tuple[int, int]:
+        """Close the engine and remove the collection's directory (index, shard, uploads);
+        waits for a running write. Returns the ``(documents, chunks)`` it held."""
+        with self._lock.write():
+            counts = self.counts()
+            self._deleted = True
+            self._engine.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+        return counts
+
 
 class TenantRegistry:
     """Every tenant's collections under ``<data_dir>/tenants``; opens each one once.
@@ -363,6 +376,8 @@ class TenantRegistry:
         self._read_wait_s = read_wait_s
         self._on_violation = on_violation
         self._open: dict[tuple[str, str], Collection] = {}
+        self._deleting: set[tuple[str, str]] = set()
+        self._pins: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
     def collection(self, principal: Principal, name: str, *, create: bool = False) -> Collection:
@@ -377,6 +392,8 @@ class TenantRegistry:
         if not TENANT_RE.fullmatch(tenant):  # keys are validated on load; never trust twice
             raise PermissionDeniedError("the API key's tenant id is invalid")
         with self._lock:
+            if (tenant, name) in self._deleting:
+                raise NotFoundError(f"collection {name!r} is being deleted")
             found = self._open.get((tenant, name))
             if found is not None:
                 return found
@@ -405,6 +422,68 @@ class TenantRegistry:
             )
             self._open[(tenant, name)] = found
             return found
+
+    def delete(
+        self, principal: Principal, name: str, *, cancel_jobs: Callable[[], int]
+    ) -> tuple[int, int, int]:
+        """Delete the caller's collection ``name`` with its documents: ``cancel_jobs()`` runs
+        first (its queued ingestion jobs), then a running write is waited for and the directory
+        removed. Returns ``(documents, chunks, jobs_cancelled)``. Raises as :meth:`collection`
+        (422, 403, 404); requests for the name during the delete get 404."""
+        found = self.collection(principal, name)
+        key = (found.tenant, found.name)
+        with self._lock:
+            if key in self._deleting:
+                raise NotFoundError(f"collection {name!r} is being deleted")
+            self._deleting.add(key)
+        try:
+            cancelled = cancel_jobs()
+            docs, chunks = found.destroy()
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
+                self._deleting.discard(key)
+        logger.info("collection %s/%s deleted (%d documents)", found.tenant, found.name, docs)
+        return docs, chunks, cancelled
+
+    @contextlib.contextmanager
+    def pinned(self, principal: Principal, name: str, *, create: bool) -> Iterator[Collection]:
+        """:meth:`collection`, kept from :meth:`discard_if_empty` until the block ends (an
+        upload holds it until its job is queued)."""
+        found = self.collection(principal, name, create=create)
+        key = (found.tenant, found.name)
+        with self._lock:
+            self._pins[key] = self._pins.get(key, 0) + 1
+        try:
+            yield found
+        finally:
+            with self._lock:
+                self._pins[key] -= 1
+                if not self._pins[key]:
+                    del self._pins[key]
+
+    def discard_if_empty(self, collection: Collection, *, busy: Callable[[], bool]) -> bool:
+        """Remove ``collection`` when it holds no document and ``busy()`` is false (no job
+        queued or running on it): what a failed first upload leaves must not reserve the name.
+        Returns whether it was removed."""
+        key = (collection.tenant, collection.name)
+        with self._lock:
+            if self._open.get(key) is not collection or key in self._deleting:
+                return False
+            if self._pins.get(key) or busy():  # an upload is queueing a job on it
+                return False
+            if collection.counts() != (0, 0) or (
+                collection.uploads.is_dir() and any(collection.uploads.iterdir())
+            ):
+                return False
+            self._deleting.add(key)
+        try:
+            collection.destroy()
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
+                self._deleting.discard(key)
+        return True
 
     @property
     def embedder(self) -> Embedder:

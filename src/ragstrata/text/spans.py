@@ -10,9 +10,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Fence", "find_fences", "sentence_spans", "strip_span"]
+__all__ = [
+    "Fence",
+    "find_fences",
+    "inline_code_spans",
+    "join_split_code",
+    "sentence_spans",
+    "strip_span",
+]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_BACKTICKS = re.compile(r"`+")
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
 
 
@@ -101,3 +109,41 @@ def find_fences(text: str) -> list[Fence]:
             )
         )
     return fences
+
+
+def inline_code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """CommonMark inline code spans of ``text[start:end]`` (absolute offsets, backticks
+    included): a run of n backticks up to the next run of exactly n; an unmatched run is
+    literal text."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text, start, end)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        a, b = runs[i]
+        closer = next(
+            (j for j in range(i + 1, len(runs)) if runs[j][1] - runs[j][0] == b - a), None
+        )
+        if closer is None:
+            i += 1
+            continue
+        spans.append((a, runs[closer][1]))
+        i = closer + 1
+    return spans
+
+
+def join_split_code(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` (sorted, from :func:`sentence_spans`) with neighbours joined where the
+    boundary between them falls inside an inline code span (a backticked error message such
+    as "Too many re-renders. React limits…" stays in one sentence, not two with an unbalanced
+    backtick each)."""
+    if len(spans) < 2:
+        return spans
+    code = inline_code_spans(text, spans[0][0], spans[-1][1])
+    out = [spans[0]]
+    for a, b in spans[1:]:
+        prev_a, prev_b = out[-1]
+        if any(c0 < a and prev_b < c1 for c0, c1 in code):
+            out[-1] = (prev_a, b)
+        else:
+            out.append((a, b))
+    return out

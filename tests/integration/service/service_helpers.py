@@ -24,12 +24,19 @@ class Service:
     client: httpx.Client
     state: ServiceState
 
-    def key(self, tenant: str, *, read_only: bool = False) -> dict[str, str]:
-        """Headers carrying a new API key of ``tenant``."""
-        key, _ = self.state.keys.create(
-            tenant, scopes=("read",) if read_only else ("read", "write")
-        )
+    def key(
+        self, tenant: str, *, read_only: bool = False, scopes: tuple[str, ...] | None = None
+    ) -> dict[str, str]:
+        """Headers carrying a new API key of ``tenant`` (``scopes`` replaces the default)."""
+        chosen = scopes or (("read",) if read_only else ("read", "write"))
+        key, _ = self.state.keys.create(tenant, scopes=chosen)
         return {"Authorization": f"Bearer {key}"}
+
+    def metrics(self) -> str:
+        """``GET /metrics`` with a new key of the ``metrics`` scope; the text."""
+        response = self.client.get("/metrics", headers=self.key("ops", scopes=("metrics",)))
+        assert response.status_code == 200, response.text
+        return response.text
 
     def upload_texts(
         self, headers: dict[str, str], collection: str, docs: dict[str, str]

@@ -62,6 +62,7 @@ def test_other_tenants_collection_is_403_for_every_route(service: Service) -> No
             {"documents": [{"name": "x.md", "text": "x"}]},
         ),
         ("delete", f"/v1/collections/acme-docs/documents/{'0' * 16}", None),
+        ("delete", "/v1/collections/acme-docs", None),
     ]
     for method, url, body in requests:
         response = c.request(method, url, headers=globex, json=body)

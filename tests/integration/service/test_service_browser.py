@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -218,3 +219,36 @@ def test_page_answers_with_cited_highlighted_sources_and_shows_refusals(
         finally:
             browser.close()
     assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def test_api_reference_renders_offline(server: tuple[str, str, Path]) -> None:
+    """``/docs`` renders every operation with nothing but the server itself reachable (every
+    other request is aborted, as on a machine without internet access)."""
+    chromium = _chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    base, _, _ = server
+    outside: list[str] = []
+
+    def only_local(route: Any) -> None:
+        if route.request.url.startswith(base + "/"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True)
+        try:
+            page = browser.new_page()
+            page.route("**/*", only_local)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{base}/docs")
+            expect(page.locator("#api-status")).to_contain_text("operations")
+            expect(page.locator("#api-ops .op").first).to_be_visible()
+            assert page.locator("#api-ops .op").count() >= 12
+            expect(page.locator("#delete-v1-collections-name-")).to_contain_text("DELETE")
+        finally:
+            browser.close()
+    assert outside == [] and errors == [], (outside, errors)

@@ -132,7 +132,9 @@ def test_metrics_parse_as_prometheus_text(module_service: Service, acme: dict[st
     c = module_service.client
     c.get("/v1/collections", headers=acme)
     c.get("/v1/collections")  # 401
-    response = c.get("/metrics")
+    assert c.get("/metrics").status_code == 401  # not public by default
+    assert c.get("/metrics", headers=acme).status_code == 403  # a tenant's key lacks the scope
+    response = c.get("/metrics", headers=module_service.key("ops", scopes=("metrics",)))
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(response.text)}

@@ -91,7 +91,7 @@ def test_thousand_random_queries_never_cross_tenants(module_service: Service) ->
         for citation in answer["citations"]:
             assert citation["source"] in own_files[tenant]
             assert _marker(other, 1) not in citation["passage"]
-    metrics = service.client.get("/metrics").text
+    metrics = service.metrics()
     assert "ragstrata_tenancy_violations_total 0.0" in metrics
 
 
@@ -124,7 +124,7 @@ def test_foreign_result_is_dropped_counted_and_fails_an_answer(
     )
     assert response.status_code == 500 and response.json()["error"]["code"] == "RS709"
     assert "someone else" not in response.text and str(tmp_path) not in response.text
-    metrics = service.client.get("/metrics").text
+    metrics = service.metrics()
     value = next(
         float(line.split()[-1])
         for line in metrics.splitlines()

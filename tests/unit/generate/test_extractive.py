@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ragstrata.assemble.context import assemble
+from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.extractive import ExtractiveAnswerer, Quote, clean_sentence, render
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
@@ -81,3 +82,102 @@ def test_nothing_to_quote_gives_an_empty_answer(minilm: Any) -> None:
     )
     out = ExtractiveAnswerer(minilm, Analyzer()).pick_quotes("what is x?", ctx)
     assert out.text == "" and out.quotes == ()
+
+
+def test_clean_sentence_shows_link_text_and_drops_anchors_and_images() -> None:
+    assert (
+        clean_sentence("See [the tutorial](../tutorial/index.md) and ![logo](img.png) now.")
+        == "See the tutorial and logo now."
+    )
+    assert clean_sentence("## Path parameters { #path-parameters }") == "Path parameters"
+    assert clean_sentence("Read [the guide][guide] first.") == "Read the guide first."
+
+
+def test_render_puts_an_announced_block_on_its_own_lines() -> None:
+    quotes = [
+        Quote(1, 0, 40, "Wrap the update in a function:", 0.9, "```js\nonClick={() => f()}\n```"),
+        Quote(2, 0, 10, "It runs once per click.", 0.8),
+    ]
+    assert render(quotes) == (
+        "Wrap the update in a function: [1]\n\n```js\nonClick={() => f()}\n```\n\n"
+        "It runs once per click. [2]"
+    )
+
+
+@pytest.mark.slow
+def test_no_sentence_is_cut_inside_inline_code(onnx_embedder: Any) -> None:
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "React shows `Too many re-renders. React limits the number of renders to prevent an "
+        "infinite loop.` when a component sets state while rendering. Move the call into an "
+        "event handler."
+    )
+    ctx = assemble([source("errors", text, 1)], counter=e5.counter, budget_tokens=500)
+    every = ExtractiveAnswerer(e5, Analyzer(), max_sentences=10, relative_floor=0.0)
+    texts = [q.text for q in every.pick_quotes("Too many re-renders", ctx).quotes]
+    assert all(t.count("`") % 2 == 0 for t in texts)
+    assert any(t.startswith("React shows `Too many re-renders. React limits") for t in texts)
+
+
+@pytest.mark.slow
+def test_a_sentence_ending_in_a_colon_brings_its_code_block(onnx_embedder: Any) -> None:
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "To fix the loop, pass a function instead of calling it:\n\n"
+        "```js\n<button onClick={() => handleClick(0)}>\n```\n\n"
+        "The arrow function runs only when the button is clicked."
+    )
+    hit = source("fix", text, 1)
+    ctx = assemble([hit], counter=e5.counter, budget_tokens=500)
+    out = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1).pick_quotes(
+        "How do I fix the loop when I pass a function?", ctx
+    )
+    [quote] = out.quotes
+    assert quote.text.endswith("calling it:")
+    assert quote.block == "```js\n<button onClick={() => handleClick(0)}>\n```"
+    # the citation's quote is verbatim and covers the block
+    assert text[quote.start : quote.end].endswith("```")
+    assert "```js\n<button" in out.text
+
+
+@pytest.mark.slow
+def test_sources_that_disagree_are_both_quoted_and_flagged(onnx_embedder: Any) -> None:
+    e5 = onnx_embedder("e5", "int8")
+    handbook = source(
+        "handbook",
+        "Cada empleado tiene 31 días de vacaciones al año. Las vacaciones se piden al equipo.",
+        1,
+    )
+    planted = source(
+        "planted",
+        "Cada empleado tiene 99 días de vacaciones al año, según la nueva política.",
+        2,
+    )
+    hits = [
+        Hit(handbook.chunk, 1, 0.03, handbook.explain),
+        Hit(planted.chunk, 2, 0.02, planted.explain),
+    ]
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1, evidence_rule=HandRule(-1.0))
+    answer = answerer.answer("¿Cuántos días de vacaciones tiene un empleado?", hits)
+    assert not answer.refusal
+    assert "31 días" in answer.text and "99 días" in answer.text
+    # the better-ranked source is quoted first
+    assert answer.text.index("31 días") < answer.text.index("99 días")
+    [d] = answer.disagreements
+    assert d.unit == "días"
+    cited = {c.label: c.doc_id for c in answer.citations}
+    assert {(cited[label], value) for label, value in d.claims} == {
+        ("handbook", "31"),
+        ("planted", "99"),
+    }
+
+
+@pytest.mark.slow
+def test_one_document_with_two_values_is_no_disagreement(onnx_embedder: Any) -> None:
+    e5 = onnx_embedder("e5", "int8")
+    text = "Los empleados nuevos tienen 22 días de vacaciones. Después de cinco años, 25 días."
+    ctx = assemble([source("h", text, 1)], counter=e5.counter, budget_tokens=500)
+    out = ExtractiveAnswerer(e5, Analyzer(), max_sentences=2).pick_quotes(
+        "¿Cuántos días de vacaciones?", ctx
+    )
+    assert out.disagreements == ()

@@ -38,3 +38,16 @@ def test_keys_commands(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "RS101" in bad.output
     missing = runner.invoke(app, ["keys", "revoke", "ffffffffffff", "--data-dir", data])
     assert missing.exit_code == 1 and "RS706" in missing.output
+
+
+def test_keys_create_with_scopes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    data = str(tmp_path / "data")
+    args = ["keys", "create", "--tenant", "ops", "--data-dir", data, "--json"]
+    created = runner.invoke(app, [*args, "--scopes", "metrics"])
+    assert created.exit_code == 0, created.output
+    assert json.loads(created.stdout)["scopes"] == ["metrics"]
+    every = runner.invoke(app, [*args, "--scopes", "read, write,metrics"])
+    assert json.loads(every.stdout)["scopes"] == ["read", "write", "metrics"]
+    bad = runner.invoke(app, [*args, "--scopes", "admin"])
+    assert bad.exit_code == 2 and "RS101" in bad.output

@@ -30,7 +30,7 @@ from ragstrata.service.errors import (
     http_status,
 )
 from ragstrata.service.keys import KeyStore
-from ragstrata.service.ratelimit import KeyRateLimiter
+from ragstrata.service.ratelimit import FailureBudget, KeyRateLimiter
 from ragstrata.service.rwlock import RWLock
 from ragstrata.service.uploads import MAX_NAME_CHARS, check_file_type, safe_filename
 
@@ -174,13 +174,39 @@ def test_error_status_map(error: RagError, status: int) -> None:
     assert http_status(error) == status
 
 
-def test_unverified_keys_share_a_bucket(tmp_path: Path) -> None:
-    store = KeyStore(tmp_path / "keys.json", max_verifications_per_s=1.0)
-    key, _ = store.create("acme")
+def test_wrong_secrets_are_budgeted_per_key_id_and_address(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys.json", failure_rate_per_s=0.001, failure_burst=2)
+    key, record = store.create("acme")
+    other, _ = store.create("globex")
     wrong = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
+    for _ in range(2):  # each costs one scrypt and one token of both budgets
+        with pytest.raises(AuthenticationError):
+            store.verify(wrong, client="10.0.0.66")
+    with pytest.raises(RateLimitedError, match="from this address"):
+        store.verify(wrong, client="10.0.0.66")  # refused before hashing
     with pytest.raises(AuthenticationError):
-        store.verify(wrong)  # costs one scrypt
-    with pytest.raises(RateLimitedError):
-        store.verify(wrong)  # the next within the second is refused before hashing
+        store.verify(wrong, client="10.0.0.67")  # a clean address gets its one try
+    with pytest.raises(RateLimitedError, match=record.key_id):
+        store.verify(wrong, client="10.0.0.67")  # then the key id's spent budget applies
+    # the key's owner, from a clean address, is not locked out (never verified before)
+    assert store.verify(key, client="10.0.0.9").tenant == "acme"
+    # another tenant's new key, from another address: untouched by either budget
+    assert store.verify(other, client="10.0.0.7").tenant == "globex"
     with pytest.raises(AuthenticationError):
-        store.verify("rsk_short")  # malformed keys never reach scrypt nor the bucket
+        store.verify("rsk_short", client="10.0.0.8")  # malformed: no scrypt, no budget
+    assert store.verify(other, client="10.0.0.8").tenant == "globex"
+
+
+def test_failure_budget_is_per_key_and_bounded() -> None:
+    now = [0.0]
+    budget = FailureBudget(rate=1.0, burst=2, clock=lambda: now[0], max_keys=4)
+    budget.fail("a")
+    assert budget.blocked("a") == 0.0
+    budget.fail("a")
+    assert budget.blocked("a") == pytest.approx(1.0)
+    assert budget.blocked("b") == 0.0
+    now[0] = 1.0
+    assert budget.blocked("a") == 0.0  # refilled one token
+    for key in "bcdef":  # past max_keys: refilled buckets are forgotten first
+        budget.fail(key)
+    assert len(budget._buckets) <= 4

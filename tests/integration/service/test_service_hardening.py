@@ -1,0 +1,375 @@
+"""Service hardening (issue 17 items 3 and 8, issue 18's failed-upload edge): fair ingestion
+across tenants with a bounded queue per tenant, wrong-secret budgets per key id and per address
+(every 429 counted), ``DELETE`` of a collection, no empty collection after a failed first
+upload, ``/metrics`` behind a key and an API reference page that loads nothing from a CDN."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+from service_helpers import GUIDE, Service, ServiceFactory
+
+pytestmark = pytest.mark.slow
+
+
+def _docs(prefix: str, n: int) -> dict[str, str]:
+    return {
+        f"{prefix}-{i:03d}.md": f"# {prefix} note {i}\n\nThe {prefix} ledger entry {i} records "
+        f"a shipment of {i * 7} crates to warehouse {i % 5}.\n"
+        for i in range(n)
+    }
+
+
+def _post_texts(
+    service: Service, headers: dict[str, str], collection: str, docs: dict[str, str]
+) -> Any:
+    body = {"documents": [{"name": n, "text": t} for n, t in docs.items()]}
+    return service.client.post(
+        f"/v1/collections/{collection}/documents", headers=headers, json=body
+    )
+
+
+def _samples(metrics_text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(metrics_text)
+        for s in f.samples
+    }
+
+
+# ---------------------------------------------------------------------------- fair queues
+def test_small_upload_of_one_tenant_finishes_before_another_tenants_large_job(
+    service_factory: ServiceFactory,
+) -> None:
+    service = service_factory(ingest_batch_files=1)
+    acme, globex = service.key("acme"), service.key("globex")
+    large = _post_texts(service, acme, "acme-ledger", _docs("acme", 10))
+    assert large.status_code == 202, large.text
+    small = _post_texts(service, globex, "globex-kb", {"guide.md": GUIDE})
+    assert small.status_code == 202, small.text
+    small_job = service.wait(globex, small.json()["job_id"])
+    large_now = service.client.get(f"/v1/jobs/{large.json()['job_id']}", headers=acme).json()
+    # on one worker, FIFO would run all 10 of acme's files first
+    assert small_job["state"] == "succeeded", small_job
+    assert large_now["state"] == "running", large_now
+    assert large_now["progress"]["files_done"] < 10
+    large_job = service.wait(acme, large.json()["job_id"])
+    assert large_job["state"] == "succeeded", large_job
+    assert small_job["finished"] < large_job["finished"]
+    # the slices add up to one job: every file reported once, the report summed
+    assert sorted(f["name"] for f in large_job["files"]) == sorted(_docs("acme", 10))
+    assert large_job["report"]["added"] == 10
+    assert large_job["progress"]["files_done"] == 10
+    listed = service.client.get("/v1/collections/acme-ledger/documents", headers=acme).json()
+    assert len(listed["documents"]) == 10
+
+
+def test_a_tenants_job_queue_is_bounded_with_429_and_others_go_on(
+    service_factory: ServiceFactory,
+) -> None:
+    service = service_factory(ingest_batch_files=1, max_jobs_per_tenant=1)
+    acme, globex = service.key("acme"), service.key("globex")
+    first = _post_texts(service, acme, "acme-ledger", _docs("acme", 6))
+    assert first.status_code == 202
+    refused = _post_texts(service, acme, "acme-ledger", {"late.md": GUIDE})
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["code"] == "RS703"
+    assert "service.max_jobs_per_tenant=1" in refused.json()["error"]["message"]
+    assert int(refused.headers["retry-after"]) >= 1
+    other = _post_texts(service, globex, "globex-kb", {"guide.md": GUIDE})
+    assert other.status_code == 202  # another tenant's queue is its own
+    assert service.wait(globex, other.json()["job_id"])["state"] == "succeeded"
+    assert service.wait(acme, first.json()["job_id"])["state"] == "succeeded"
+    again = _post_texts(service, acme, "acme-ledger", {"late.md": GUIDE})
+    assert again.status_code == 202  # room again once the job ended
+    service.wait(acme, again.json()["job_id"])
+    samples = _samples(service.metrics())
+    assert samples[("ragstrata_rate_limited_total", ())] == 1
+
+
+# ---------------------------------------------------------------------------- key budgets
+def test_flood_of_wrong_secrets_does_not_starve_other_keys(service_factory: ServiceFactory) -> None:
+    service = service_factory(auth_failure_burst=10, auth_failure_rate_per_s=0.01)
+    acme = service.key("acme")
+    attacker = TestClient(service.app, client=("10.0.0.66", 40000))
+    legit = TestClient(service.app, client=("10.0.0.7", 40001))
+    assert legit.get("/v1/collections", headers=acme).status_code == 200  # verified, cached
+    wrong = {"Authorization": acme["Authorization"][:-4] + "AAAA"}
+    if wrong == acme:
+        wrong = {"Authorization": acme["Authorization"][:-4] + "BBBB"}
+    flood: list[int] = []
+    others: list[int] = []
+    for i in range(60):
+        flood.append(attacker.get("/v1/collections", headers=wrong).status_code)
+        if i % 6 == 0:  # a new tenant's new key (never verified before) and the known one
+            fresh = service.key(f"tenant-{i}")
+            others.append(legit.get("/v1/collections", headers=fresh).status_code)
+            others.append(legit.get("/v1/collections", headers=acme).status_code)
+    assert flood.count(401) == 10 and flood.count(429) == 50, flood
+    assert others == [200] * 20, others
+    # the attacker's address is out of budget for any key id, the others are not
+    globex = service.key("globex")
+    assert attacker.get("/v1/collections", headers=globex).status_code == 429
+    assert legit.get("/v1/collections", headers=globex).status_code == 200
+    # as after a restart (nothing cached), acme's owner still gets in from a clean address
+    service.state.keys._verified.clear()
+    owner = TestClient(service.app, client=("10.0.0.9", 40002))
+    assert owner.get("/v1/collections", headers=acme).status_code == 200
+    samples = _samples(service.metrics())
+    refused = sum(
+        v
+        for (name, labels), v in samples.items()
+        if name == "ragstrata_http_requests_total" and ("status", "429") in labels
+    )
+    assert refused == 51
+    assert samples[("ragstrata_rate_limited_total", ())] == refused  # every 429 counted
+
+
+# ---------------------------------------------------------------------------- delete
+def test_delete_collection_removes_documents_and_frees_the_name(service: Service) -> None:
+    acme, globex = service.key("acme"), service.key("globex")
+    reader = service.key("acme", read_only=True)
+    job = service.upload_texts(acme, "shared-name", {"guide.md": GUIDE})
+    assert job["state"] == "succeeded"
+    path = service.state.registry.root / "acme" / "shared-name"
+    assert (path / "index").is_dir()
+    c = service.client
+    assert c.delete("/v1/collections/shared-name", headers=reader).status_code == 403
+    assert c.delete("/v1/collections/shared-name", headers=globex).status_code == 403
+    response = c.delete("/v1/collections/shared-name", headers=acme)
+    assert response.status_code == 200, response.text
+    deleted = response.json()
+    assert deleted["deleted"]["name"] == "shared-name"
+    assert deleted["deleted"]["documents"] == 1 and deleted["deleted"]["chunks"] >= 1
+    assert deleted["jobs_cancelled"] == 0
+    assert not path.exists()
+    assert c.get("/v1/collections/shared-name", headers=acme).status_code == 404
+    assert c.get("/v1/collections", headers=acme).json()["collections"] == []
+    assert c.delete("/v1/collections/shared-name", headers=acme).status_code == 404
+    # the name is free for another tenant, whose collection starts empty
+    job = service.upload_texts(globex, "shared-name", {"other.md": "# Other\n\nNothing shared."})
+    assert job["state"] == "succeeded"
+    hits = c.post(
+        "/v1/collections/shared-name/search", headers=globex, json={"query": "ERR_CONN_RESET"}
+    ).json()["hits"]
+    assert all(h["source"] == "other.md" for h in hits)
+
+
+def test_delete_collection_cancels_its_queued_job(service_factory: ServiceFactory) -> None:
+    service = service_factory(ingest_batch_files=1)
+    acme = service.key("acme")
+    upload = _post_texts(service, acme, "big", _docs("big", 20))
+    assert upload.status_code == 202
+    response = service.client.delete("/v1/collections/big", headers=acme)
+    assert response.status_code == 200, response.text
+    assert response.json()["jobs_cancelled"] == 1
+    job = service.wait(acme, upload.json()["job_id"])
+    assert job["state"] == "cancelled" and job["error"]["code"] == "RS706"
+    assert not (service.state.registry.root / "acme" / "big").exists()
+    assert service.client.get("/v1/collections", headers=acme).json()["collections"] == []
+
+
+def test_failed_first_upload_leaves_no_collection(service: Service) -> None:
+    acme, globex = service.key("acme"), service.key("globex")
+    binary = b"\x00\x01\x02\xff" * 64
+    response = service.client.post(
+        "/v1/collections/reserved/documents",
+        headers=acme,
+        files=[("files", ("broken.md", binary, "text/markdown"))],
+    )
+    assert response.status_code == 202, response.text
+    job = service.wait(acme, response.json()["job_id"])
+    assert job["state"] == "failed", job
+    assert service.client.get("/v1/collections", headers=acme).json()["collections"] == []
+    assert service.client.get("/v1/collections/reserved", headers=acme).status_code == 404
+    assert not (service.state.registry.root / "acme" / "reserved").exists()
+    # the name was not reserved: another tenant takes it
+    assert service.upload_texts(globex, "reserved", {"guide.md": GUIDE})["state"] == "succeeded"
+    # a failed upload into a collection that holds documents leaves it as it was
+    response = service.client.post(
+        "/v1/collections/reserved/documents",
+        headers=globex,
+        files=[("files", ("broken.md", binary, "text/markdown"))],
+    )
+    assert service.wait(globex, response.json()["job_id"])["state"] == "failed"
+    listed = service.client.get("/v1/collections", headers=globex).json()["collections"]
+    assert [(c["name"], c["documents"]) for c in listed] == [("reserved", 1)]
+
+
+def test_an_upload_queueing_its_job_keeps_the_new_collection(service: Service) -> None:
+    """The window between creating a collection and queueing its job: another job's failure
+    must not discard the collection then (the upload pins it)."""
+    from ragstrata.service.keys import Principal
+
+    registry = service.state.registry
+    principal = Principal("k", "acme", ("read", "write"))
+    with registry.pinned(principal, "fresh", create=True) as coll:
+        assert not registry.discard_if_empty(coll, busy=lambda: False)
+        assert coll.root.is_dir()
+    assert registry.discard_if_empty(coll, busy=lambda: False)  # empty and unpinned
+    assert not coll.root.exists()
+
+
+# ---------------------------------------------------------------------------- exposure
+def test_metrics_need_a_metrics_key_unless_public(service_factory: ServiceFactory) -> None:
+    private = service_factory()
+    acme = private.key("acme")
+    assert private.client.get("/metrics").status_code == 401
+    denied = private.client.get("/metrics", headers=acme)
+    assert denied.status_code == 403 and "--scopes metrics" in denied.json()["error"]["message"]
+    assert "ragstrata_http_requests_total" in private.metrics()
+    public = service_factory(metrics_public=True)
+    assert public.client.get("/metrics").status_code == 200
+
+
+def test_api_reference_loads_nothing_from_outside(service: Service) -> None:
+    c = service.client
+    page = c.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/") and not a.startswith("//") for a in assets), assets
+    for asset in assets:
+        assert c.get(asset).status_code == 200, asset
+    script = c.get("/static/apidocs.js").text
+    assert "http://" not in script and "https://" not in script
+    assert c.get("/redoc").status_code == 404  # FastAPI's CDN-loaded pages are off
+    spec = c.get("/openapi.json").json()
+    assert "delete" in spec["paths"]["/v1/collections/{name}"]
+
+
+# ---------------------------------------------------------------------------- durability
+def test_job_records_survive_a_restart(service_factory: ServiceFactory) -> None:
+    from ragstrata.service.jobs import JobLog, JobManager
+
+    service = service_factory()
+    acme = service.key("acme")
+    done = service.upload_texts(acme, "kb", {"guide.md": GUIDE})
+    log_path = service.state.data_dir / "jobs.sqlite"
+    # a job the server was running when it died: its record says queued/running
+    log = JobLog(log_path)
+    interrupted = JobLog.load(log)[-1]
+    interrupted.job_id, interrupted.state, interrupted.finished = "f" * 16, "running", None
+    interrupted.outcomes = interrupted.outcomes[:1]
+    interrupted.files_total = 3
+    log.save(interrupted)
+    log.close()
+    restarted = JobManager(workers=1, log=JobLog(log_path))
+    try:
+        principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
+        assert restarted.get(principal, done["job_id"])["state"] == "succeeded"
+        again = restarted.get(principal, "f" * 16)
+        assert again["state"] == "failed" and again["error"]["code"] == "RS710"
+        assert "1 of 3 files were indexed" in again["error"]["message"]
+        assert [f["status"] for f in again["files"]] == ["indexed"]
+    finally:
+        restarted.shutdown()
+    # the record of the restart's verdict is itself durable
+    reloaded = {j.job_id: j for j in JobLog(log_path).load()}
+    assert reloaded["f" * 16].state == "failed"
+
+
+def _ragstrata() -> list[str]:
+    script = Path(sys.executable).with_name("ragstrata")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ragstrata.cli"]
+
+
+def _start_server(
+    data: Path, env: dict[str, str], log: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [*_ragstrata(), "serve", "--port", str(port), "--data-dir", str(data)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 240
+    while True:
+        assert proc.poll() is None, log.read_text(encoding="utf-8")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, log.read_text(encoding="utf-8")
+        time.sleep(0.3)
+
+
+def test_killed_server_reports_its_interrupted_job_after_restart(tmp_path: Path) -> None:
+    """``ragstrata serve`` killed (SIGKILL) in the middle of a job: after a restart the job is
+    reported failed (RS710) with the files it had indexed, instead of being forgotten."""
+    data = tmp_path / "data"
+    env = os.environ | {
+        "RAGSTRATA_HOME": str(tmp_path / "home"),
+        "RAGSTRATA_EMBEDDER_NAME": "minilm",
+        "RAGSTRATA_INGEST_WORKERS": "0",
+        "RAGSTRATA_SERVICE_INGEST_BATCH_FILES": "1",
+    }
+    created = subprocess.run(
+        [*_ragstrata(), "keys", "create", "--tenant", "acme", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    headers = {"Authorization": f"Bearer {created.stdout.strip()}"}
+    log = tmp_path / "server.log"
+    proc, base = _start_server(data, env, log)
+    try:
+        docs = _docs("acme", 12)
+        body = {"documents": [{"name": n, "text": t} for n, t in docs.items()]}
+        accepted = httpx.post(
+            f"{base}/v1/collections/kb/documents", headers=headers, json=body, timeout=30
+        )
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        deadline = time.monotonic() + 300
+        while True:  # kill once at least one slice is committed and the job still runs
+            job = httpx.get(f"{base}/v1/jobs/{job_id}", headers=headers, timeout=30).json()
+            if sum(f["status"] == "indexed" for f in job["files"]) >= 1:
+                break
+            assert job["state"] in ("queued", "running"), job
+            assert time.monotonic() < deadline, job
+            time.sleep(0.1)
+        assert job["state"] == "running", job
+    finally:
+        proc.kill()
+        proc.wait()
+    proc, base = _start_server(data, env, log)
+    try:
+        job = httpx.get(f"{base}/v1/jobs/{job_id}", headers=headers, timeout=30).json()
+        assert job["state"] == "failed", job
+        assert job["error"]["code"] == "RS710"
+        indexed = [f["name"] for f in job["files"] if f["status"] == "indexed"]
+        assert 1 <= len(indexed) < 12
+        assert f"{len(indexed)} of 12 files were indexed" in job["error"]["message"]
+        listed = httpx.get(
+            f"{base}/v1/collections/kb/documents", headers=headers, timeout=30
+        ).json()["documents"]
+        # every file the record calls indexed is in the index (a slice committed after the
+        # last record may add one more)
+        assert set(indexed) <= {d["name"] for d in listed}
+        again = httpx.post(
+            f"{base}/v1/collections/kb/documents", headers=headers, json=body, timeout=30
+        )
+        assert again.status_code == 202  # the service takes new work after the restart
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -1,0 +1,208 @@
+"""Everyday edges of ``ragstrata ingest``: per-file encoding warnings, failed files remembered by
+content hash, no empty index from a folder without supported files, a clean Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragstrata.cli import EXIT_PARTIAL, app
+from ragstrata.config import RagConfig
+from ragstrata.index import catalog
+from ragstrata.ingest.html_clean import MAX_DEPTH
+from ragstrata.pipeline import Ragstrata
+
+pytestmark = pytest.mark.slow
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+GOOD = "# Guía\n\nEl archivo explica cómo instalar el paquete y cómo configurarlo paso a paso.\n"
+
+
+@pytest.fixture
+def minilm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RAGSTRATA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAGSTRATA_EMBEDDER_NAME", "minilm-onnx")
+
+
+def test_encoding_and_depth_warnings_name_the_file(tmp_path: Path, minilm_env: None) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    utf8 = ("# Notas\n\n" + "La canción del niño es más útil cada día. " * 8 + "\n\n").encode()
+    (corpus / "mixed.md").write_bytes(utf8 + "Párrafo Latin-1: acción, señor.\n".encode("latin-1"))
+    (corpus / "bytes.md").write_bytes(utf8 + "Fin del día ".encode() + b"\xff\xfe.\n")
+    (corpus / "moji.md").write_text("# Moji\n\nEsto es mÃ¡s o menos el niÃ±o.\n", "utf-8")
+    n = MAX_DEPTH + 20
+    deep = "<h1>Deep</h1>" + "<div>" * n + "deep text here" + "</div>" * n
+    (corpus / "deep.html").write_text(deep, encoding="utf-8")
+    report_file = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app, ["ingest", str(corpus), "--index", str(tmp_path / "idx"), "--report", str(report_file)]
+    )
+    assert result.exit_code == 0, result.output  # warnings do not change the exit status
+    shown = {line.split(": ", 1)[0] for line in result.stderr.splitlines() if "warning" in line}
+    expected = {f"warning {(corpus / name).resolve()}" for name in ("mixed.md", "bytes.md")}
+    expected |= {f"warning {(corpus / n).resolve()}" for n in ("moji.md", "deep.html")}
+    assert shown == expected, result.stderr
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    kinds = {Path(w["path"]).name: w["kind"] for w in report["warnings"]}
+    assert kinds == {
+        "mixed.md": "mixed_encoding",
+        "bytes.md": "replaced_bytes",
+        "moji.md": "mojibake",
+        "deep.html": "html_depth",
+    }
+    assert all(0 <= w["share"] < 1 for w in report["warnings"])
+    assert report["status"] == "ok" and report["added"] == 4
+
+
+def test_failed_files_are_remembered_until_they_change(tmp_path: Path, minilm_env: None) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD, encoding="utf-8")
+    (corpus / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (corpus / "blank.md").write_text("---\ntitle: nothing\n---\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    events: list[tuple[str, int, int]] = []
+
+    def run(**options: bool) -> tuple[object, list[tuple[str, int, int]]]:
+        events.clear()
+        with Ragstrata(RagConfig.load().with_index(index)) as engine:
+            report = engine.ingest([corpus], progress=lambda *e: events.append(e), **options)
+        return report, list(events)
+
+    first, _ = run()
+    assert first.added == 1 and {f.code for f in first.failures} == {"RS202", "RS203"}
+    assert not any(f.unchanged for f in first.failures)
+    recorded = catalog.read_manifest(index).failures
+    assert {Path(e.path).name: e.code for e in recorded.values()} == {
+        "binary.md": "RS202",
+        "blank.md": "RS203",
+    }
+
+    again, seen = run()
+    assert ("discover", 0, 0) in seen  # nothing was parsed
+    assert again.bytes_read == 0 and again.unchanged == 1
+    assert sorted((Path(f.path).name, f.code, f.unchanged) for f in again.failures) == [
+        ("binary.md", "RS202", True),
+        ("blank.md", "RS203", True),
+    ]
+    assert all(f.reason.startswith("unchanged since last failure") for f in again.failures)
+    assert again.to_json()["failures"][0]["unchanged"] is True
+
+    retried, seen = run(retry_failed=True)
+    assert ("discover", 2, 2) in seen and not any(f.unchanged for f in retried.failures)
+
+    (corpus / "blank.md").write_text(GOOD.replace("Guía", "Guía dos"), encoding="utf-8")
+    fixed, _ = run()
+    assert fixed.added == 1 and [Path(f.path).name for f in fixed.failures] == ["binary.md"]
+    assert [Path(e.path).name for e in catalog.read_manifest(index).failures.values()] == [
+        "binary.md"
+    ]
+
+    (corpus / "binary.md").unlink()
+    with Ragstrata(RagConfig.load().with_index(index)) as engine:
+        pruned = engine.ingest([corpus], prune=True)
+    assert pruned.failures == [] and pruned.pruned == 0
+    assert catalog.read_manifest(index).failures == {}
+    assert catalog.read_journal(index) is None
+
+
+def test_cli_says_unchanged_since_last_failure(tmp_path: Path, minilm_env: None) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD, encoding="utf-8")
+    (corpus / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    args = ["ingest", str(corpus), "--index", str(tmp_path / "idx")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == EXIT_PARTIAL, first.output
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == EXIT_PARTIAL, second.output
+    assert "binary.md: [RS202] unchanged since last failure" in second.stderr
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_folder_without_supported_files_creates_no_index(
+    tmp_path: Path, minilm_env: None, hidden: bool
+) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "report.docx").write_bytes(b"PK\x03\x04")
+    if hidden:
+        (corpus / ".draft.md").write_text(GOOD, encoding="utf-8")
+    index = tmp_path / "idx"
+    result = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index)])
+    assert result.exit_code == 1, result.output
+    assert "[RS201]" in result.stderr and "no supported files found" in result.stderr
+    assert "no index was created" in result.stderr
+    assert ("RS211" in result.stderr) == hidden  # what was skipped is named
+    assert not index.exists()
+
+
+def test_help_documents_the_exit_statuses() -> None:
+    result = CliRunner().invoke(app, ["ingest", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "no supported file found for a new index" in text and "130 interrupted" in text
+
+
+def test_ctrl_c_stops_cleanly_without_worker_tracebacks(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for i in range(40):  # about 12 chunks each: the first commit (256) leaves files to parse
+        body = "\n\n".join(
+            f"## Part {j}\n\n" + f"Manual {i} part {j} covers setting {j} in detail. " * 30
+            for j in range(6)
+        )
+        (corpus / f"manual{i:02d}.md").write_text(f"# Manual {i}\n\n{body}\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        "RAGSTRATA_HOME": str(tmp_path / "home"),
+        "RAGSTRATA_EMBEDDER_NAME": "minilm-onnx",
+    }
+    command = [sys.executable, "-m", "ragstrata.cli", "ingest", str(corpus), "--index", str(index)]
+    proc = subprocess.Popen(
+        [*command, "--progress-every", "0.2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 240
+    assert proc.stderr is not None
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        counts = re.match(r"ingest: (\d+)/(\d+) files parsed, .*?, (\d+) committed", line)
+        if counts and int(counts[3]) > 0 and int(counts[1]) < int(counts[2]):
+            break  # something is committed, files are still being parsed
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
+    _, rest = proc.communicate(timeout=120)
+    stderr = "".join(lines) + rest
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert "interrupted:" in stderr and "chunks committed" in stderr
+    committed = catalog.read_manifest(index)
+    assert committed.documents  # the commits that finished stay
+    # the next run finishes the job: exactly the documents not yet committed are added
+    finish = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert finish.returncode == 0, finish.stderr
+    data = json.loads(finish.stdout)
+    assert data["added"] + data["unchanged"] == 40 and data["unchanged"] > 0
+    assert data["index"]["documents"] == 40 and catalog.read_journal(index) is None

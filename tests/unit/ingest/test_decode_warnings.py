@@ -1,0 +1,96 @@
+"""Decoding keeps a file with a few bad bytes or mixed encodings, and says so per file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragstrata.errors import DecodeError
+from ragstrata.ingest.html_clean import MAX_DEPTH
+from ragstrata.ingest.loader import load_document
+from ragstrata.ingest.text import decode_text, find_mojibake
+
+SPANISH = "Él dijo que la canción del niño es más útil. "
+
+
+def test_a_few_bad_bytes_in_a_short_utf8_file_are_replaced_and_reported() -> None:
+    # 2 bad bytes in ~230 bytes: was read as cp1252 ("Ă‰l ... mĂˇs"), silently garbled
+    data = SPANISH.encode() * 5 + b"\xe9\xe9 fin"
+    decoded = decode_text(data, path="/docs/notas.md")
+    assert decoded.text.startswith(SPANISH) and decoded.text.count("\ufffd") == 2
+    [warning] = decoded.warnings
+    assert warning.kind == "replaced_bytes" and warning.path == "/docs/notas.md"
+    assert "2 undecodable byte" in warning.message
+    assert warning.share == pytest.approx(2 / len(decoded.text))
+
+
+def test_bytes_that_are_undefined_in_cp1252_no_longer_reject_the_file() -> None:
+    # "Á" is C3 81 and 0x81 is undefined in cp1252: this file was rejected whole as RS202
+    data = "ÁRBOL más niño. ".encode() * 10 + b"\xff\xfe\xfa\n"
+    decoded = decode_text(data, path="arbol.md")
+    assert decoded.text.startswith("ÁRBOL más niño.")
+    assert [w.kind for w in decoded.warnings] == ["replaced_bytes"]
+    assert "3 undecodable" in decoded.warnings[0].message
+
+
+def test_a_latin1_paragraph_in_a_utf8_file_is_read_as_cp1252() -> None:
+    utf8 = "Intro en UTF-8: canción. ".encode() * 10
+    latin1 = "Párrafo pegado: acción, señor, árbol.".encode("latin-1")
+    decoded = decode_text(utf8 + b"\n\n" + latin1 + b"\n", path="mix.txt")
+    assert "canción" in decoded.text and "acción, señor, árbol" in decoded.text
+    assert "\ufffd" not in decoded.text and "Ã" not in decoded.text
+    [warning] = decoded.warnings
+    assert warning.kind == "mixed_encoding" and "1 line(s)" in warning.message
+    assert 0 < warning.share < 0.05
+
+
+def test_a_mostly_undecodable_file_keeps_its_error() -> None:
+    data = "ñ".encode() + bytes(range(0x80, 0x100)) * 20  # one valid sequence, then noise
+    with pytest.raises(DecodeError) as info:
+        decode_text(data, path="junk.md")
+    assert info.value.path == "junk.md"
+
+
+def test_clean_utf8_and_clean_latin1_have_no_warning() -> None:
+    assert decode_text(SPANISH.encode(), path="a.md").warnings == ()
+    assert decode_text(SPANISH.encode("latin-1"), path="a.md").warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("garbled", "meant"),
+    [("mÃ¡s", "más"), ("niÃ±o", "niño"), ("Â¿quÃ©?", "¿qué?"), ("donâ€™t", "don’t")],
+)
+def test_mojibake_is_found_and_warned_about(garbled: str, meant: str) -> None:
+    found = find_mojibake(f"Hola {garbled} adiós")
+    assert found and all(m in meant for _, m in found)
+    decoded = decode_text(f"Texto: {garbled} y más texto normal.\n".encode(), path="/x/m.md")
+    [warning] = decoded.warnings
+    assert warning.kind == "mojibake" and warning.path == "/x/m.md"
+    assert warning.share > 0 and decoded.text.count(garbled) == 1  # the text is not rewritten
+
+
+def test_mojibake_pattern_spares_real_text() -> None:
+    text = "São Paulo, Ärger, Straße» «Ça va», Â la carte? Ã secas. â€ sola. 25 °C, 3ª."
+    assert find_mojibake(text) == []
+
+
+def test_loader_puts_the_warnings_on_the_document(tmp_path: Path) -> None:
+    path = tmp_path / "notas.md"
+    path.write_bytes(b"# Notas\n\n" + SPANISH.encode() * 5 + b"\xe9 fin\n")
+    doc = load_document(path)
+    assert [(w.kind, w.path) for w in doc.warnings] == [("replaced_bytes", doc.source)]
+
+
+def test_html_depth_warning_names_the_file(tmp_path: Path) -> None:
+    n = MAX_DEPTH + 50
+    page = tmp_path / "deep.html"
+    page.write_text(
+        "<h1>Deep</h1>" + "<div>" * n + "deep text" + "</div>" * n + "<p>after</p>",
+        encoding="utf-8",
+    )
+    doc = load_document(page)
+    assert "deep text" in doc.text
+    [warning] = doc.warnings
+    assert warning.kind == "html_depth" and warning.path == doc.source
+    assert f"deeper than {MAX_DEPTH}" in warning.message

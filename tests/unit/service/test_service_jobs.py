@@ -1,0 +1,123 @@
+"""The ingestion scheduler alone (:class:`ragstrata.service.jobs.JobManager`): slices taken
+round-robin across tenants, a tenant's jobs in order, the per-tenant bound, and job records
+that survive a restart. The collection is a stand-in that records what it was asked to ingest
+(the real service runs are in tests/integration/service/test_service_hardening.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragstrata.index.writer import IngestReport
+from ragstrata.service.errors import RateLimitedError
+from ragstrata.service.jobs import JobLog, JobManager
+from ragstrata.service.keys import Principal
+from ragstrata.service.tenancy import FileOutcome
+
+
+class _Collection:
+    """What JobManager needs of a collection: its names and ``ingest_staged``."""
+
+    def __init__(self, tenant: str, name: str, calls: list[tuple[str, list[str]]]) -> None:
+        self.tenant, self.name = tenant, name
+        self._calls = calls
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: Any = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        self.gate.wait(10)
+        self._calls.append((self.tenant, [p.name for p in staged]))
+        report = IngestReport(added=len(staged))
+        return report, [FileOutcome(p.name, "indexed") for p in staged]
+
+
+def _stage(tmp_path: Path, job: str, n: int) -> list[Path]:
+    folder = tmp_path / job
+    folder.mkdir()
+    paths = []
+    for i in range(n):
+        path = folder / f"{job}-{i}.md"
+        path.write_text(f"# {job} {i}\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _wait_idle(manager: JobManager) -> None:
+    for _ in range(1000):
+        if manager.active() == 0:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("jobs still active")
+
+
+def test_slices_go_round_robin_across_tenants(tmp_path: Path) -> None:
+    calls: list[tuple[str, list[str]]] = []
+    a = _Collection("acme", "kb", calls)
+    b = _Collection("globex", "kb2", calls)
+    c = _Collection("initech", "kb3", calls)
+    manager = JobManager(workers=1, batch_files=2)
+    try:
+        a.gate.clear()  # hold acme's first slice until the others are queued
+        manager.submit("a" * 16, a, _stage(tmp_path, "a", 6))  # type: ignore[arg-type]
+        manager.submit("b" * 16, b, _stage(tmp_path, "b", 2))  # type: ignore[arg-type]
+        manager.submit("c" * 16, c, _stage(tmp_path, "c", 1))  # type: ignore[arg-type]
+        a.gate.set()
+        _wait_idle(manager)
+    finally:
+        manager.shutdown()
+    assert calls == [
+        ("acme", ["a-0.md", "a-1.md"]),
+        ("globex", ["b-0.md", "b-1.md"]),  # not after all of acme's files
+        ("initech", ["c-0.md"]),
+        ("acme", ["a-2.md", "a-3.md"]),
+        ("acme", ["a-4.md", "a-5.md"]),
+    ]
+    job = manager.get(Principal("k", "acme", ("read",)), "a" * 16)
+    assert job["state"] == "succeeded" and job["report"]["added"] == 6
+    assert [f["name"] for f in job["files"]] == [f"a-{i}.md" for i in range(6)]
+
+
+def test_a_tenants_jobs_run_in_order_and_are_bounded(tmp_path: Path) -> None:
+    calls: list[tuple[str, list[str]]] = []
+    a = _Collection("acme", "kb", calls)
+    manager = JobManager(workers=2, batch_files=1, max_per_tenant=2)
+    try:
+        a.gate.clear()
+        manager.submit("1" * 16, a, _stage(tmp_path, "first", 2))  # type: ignore[arg-type]
+        manager.submit("2" * 16, a, _stage(tmp_path, "second", 1))  # type: ignore[arg-type]
+        with pytest.raises(RateLimitedError, match="max_jobs_per_tenant=2"):
+            manager.check_capacity("acme")
+        manager.check_capacity("globex")  # another tenant has room
+        a.gate.set()
+        _wait_idle(manager)
+    finally:
+        manager.shutdown()
+    # two workers, yet one collection's slices never run at once and jobs keep their order
+    assert [names for _, names in calls] == [["first-0.md"], ["first-1.md"], ["second-0.md"]]
+
+
+def test_records_survive_and_unfinished_jobs_fail_after_restart(tmp_path: Path) -> None:
+    calls: list[tuple[str, list[str]]] = []
+    a = _Collection("acme", "kb", calls)
+    log_path = tmp_path / "jobs.sqlite"
+    manager = JobManager(workers=1, batch_files=1, log=JobLog(log_path))
+    a.gate.clear()
+    manager.submit("1" * 16, a, _stage(tmp_path, "one", 3))  # type: ignore[arg-type]
+    # the server "dies" while the first slice runs: read the records as a new process would
+    # (the manager is never shut down, as with SIGKILL)
+    restarted = JobManager(workers=1, log=JobLog(log_path))
+    try:
+        job = restarted.get(Principal("k", "acme", ("read",)), "1" * 16)
+        assert job["state"] == "failed" and job["error"]["code"] == "RS710"
+        assert "0 of 3 files were indexed" in job["error"]["message"]
+    finally:
+        a.gate.set()
+        _wait_idle(manager)
+        manager.shutdown()
+        restarted.shutdown()
