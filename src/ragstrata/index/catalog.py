@@ -148,7 +148,8 @@ class Manifest:
         )
 
 
-def _atomic_write(path: Path, payload: str) -> None:
+def atomic_write(path: Path, payload: str) -> None:
+    """Replace ``path`` with ``payload`` atomically and durably (temp file, fsync, rename)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(payload)
@@ -202,7 +203,7 @@ def _walk_files(root: Path) -> Iterator[Path]:
 
 def write_manifest(index_dir: Path, manifest: Manifest) -> None:
     """Atomically replace ``manifest.json``."""
-    _atomic_write(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=False))
+    atomic_write(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=False))
 
 
 def write_journal(
@@ -216,7 +217,7 @@ def write_journal(
     data: dict[str, Any] = {"doc_ids": list(doc_ids)}
     if appends:
         data["appends"] = {d: list(ids) for d, ids in appends.items()}
-    _atomic_write(index_dir / JOURNAL, json.dumps(data))
+    atomic_write(index_dir / JOURNAL, json.dumps(data))
 
 
 def read_journal(index_dir: Path) -> list[str] | None:

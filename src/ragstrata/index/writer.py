@@ -40,6 +40,7 @@ from ragstrata.index import catalog
 from ragstrata.index.base import VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, Manifest
+from ragstrata.index.snapshots import SnapshotPublisher
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Document, FloatArray, IngestFailure
 
@@ -247,7 +248,9 @@ class IndexWriter:
 
     ``chunker`` splits documents and gives each chunk's embedded text; with the analyzer and
     ``bm25`` it makes the :func:`index_signature` that a document indexed otherwise is
-    re-chunked for. ``manifest`` is updated in place as commits land.
+    re-chunked for. ``manifest`` is updated in place as commits land. ``publisher`` (an
+    embedded shard) publishes the committed state for readers: before the first commit, then
+    after commits at its own pace (:mod:`ragstrata.index.snapshots`).
     """
 
     def __init__(
@@ -260,8 +263,10 @@ class IndexWriter:
         analyzer: Analyzer,
         chunker: Chunker,
         bm25: BM25Config,
+        publisher: SnapshotPublisher | None = None,
     ) -> None:
         self.index_dir = index_dir
+        self.publisher = publisher
         self.store = store
         self.manifest = manifest
         self.embedder = embedder
@@ -474,6 +479,8 @@ class IndexWriter:
             for piece in batch
             if piece.append
         }
+        if self.publisher is not None and not self.publisher.published:
+            self.publisher.publish(manifest, force=True)  # what readers see until this lands
         catalog.write_journal(self.index_dir, rewrites, appends=appends)
         self.store.delete_documents(rewrites)
         self.store.upsert(chunks, vectors, sparse)
@@ -505,6 +512,8 @@ class IndexWriter:
         manifest.bm25_total_length = total
         catalog.write_manifest(self.index_dir, manifest)
         catalog.clear_journal(self.index_dir)
+        if self.publisher is not None:
+            self.publisher.publish(manifest)
         return len(chunks), embedded
 
     def _vectors(
