@@ -313,7 +313,7 @@ class Ragstrata:
         if self._store is not None or self._lock is not None:
             return None
         if stages.store_backend(self.config.store) != "edge":
-            return None  # a server applies each write atomically for its readers: wait
+            return None  # a Qdrant server: readers wait for the writer, as before
         deadline = time.monotonic() + READ_WAIT_S
         while True:
             try:

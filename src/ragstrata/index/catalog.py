@@ -196,7 +196,10 @@ def index_stats(index_dir: Path) -> dict[str, Any]:
 
 
 def _walk_files(root: Path) -> Iterator[Path]:
-    for dirpath, _, names in os.walk(root):
+    """Files of the index at ``root``, without the read snapshots an ingest publishes."""
+    for dirpath, dirs, names in os.walk(root):
+        if dirpath == str(root) and "readers" in dirs:
+            dirs.remove("readers")
         for name in names:
             yield Path(dirpath) / name
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -36,6 +37,8 @@ from pathlib import Path
 from ragstrata.errors import IndexLockedError
 from ragstrata.index import catalog
 from ragstrata.index.catalog import IndexLock, Manifest
+
+logger = logging.getLogger(__name__)
 
 READERS = "readers"
 CURRENT = "current"
@@ -85,7 +88,8 @@ class SnapshotPublisher:
         """Copy the shard (flushed by the caller, no commit in flight) and ``manifest`` into a
         new generation and make it current, unless one was published too recently (``force``
         publishes anyway). Returns whether a generation was published; older generations no
-        reader holds are removed."""
+        reader holds are removed. A copy that fails (a full disk) is logged and skipped: the
+        ingest goes on, readers keep the previous generation."""
         now = self._clock()
         if not force and now < self._next_at:
             return False
@@ -93,12 +97,18 @@ class SnapshotPublisher:
         self._generation += 1
         name = f"g{self._generation:06d}"
         tmp = self._root / f".{name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        copy_sparse_tree(self.shard_dir, tmp / "shard")
-        catalog.write_manifest(tmp, manifest)
-        os.replace(tmp, self._root / name)
-        catalog.atomic_write(self._root / CURRENT, json.dumps({"generation": name}))
+        try:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            copy_sparse_tree(self.shard_dir, tmp / "shard")
+            catalog.write_manifest(tmp, manifest)
+            os.replace(tmp, self._root / name)
+            catalog.atomic_write(self._root / CURRENT, json.dumps({"generation": name}))
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            self._next_at = now + MIN_INTERVAL_S
+            logger.warning("could not publish a read snapshot of %s: %s", self.index_dir, exc)
+            return False
         copy_s = time.perf_counter() - started
         self._next_at = now + max(MIN_INTERVAL_S, copy_s / MAX_COPY_SHARE)
         self.published += 1

@@ -114,6 +114,8 @@ class Collection:
 
     ``read_wait_s``: seconds a search/ask waits for a running write before IndexLockedError
     (503). Searches on a collection that has no index yet return no hits (and ``ask`` refuses).
+    While an upload job writes an embedded index, searches and asks read the last committed
+    state it published (:mod:`ragstrata.index.snapshots`) through an engine of their own.
     """
 
     def __init__(
@@ -141,6 +143,9 @@ class Collection:
             collection = f"{cfg.store.collection}-{tenant}-{name}"
             cfg = replace(cfg, store=replace(cfg.store, collection=collection))
         self._engine = Ragstrata(cfg, embedder=embedder)
+        self._snapshot_reads = not cfg.store.url  # an embedded index publishes read snapshots
+        self._config, self._embedder = cfg, embedder
+        self._writing = False  # an upload job is writing the index
         self.uploads.mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ ownership
@@ -172,6 +177,11 @@ class Collection:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Ragstrata]:
+        if self._writing and self._snapshot_reads and self.has_index:
+            with Ragstrata(self._config, embedder=self._embedder) as engine:  # last commit
+                engine.retriever  # noqa: B018 - opens the snapshot (IndexLockedError: 503)
+                yield engine
+            return
         try:
             with self._lock.read(self._read_wait_s):
                 if self.has_index:
@@ -303,7 +313,11 @@ class Collection:
                     target.replace(backups / path.name)
                 path.replace(target)
                 targets.append(target)
-            report = self._engine.ingest(targets, progress=progress)
+            self._writing = True
+            try:
+                report = self._engine.ingest(targets, progress=progress)
+            finally:
+                self._writing = False
             failed = {Path(f.path).name: f for f in report.failures}
             outcomes = []
             for target in targets:
