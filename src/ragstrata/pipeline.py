@@ -61,6 +61,7 @@ class Ragstrata:
     """The engine over one index directory. Cheap to construct; models load on first use.
 
     ``embedder`` overrides ``config.embedder`` (share one loaded model between engines).
+    ``read_wait_s``: how long a search waits for the index (see :data:`READ_WAIT_S`).
 
     Raises :class:`~ragstrata.errors.EmbedderMismatchError` when the index was built with another
     embedder, :class:`~ragstrata.errors.IndexNotFoundError` when searching a missing index.
@@ -72,8 +73,10 @@ class Ragstrata:
         *,
         embedder: Embedder | None = None,
         generator: ChatModel | None = None,
+        read_wait_s: float = READ_WAIT_S,
     ) -> None:
         self.config = config or RagConfig.load()
+        self.read_wait_s = read_wait_s
         self.index_dir = self.config.index_path
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
@@ -140,7 +143,7 @@ class Ragstrata:
                 index_dir=self.index_dir,
                 writing=writing,
             )
-            self._hold_lock(wait_s=READ_WAIT_S, purpose="open")
+            self._hold_lock(wait_s=self.read_wait_s, purpose="open")
             self._store = stages.open_store(
                 self.config.store,
                 dim=manifest.dim,
@@ -293,7 +296,7 @@ class Ragstrata:
         taken and an interrupted commit rolled back; or, while a writer holds an embedded
         index, the last read snapshot it published (see :mod:`ragstrata.index.snapshots`):
         the committed state of a recent commit, never half of one. Raises IndexLockedError
-        when neither comes within :data:`READ_WAIT_S` seconds."""
+        when neither comes within ``read_wait_s`` seconds."""
         if self._reader is None:
             manifest = self.manifest()
             snapshot = self._wait_for_index()
@@ -309,12 +312,12 @@ class Ragstrata:
     def _wait_for_index(self) -> snapshots.Snapshot | None:
         """For a reader of an embedded index: take the index lock (then ``None``: open the
         index itself), or, while a writer holds it, lock its current read snapshot; polls both
-        for up to :data:`READ_WAIT_S` seconds, then IndexLockedError."""
+        for up to ``read_wait_s`` seconds, then IndexLockedError."""
         if self._store is not None or self._lock is not None:
             return None
         if stages.store_backend(self.config.store) != "edge":
             return None  # a Qdrant server: readers wait for the writer, as before
-        deadline = time.monotonic() + READ_WAIT_S
+        deadline = time.monotonic() + self.read_wait_s
         while True:
             try:
                 self._lock = catalog.IndexLock.acquire(self.index_dir, purpose="open")

@@ -36,6 +36,7 @@ import logging
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -177,22 +178,42 @@ class Collection:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Ragstrata]:
-        if self._writing and self._snapshot_reads and self.has_index:
-            with Ragstrata(self._config, embedder=self._embedder) as engine:  # last commit
-                engine.retriever  # noqa: B018 - opens the snapshot (IndexLockedError: 503)
-                yield engine
-            return
-        try:
-            with self._lock.read(self._read_wait_s):
+        """The engine to read with, for the ``with`` block: the collection's own under the read
+        lock, or, while an upload job writes an embedded index, an engine over the job's last
+        published snapshot (:mod:`ragstrata.index.snapshots`). IndexLockedError (503) when
+        neither is available within ``read_wait_s``."""
+        deadline = time.monotonic() + self._read_wait_s
+        with contextlib.ExitStack() as stack:
+            while True:
+                left = max(0.0, deadline - time.monotonic())
+                if self._writing and self._snapshot_reads and self.has_index:
+                    reader = stack.enter_context(
+                        Ragstrata(self._config, embedder=self._embedder, read_wait_s=min(left, 1))
+                    )
+                    try:
+                        reader.retriever  # noqa: B018 - opens the snapshot
+                        engine = reader
+                        break
+                    except IndexLockedError:  # none published yet, or the job just ended
+                        reader.close()
+                        if time.monotonic() >= deadline:
+                            raise
+                        continue
+                try:
+                    stack.enter_context(self._lock.read(min(left, 0.2)))
+                except LockTimeout as exc:  # only the lock's own timeout, never the search's
+                    if time.monotonic() < deadline:
+                        continue
+                    raise IndexLockedError(
+                        f"collection {self.name!r} is being written (an upload job is running); "
+                        f"retry in a few seconds"
+                    ) from exc
                 if self.has_index:
                     with self._open_lock:
                         self._engine.retriever  # noqa: B018 - open the store once, not per reader
-                yield self._engine
-        except LockTimeout as exc:  # only the lock's own timeout, never one from the search
-            raise IndexLockedError(
-                f"collection {self.name!r} is being written (an upload job is running); "
-                f"retry in a few seconds"
-            ) from exc
+                engine = self._engine
+                break
+            yield engine
 
     def search(
         self,
