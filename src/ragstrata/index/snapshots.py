@@ -44,6 +44,10 @@ READERS = "readers"
 CURRENT = "current"
 MIN_INTERVAL_S = 2.0
 """Seconds between two publications, at least."""
+EAGER_BYTES = 64 << 20
+"""A shard that occupies at most this much disk is published as soon as the writer has opened
+it (readers need not wait for the first commit); a larger one before the first commit only, so
+an ingest that changes nothing copies nothing."""
 MAX_COPY_SHARE = 0.1
 """Largest share of the writer's time spent copying snapshots (the interval grows with the
 measured copy time: a 0.5 s copy is repeated at most every 5 s)."""
@@ -114,6 +118,12 @@ class SnapshotPublisher:
         self.published += 1
         self._remove_unused(keep=name)
         return True
+
+    def publish_early(self, manifest: Manifest) -> bool:
+        """Publish the committed state at once when the shard is small (:data:`EAGER_BYTES`);
+        call it after recovery, with no commit in flight."""
+        allocated = sum(p.stat().st_blocks * 512 for p in self.shard_dir.rglob("*") if p.is_file())
+        return allocated <= EAGER_BYTES and self.publish(manifest, force=True)
 
     def retire(self) -> None:
         """The writer is done (readers can open the index itself again): withdraw the current

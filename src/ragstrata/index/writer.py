@@ -249,8 +249,9 @@ class IndexWriter:
     ``chunker`` splits documents and gives each chunk's embedded text; with the analyzer and
     ``bm25`` it makes the :func:`index_signature` that a document indexed otherwise is
     re-chunked for. ``manifest`` is updated in place as commits land. ``publisher`` (an
-    embedded shard) publishes the committed state for readers: before the first commit, then
-    after commits at its own pace (:mod:`ragstrata.index.snapshots`).
+    embedded shard) publishes the committed state for readers: at the start when the shard is
+    small, else before the first commit, then after commits at its own pace
+    (:mod:`ragstrata.index.snapshots`).
     """
 
     def __init__(
@@ -310,6 +311,8 @@ class IndexWriter:
         self.recover()
         if not dry_run:
             self._adopt_configuration()
+            if self.publisher is not None:
+                self.publisher.publish_early(manifest)
         signature = self.signature
         pending: list[Slice] = []
         pending_chunks = 0

@@ -116,3 +116,26 @@ def test_copy_sparse_tree_keeps_bytes_and_holes(tmp_path: Path) -> None:
     assert (tmp_path / "dst" / "plain.txt").read_text(encoding="utf-8") == "plain"
     if hasattr(os, "SEEK_HOLE"):
         assert copied.stat().st_blocks * 512 < 1 << 20
+
+
+def test_a_small_shard_is_published_early(
+    tmp_path: Path, writer: tuple[EdgeStore, snapshots.SnapshotPublisher, Clock]
+) -> None:
+    store, publisher, _ = writer
+    fill(store, 0, 3)
+    assert publisher.publish_early(manifest())
+    assert snapshots.current_generation(tmp_path) is not None
+    store.close()
+
+
+def test_a_large_shard_waits_for_the_first_commit(
+    tmp_path: Path,
+    writer: tuple[EdgeStore, snapshots.SnapshotPublisher, Clock],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, publisher, _ = writer
+    monkeypatch.setattr(snapshots, "EAGER_BYTES", 0)
+    fill(store, 0, 3)
+    assert not publisher.publish_early(manifest())
+    assert snapshots.current_generation(tmp_path) is None
+    store.close()
