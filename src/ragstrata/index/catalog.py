@@ -279,8 +279,10 @@ def check_compatible(
 class IndexLock:
     """Exclusive advisory lock (``flock``) on ``<index>/.lock``, held while a process has the
     shard open. The embedded Qdrant Edge engine is single-process: a second process opening the
-    shard while another writes can corrupt it, so readers take the same lock (they wait for it,
-    writers do not). The operating system releases it when the process exits, even on SIGKILL.
+    shard while another writes can corrupt it, so readers of an idle index take the same lock;
+    while a writer holds it they read the writer's published snapshot instead
+    (:mod:`ragstrata.index.snapshots`). The operating system releases it when the process
+    exits, even on SIGKILL.
     """
 
     def __init__(self, index_dir: Path, handle: IO[str]) -> None:
