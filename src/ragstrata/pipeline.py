@@ -61,7 +61,7 @@ class Ragstrata:
     """The engine over one index directory. Cheap to construct; models load on first use.
 
     ``embedder`` overrides ``config.embedder`` (share one loaded model between engines).
-    ``read_wait_s``: how long a search waits for the index (see :data:`READ_WAIT_S`).
+    ``read_wait_s``: how long a search waits for the index (default :data:`READ_WAIT_S`).
 
     Raises :class:`~ragstrata.errors.EmbedderMismatchError` when the index was built with another
     embedder, :class:`~ragstrata.errors.IndexNotFoundError` when searching a missing index.
@@ -73,10 +73,10 @@ class Ragstrata:
         *,
         embedder: Embedder | None = None,
         generator: ChatModel | None = None,
-        read_wait_s: float = READ_WAIT_S,
+        read_wait_s: float | None = None,
     ) -> None:
         self.config = config or RagConfig.load()
-        self.read_wait_s = read_wait_s
+        self._read_wait_s = read_wait_s
         self.index_dir = self.config.index_path
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
@@ -90,6 +90,11 @@ class Ragstrata:
         self._reranker_missing = False
         self._generator: ChatModel | None = generator
         self._generator_loaded = generator is not None
+
+    @property
+    def read_wait_s(self) -> float:
+        """Seconds a search waits for the index before IndexLockedError."""
+        return READ_WAIT_S if self._read_wait_s is None else self._read_wait_s
 
     # ------------------------------------------------------------------ stages
     @property
