@@ -19,14 +19,16 @@ from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import (
+    IndexLockedError,
     IndexNotFoundError,
     StoreError,
 )
 from ragstrata.generate.evidence import EvidenceRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
-from ragstrata.index import catalog
+from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.catalog import Manifest
+from ragstrata.index.edge import EdgeStore
 from ragstrata.index.writer import (
     IndexWriter,
     IngestReport,
@@ -50,13 +52,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 READ_WAIT_S = 30.0
-"""How long search/ask wait for an ingest holding the index before failing with RS503."""
+"""How long search/ask wait for the index before failing with RS503: for an ingest holding it
+to publish its first read snapshot (embedded shard) or to finish (Qdrant server), or for
+another reader of the same snapshot."""
 
 
 class Ragstrata:
     """The engine over one index directory. Cheap to construct; models load on first use.
 
     ``embedder`` overrides ``config.embedder`` (share one loaded model between engines).
+    ``read_wait_s``: how long a search waits for the index (default :data:`READ_WAIT_S`).
 
     Raises :class:`~ragstrata.errors.EmbedderMismatchError` when the index was built with another
     embedder, :class:`~ragstrata.errors.IndexNotFoundError` when searching a missing index.
@@ -68,8 +73,10 @@ class Ragstrata:
         *,
         embedder: Embedder | None = None,
         generator: ChatModel | None = None,
+        read_wait_s: float | None = None,
     ) -> None:
         self.config = config or RagConfig.load()
+        self._read_wait_s = read_wait_s
         self.index_dir = self.config.index_path
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
@@ -78,10 +85,16 @@ class Ragstrata:
         self._retriever: Retriever | None = None
         self._chunker: Chunker | None = None
         self._lock: catalog.IndexLock | None = None
+        self._snapshot: snapshots.Snapshot | None = None  # read from while a writer runs
         self._reranker: Reranker | None = None
         self._reranker_missing = False
         self._generator: ChatModel | None = generator
         self._generator_loaded = generator is not None
+
+    @property
+    def read_wait_s(self) -> float:
+        """Seconds a search waits for the index before IndexLockedError."""
+        return READ_WAIT_S if self._read_wait_s is None else self._read_wait_s
 
     # ------------------------------------------------------------------ stages
     @property
@@ -135,7 +148,7 @@ class Ragstrata:
                 index_dir=self.index_dir,
                 writing=writing,
             )
-            self._hold_lock(wait_s=READ_WAIT_S, purpose="open")
+            self._hold_lock(wait_s=self.read_wait_s, purpose="open")
             self._store = stages.open_store(
                 self.config.store,
                 dim=manifest.dim,
@@ -218,9 +231,13 @@ class Ragstrata:
             report = count_new(documents)
         else:
             writer = self._writer(lock_wait_s=lock_wait_s, create=True)
-            report = writer.add(
-                documents, total=total, progress=progress, prune=prune, dry_run=dry_run
-            )
+            try:
+                report = writer.add(
+                    documents, total=total, progress=progress, prune=prune, dry_run=dry_run
+                )
+            finally:
+                if writer.publisher is not None:
+                    writer.publisher.retire()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -247,6 +264,7 @@ class Ragstrata:
         else IndexNotFoundError before any lock file is created."""
         if not create:
             self.manifest()
+        self._drop_snapshot()
         self._hold_lock(wait_s=lock_wait_s, purpose="write")
         try:
             manifest = catalog.read_manifest(self.index_dir)
@@ -255,6 +273,10 @@ class Ragstrata:
                 raise
             manifest = new_manifest(self.embedder, self.analyzer, self.chunker, self.config.bm25)
         store = self._open_store(manifest, writing=True)
+        publisher = None
+        if isinstance(store, EdgeStore):  # readers cannot open the shard while it is written
+            publisher = snapshots.SnapshotPublisher(self.index_dir, store.path)
+            publisher.retire()  # a killed writer's generations: older than the index now
         return IndexWriter(
             self.index_dir,
             store,
@@ -263,6 +285,7 @@ class Ragstrata:
             analyzer=self.analyzer,
             chunker=self.chunker,
             bm25=self.config.bm25,
+            publisher=publisher,
         )
 
     def _index_signature(self) -> str:
@@ -278,15 +301,73 @@ class Ragstrata:
         return self._retriever
 
     def _read_store(self) -> VectorStore:
-        """The store opened for reading: the manifest checked, the index lock taken (no writer
-        is running) and an interrupted commit rolled back, once per engine."""
+        """The store opened for reading, once per engine: the manifest checked, the index lock
+        taken and an interrupted commit rolled back; or, while a writer holds an embedded
+        index, the last read snapshot it published (see :mod:`ragstrata.index.snapshots`):
+        the committed state of a recent commit, never half of one. Raises IndexLockedError
+        when neither comes within ``read_wait_s`` seconds."""
         if self._reader is None:
             manifest = self.manifest()
+            snapshot = self._wait_for_index()
+            if snapshot is not None:
+                self._reader = self._open_snapshot(snapshot)
+                return self._reader
             store = self._open_store(manifest)
             if catalog.read_journal(self.index_dir) is not None:
                 recover(self.index_dir, store, manifest)
             self._reader = store
         return self._reader
+
+    def _wait_for_index(self) -> snapshots.Snapshot | None:
+        """For a reader of an embedded index: take the index lock (then ``None``: open the
+        index itself), or, while a writer holds it, lock its current read snapshot; polls both
+        for up to ``read_wait_s`` seconds, then IndexLockedError."""
+        if self._store is not None or self._lock is not None:
+            return None
+        if stages.store_backend(self.config.store) != "edge":
+            return None  # a Qdrant server: readers wait for the writer, as before
+        deadline = time.monotonic() + self.read_wait_s
+        while True:
+            try:
+                self._lock = catalog.IndexLock.acquire(self.index_dir, purpose="open")
+                return None
+            except IndexLockedError:
+                left = max(0.0, deadline - time.monotonic())
+                snapshot = snapshots.open_current(self.index_dir, wait_s=left)
+                if snapshot is not None:
+                    return snapshot
+                if left <= 0:
+                    raise
+            time.sleep(0.1)
+
+    def _open_snapshot(self, snapshot: snapshots.Snapshot) -> VectorStore:
+        """The store of a read snapshot this engine holds (released by :meth:`close`)."""
+        try:
+            manifest = catalog.read_manifest(snapshot.path)
+            catalog.check_compatible(
+                manifest,
+                embedder=self.embedder.name,
+                dim=self.embedder.dim,
+                analyzer=self.analyzer.signature,
+                index_dir=self.index_dir,
+            )
+            self._store = stages.open_store(
+                self.config.store,
+                dim=manifest.dim,
+                index_dir=snapshot.path,
+                expected_chunks=manifest.n_chunks,
+            )
+        except BaseException:
+            snapshot.release()
+            raise
+        self._snapshot = snapshot
+        logger.info("the index is being written; reading its snapshot %s", snapshot.path.name)
+        return self._store
+
+    def _drop_snapshot(self) -> None:
+        """Close a read snapshot's store before this engine opens the index itself."""
+        if self._snapshot is not None:
+            self.close()
 
     def search(
         self,
@@ -513,6 +594,9 @@ class Ragstrata:
         if self._store is not None:
             self._store.close()
             self._store = self._reader = None
+        if self._snapshot is not None:
+            self._snapshot.release()
+            self._snapshot = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None

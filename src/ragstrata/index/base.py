@@ -56,6 +56,11 @@ class VectorStore(Protocol):
         """Remove every chunk of the given documents (no error for unknown ids)."""
         ...
 
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        """Remove the given chunks (no error for unknown ids): rolls back an interrupted
+        append of a large document's slice."""
+        ...
+
     def dense_search(
         self, vector: FloatArray, *, limit: int, filters: Filters | None = None
     ) -> list[tuple[Chunk, float]]:

@@ -3,7 +3,7 @@
 Layout of an index directory::
 
     manifest.json   embedder, analyzer, BM25 statistics, one entry per document
-    journal.json    present only while a commit is in flight (doc ids being rewritten)
+    journal.json    present only while a commit is in flight (what it rewrites and appends)
     shard/          the Qdrant Edge shard
     .lock           advisory lock held by the one process that has the shard open
 
@@ -12,6 +12,12 @@ ones → flush the store → replace ``manifest.json`` atomically (write temp, f
 → remove the journal. Opening an index whose journal survived a crash rolls the listed documents
 back to "absent" (their chunks are deleted and their manifest entries dropped), so the manifest
 always equals the stored chunks and a re-run re-ingests exactly those documents.
+
+A large document is committed in slices (:class:`DocEntry` ``complete=False`` until its last
+slice lands): its first slice is a rewrite as above, each later slice an *append* that the
+journal lists by chunk id. Rolling back an append deletes only those chunks (the slices
+committed before stay), unless the manifest already lists them (the crash came after the
+manifest was replaced): then the commit is complete and only the journal goes.
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ class DocEntry:
     digits of its SHA-256), so a re-index can reuse the stored vector of any chunk whose
     embedded text did not change; ``file_hash`` is the SHA-256 of the source file's bytes, so an
     unchanged file is skipped without being parsed; ``indexed_at`` is when the document was last
-    (re)indexed (ISO-8601, UTC).
+    (re)indexed (ISO-8601, UTC). ``complete`` is false while only the first slices of a large
+    document are committed (``chunk_ids`` is then a prefix of its chunks): the next ingest of the
+    same text resumes after them, and searches meanwhile see the committed slices.
     """
 
     source: str
@@ -61,6 +69,7 @@ class DocEntry:
     embed_hashes: tuple[str, ...] = ()
     file_hash: str = ""
     indexed_at: str = ""
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +152,7 @@ class Manifest:
                 embed_hashes=tuple(v.get("embed_hashes") or ()),
                 file_hash=v.get("file_hash", ""),
                 indexed_at=v.get("indexed_at", ""),
+                complete=bool(v.get("complete", True)),
             )
             for k, v in data.get("documents", {}).items()
         }
@@ -164,7 +174,8 @@ class Manifest:
         )
 
 
-def _atomic_write(path: Path, payload: str) -> None:
+def atomic_write(path: Path, payload: str) -> None:
+    """Replace ``path`` with ``payload`` atomically and durably (temp file, fsync, rename)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(payload)
@@ -211,19 +222,31 @@ def index_stats(index_dir: Path) -> dict[str, Any]:
 
 
 def _walk_files(root: Path) -> Iterator[Path]:
-    for dirpath, _, names in os.walk(root):
+    """Files of the index at ``root``, without the read snapshots an ingest publishes."""
+    for dirpath, dirs, names in os.walk(root):
+        if dirpath == str(root) and "readers" in dirs:
+            dirs.remove("readers")
         for name in names:
             yield Path(dirpath) / name
 
 
 def write_manifest(index_dir: Path, manifest: Manifest) -> None:
     """Atomically replace ``manifest.json``."""
-    _atomic_write(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=False))
+    atomic_write(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=False))
 
 
-def write_journal(index_dir: Path, doc_ids: Sequence[str]) -> None:
-    """Record the documents a commit is about to rewrite (durably, before touching the store)."""
-    _atomic_write(index_dir / JOURNAL, json.dumps({"doc_ids": list(doc_ids)}))
+def write_journal(
+    index_dir: Path,
+    doc_ids: Sequence[str],
+    *,
+    appends: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """Record what a commit is about to change (durably, before touching the store): the
+    documents it rewrites and, per document it appends a slice to, the chunk ids it adds."""
+    data: dict[str, Any] = {"doc_ids": list(doc_ids)}
+    if appends:
+        data["appends"] = {d: list(ids) for d, ids in appends.items()}
+    atomic_write(index_dir / JOURNAL, json.dumps(data))
 
 
 def read_journal(index_dir: Path) -> list[str] | None:
@@ -235,6 +258,16 @@ def read_journal(index_dir: Path) -> list[str] | None:
         return [str(d) for d in json.loads(path.read_text(encoding="utf-8"))["doc_ids"]]
     except (ValueError, KeyError, OSError):
         return []
+
+
+def read_appends(index_dir: Path) -> dict[str, list[str]]:
+    """Chunk ids an interrupted commit was appending, per document (empty without a journal,
+    or for a journal that lists none or cannot be read)."""
+    try:
+        data = json.loads((index_dir / JOURNAL).read_text(encoding="utf-8"))
+        return {str(d): [str(c) for c in ids] for d, ids in data.get("appends", {}).items()}
+    except (ValueError, KeyError, OSError, AttributeError, TypeError):
+        return {}
 
 
 def clear_journal(index_dir: Path) -> None:
@@ -272,8 +305,10 @@ def check_compatible(
 class IndexLock:
     """Exclusive advisory lock (``flock``) on ``<index>/.lock``, held while a process has the
     shard open. The embedded Qdrant Edge engine is single-process: a second process opening the
-    shard while another writes can corrupt it, so readers take the same lock (they wait for it,
-    writers do not). The operating system releases it when the process exits, even on SIGKILL.
+    shard while another writes can corrupt it, so readers of an idle index take the same lock;
+    while a writer holds it they read the writer's published snapshot instead
+    (:mod:`ragstrata.index.snapshots`). The operating system releases it when the process
+    exits, even on SIGKILL.
     """
 
     def __init__(self, index_dir: Path, handle: IO[str]) -> None:

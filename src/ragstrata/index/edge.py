@@ -193,6 +193,11 @@ class EdgeStore(ChunkReads):
                 )
             )
 
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        for lo in range(0, len(chunk_ids), _BATCH):
+            ids: list[Any] = [_point_id(c) for c in chunk_ids[lo : lo + _BATCH]]
+            self._apply(self._qe.UpdateOperation.delete_points(ids))
+
     def _apply(self, operation: Any) -> None:
         try:
             self._shard.update(operation)

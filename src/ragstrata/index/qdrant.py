@@ -336,6 +336,13 @@ class QdrantStore(ChunkReads):
             selector = self._models.FilterSelector(filter=self._must({"doc_id": list(doc_ids)}))
             self._write("delete", self._client.delete, points_selector=selector)
 
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        for lo in range(0, len(chunk_ids), _BATCH):
+            selector = self._models.PointIdsList(
+                points=[_point_id(c) for c in chunk_ids[lo : lo + _BATCH]]
+            )
+            self._write("delete", self._client.delete, points_selector=selector)
+
     def _write(self, what: str, method: Any, **kwargs: Any) -> None:
         try:
             method(self.collection, wait=True, ordering=self._ordering, **kwargs)

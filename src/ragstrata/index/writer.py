@@ -7,6 +7,12 @@ old chunks and upsert the new ones, flush, replace the manifest, clear the journ
 any point leaves a journal that :func:`recover` rolls back (the listed documents become absent),
 so the manifest always equals the stored chunks.
 
+A document of more than :data:`COMMIT_CHUNKS` chunks is committed in slices of that size (a
+:class:`Slice` each): the first replaces the document's old chunks, the later ones append under
+the same journal (a crash rolls back only the slice in flight), and the manifest marks the
+document ``complete`` with its last slice. A re-run of the same text resumes after the committed
+slices; searches in between see the document's committed slices.
+
 BM25: the store applies IDF; each chunk's sparse vector carries the term-frequency component,
 which needs the collection's average chunk length. The manifest keeps the chunk count
 (``bm25_docs``) and total length (``bm25_total_length``); every commit and delete updates both,
@@ -34,11 +40,13 @@ from ragstrata.index import catalog
 from ragstrata.index.base import VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, FailureEntry, Manifest
+from ragstrata.index.snapshots import SnapshotPublisher
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Chunk, Document, IngestFailure, IngestWarning
+from ragstrata.types import Chunk, Document, FloatArray, IngestFailure, IngestWarning
 
 COMMIT_CHUNKS = 256
-"""Chunks embedded and committed together (one journal/flush/manifest cycle)."""
+"""Chunks embedded and committed together (one journal/flush/manifest cycle); also the size of
+the slices a large document is committed in."""
 
 ProgressCallback = Callable[[str, int, int], None]
 """``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
@@ -97,6 +105,19 @@ class IngestReport:
                 for w in self.warnings
             ],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """Consecutive chunks of one document committed together: the whole document, or one
+    :data:`COMMIT_CHUNKS`-sized slice of a large one. ``append``: a later slice, added after the
+    chunks the manifest already lists for the document (else the document's old chunks are
+    replaced); ``last``: the document is complete once this slice lands."""
+
+    document: Document
+    chunks: tuple[Chunk, ...]
+    append: bool = False
+    last: bool = True
 
 
 def _failure_json(failure: IngestFailure) -> dict[str, Any]:
@@ -183,6 +204,7 @@ def skip_unchanged_files(
         entry = None if doc_id in rolled_back else manifest.documents.get(doc_id)
         if (
             entry is None
+            or not entry.complete
             or entry.signature != wanted
             or not entry.file_hash
             or file_sha256(path) != entry.file_hash
@@ -219,10 +241,19 @@ def forget(index_dir: Path, store: VectorStore, manifest: Manifest, doc_ids: Seq
 
 def recover(index_dir: Path, store: VectorStore, manifest: Manifest) -> None:
     """Roll back an interrupted commit (see :mod:`ragstrata.index.catalog`): the documents its
-    journal lists become absent. Nothing happens without a journal."""
+    journal lists become absent, and the chunks of a slice it was appending are deleted unless
+    the manifest already lists them. Nothing happens without a journal."""
     doc_ids = catalog.read_journal(index_dir)
-    if doc_ids is not None:
-        forget(index_dir, store, manifest, doc_ids)
+    if doc_ids is None:
+        return
+    stray: list[str] = []
+    for doc_id, chunk_ids in catalog.read_appends(index_dir).items():
+        entry = manifest.documents.get(doc_id)
+        if entry is None or not set(chunk_ids) <= set(entry.chunk_ids):
+            stray.extend(chunk_ids)
+    if stray:
+        store.delete_chunks(stray)
+    forget(index_dir, store, manifest, doc_ids)
 
 
 def _failure_entry(failure: IngestFailure, signature: str) -> FailureEntry:
@@ -251,7 +282,10 @@ class IndexWriter:
 
     ``chunker`` splits documents and gives each chunk's embedded text; with the analyzer and
     ``bm25`` it makes the :func:`index_signature` that a document indexed otherwise is
-    re-chunked for. ``manifest`` is updated in place as commits land.
+    re-chunked for. ``manifest`` is updated in place as commits land. ``publisher`` (an
+    embedded shard) publishes the committed state for readers: at the start when the shard is
+    small, else before the first commit, then after commits at its own pace
+    (:mod:`ragstrata.index.snapshots`).
     """
 
     def __init__(
@@ -264,8 +298,10 @@ class IndexWriter:
         analyzer: Analyzer,
         chunker: Chunker,
         bm25: BM25Config,
+        publisher: SnapshotPublisher | None = None,
     ) -> None:
         self.index_dir = index_dir
+        self.publisher = publisher
         self.store = store
         self.manifest = manifest
         self.embedder = embedder
@@ -273,6 +309,9 @@ class IndexWriter:
         self.chunker = chunker
         self.bm25 = bm25
         self.signature = index_signature(chunker, analyzer, bm25)
+        # per document being rewritten in slices: stored vectors of its old chunks (by embed
+        # hash) that its later slices reuse after the first slice deleted them
+        self._carry: dict[str, dict[str, FloatArray]] = {}
 
     def recover(self) -> None:
         """Roll back an interrupted commit (see :func:`recover`)."""
@@ -294,8 +333,10 @@ class IndexWriter:
         configured chunker/analyzer/BM25 parameters become the index's own before any document
         is read. Unchanged documents (same content hash and signature) are skipped; changed
         ones are replaced in the commit that adds their new chunks, :data:`COMMIT_CHUNKS`
-        chunks per commit. ``prune(source)`` selects indexed documents to remove in one more
-        commit; ``dry_run`` only counts. The store is optimized when anything changed.
+        chunks per commit; a larger document is committed in slices (see :class:`Slice`) and a
+        document whose first slices a crash left committed resumes after them.
+        ``prune(source)`` selects indexed documents to remove in one more commit; ``dry_run``
+        only counts. The store is optimized when anything changed.
 
         A failure that carries a ``doc_id`` and ``retry_key`` is recorded in the manifest
         (:class:`~ragstrata.index.catalog.FailureEntry`), a document that is taken drops its
@@ -309,8 +350,10 @@ class IndexWriter:
         self.recover()
         if not dry_run:
             self._adopt_configuration()
+            if self.publisher is not None:
+                self.publisher.publish_early(manifest)
         signature = self.signature
-        pending: list[tuple[Document, list[Chunk]]] = []
+        pending: list[Slice] = []
         pending_chunks = 0
         failures_changed = False
         for done, item in enumerate(documents, start=1):
@@ -325,22 +368,23 @@ class IndexWriter:
                     failures_changed = True
                 entry = manifest.documents.get(item.doc_id)
                 same_text = entry is not None and entry.content_hash == item.content_hash
-                if same_text and entry is not None and entry.signature == signature:
+                new = entry is None or not entry.complete  # absent, or only partly committed
+                if not new and same_text and entry is not None and entry.signature == signature:
                     report.unchanged += 1
-                elif dry_run:
-                    report.added += entry is None
-                    report.updated += entry is not None and not same_text
-                    report.reindexed += same_text
                 else:
-                    chunks = self._chunk_or_fail(item, report)
-                    if chunks:
-                        pending.append((item, chunks))
-                        pending_chunks += len(chunks)
-                        if progress:
-                            progress("chunk", len(chunks), len(chunks))
-                        report.added += entry is None
-                        report.updated += entry is not None and not same_text
-                        report.reindexed += same_text
+                    chunks = [] if dry_run else self._chunk_or_fail(item, report)
+                    if dry_run or chunks:
+                        report.added += new
+                        report.updated += not new and not same_text
+                        report.reindexed += not new and same_text
+                    if chunks and progress:
+                        progress("chunk", len(chunks), len(chunks))
+                    for piece in self._slices(item, chunks) if chunks else ():
+                        if pending_chunks >= COMMIT_CHUNKS:  # a large document's next slice
+                            self._commit_into(pending, progress, report)
+                            pending, pending_chunks, failures_changed = [], 0, False
+                        pending.append(piece)
+                        pending_chunks += len(piece.chunks)
             if progress:
                 progress("parse", done, total or done)
             if pending_chunks >= COMMIT_CHUNKS:
@@ -393,6 +437,44 @@ class IndexWriter:
             report.failures.append(IngestFailure(document.source, "RS203", "no text to index"))
         return chunks
 
+    def _slices(self, document: Document, chunks: list[Chunk]) -> list[Slice]:
+        """``document``'s chunks as the slices to commit: one for a document of at most
+        :data:`COMMIT_CHUNKS` chunks, else slices of that size from chunk 0, starting after the
+        ones already committed when the manifest holds a partial entry of the same text and
+        signature (chunk ids are content hashes: the prefix must match). A document rewritten
+        in slices keeps the stored vectors its later slices can reuse (:attr:`_carry`)."""
+        entry = self.manifest.documents.get(document.doc_id)
+        start = 0
+        if (
+            entry is not None
+            and not entry.complete
+            and entry.content_hash == document.content_hash
+            and entry.signature == self.signature
+            and len(entry.chunk_ids) < len(chunks)
+            and tuple(c.chunk_id for c in chunks[: len(entry.chunk_ids)]) == entry.chunk_ids
+        ):
+            start = len(entry.chunk_ids)
+        elif entry is not None and len(chunks) > COMMIT_CHUNKS:
+            later = {embed_hash(self.chunker.embedding_text(c)) for c in chunks[COMMIT_CHUNKS:]}
+            wanted = {
+                h: cid
+                for h, cid in zip(entry.embed_hashes, entry.chunk_ids, strict=False)
+                if h in later
+            }
+            found = self.store.dense_vectors(sorted(set(wanted.values())))
+            self._carry[document.doc_id] = {
+                h: found[cid] for h, cid in wanted.items() if cid in found
+            }
+        return [
+            Slice(
+                document,
+                tuple(chunks[lo : lo + COMMIT_CHUNKS]),
+                append=lo > 0,
+                last=lo + COMMIT_CHUNKS >= len(chunks),
+            )
+            for lo in range(start, len(chunks), COMMIT_CHUNKS)
+        ]
+
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Remove documents in one journaled commit; returns how many of ``doc_ids`` the index
         held (unknown ids are fine). The store is flushed, not optimized."""
@@ -403,7 +485,7 @@ class IndexWriter:
 
     def _commit_into(
         self,
-        batch: Sequence[tuple[Document, list[Chunk]]],
+        batch: Sequence[Slice],
         progress: ProgressCallback | None,
         report: IngestReport,
     ) -> None:
@@ -413,11 +495,11 @@ class IndexWriter:
 
     def commit(
         self,
-        batch: Sequence[tuple[Document, list[Chunk]]],
+        batch: Sequence[Slice],
         *,
         progress: ProgressCallback | None = None,
     ) -> tuple[int, int]:
-        """Write ``batch`` (documents and their new chunks) in one journaled commit; returns
+        """Write ``batch`` (at most one slice per document) in one journaled commit; returns
         the chunks written and how many of them were embedded.
 
         A chunk whose embedded text is identical to one of the document's stored chunks (same
@@ -425,7 +507,7 @@ class IndexWriter:
         """
         manifest = self.manifest
         analyzer = self.analyzer
-        chunks = [c for _, cs in batch for c in cs]
+        chunks = [c for piece in batch for c in piece.chunks]
         texts = [self.chunker.embedding_text(c) for c in chunks]
         hashes = [embed_hash(t) for t in texts]
         tfs = [analyzer.term_frequencies(t) for t in texts]
@@ -434,56 +516,80 @@ class IndexWriter:
         docs = manifest.bm25_docs + len(chunks)
         total = manifest.bm25_total_length + sum(lengths)
         stored: dict[str, str] = {}  # embed hash -> chunk id of a stored vector for that text
-        for doc, _ in batch:
-            old = manifest.documents.get(doc.doc_id)
+        carried: dict[str, FloatArray] = {}  # embed hash -> vector of a deleted old chunk
+        for piece in batch:
+            old = manifest.documents.get(piece.document.doc_id)
             if old is not None:
-                docs -= len(old.chunk_ids)
-                total -= old.bm25_length
+                if not piece.append:
+                    docs -= len(old.chunk_ids)
+                    total -= old.bm25_length
                 stored.update(zip(old.embed_hashes, old.chunk_ids, strict=False))
+            carried.update(self._carry.get(piece.document.doc_id, {}))
         avgdl = total / docs if docs else 1.0
         sparse = [
             bm25_document_weights(tf, doc_len=n, avgdl=avgdl, k1=manifest.k1, b=manifest.b)
             for tf, n in zip(tfs, lengths, strict=True)
         ]
-        vectors, embedded = self._vectors(texts, hashes, stored)
+        vectors, embedded = self._vectors(texts, hashes, stored, carried)
         if progress:
             progress("embed", len(chunks), len(chunks))
-        doc_ids = [doc.doc_id for doc, _ in batch]
-        catalog.write_journal(self.index_dir, doc_ids)
-        self.store.delete_documents(doc_ids)
+        rewrites = [piece.document.doc_id for piece in batch if not piece.append]
+        appends = {
+            piece.document.doc_id: [c.chunk_id for c in piece.chunks]
+            for piece in batch
+            if piece.append
+        }
+        if self.publisher is not None and not self.publisher.published:
+            self.publisher.publish(manifest, force=True)  # what readers see until this lands
+        catalog.write_journal(self.index_dir, rewrites, appends=appends)
+        self.store.delete_documents(rewrites)
         self.store.upsert(chunks, vectors, sparse)
         self.store.flush()
         now = datetime.now(UTC).isoformat(timespec="seconds")
         offset = 0
-        for doc, doc_chunks in batch:
-            n = len(doc_chunks)
+        for piece in batch:
+            doc, n = piece.document, len(piece.chunks)
+            before = manifest.documents.get(doc.doc_id) if piece.append else None
             manifest.documents[doc.doc_id] = DocEntry(
                 source=doc.source,
                 content_hash=doc.content_hash,
-                chunk_ids=tuple(c.chunk_id for c in doc_chunks),
-                bm25_length=sum(lengths[offset : offset + n]),
+                chunk_ids=(before.chunk_ids if before else ())
+                + tuple(c.chunk_id for c in piece.chunks),
+                bm25_length=(before.bm25_length if before else 0)
+                + sum(lengths[offset : offset + n]),
                 title=doc.title,
                 signature=self.signature,
-                embed_hashes=tuple(hashes[offset : offset + n]),
+                embed_hashes=(before.embed_hashes if before else ())
+                + tuple(hashes[offset : offset + n]),
                 file_hash=doc.file_hash,
                 indexed_at=now,
+                complete=piece.last,
             )
             offset += n
+            if piece.last:
+                self._carry.pop(doc.doc_id, None)
         manifest.bm25_docs = docs
         manifest.bm25_total_length = total
         catalog.write_manifest(self.index_dir, manifest)
         catalog.clear_journal(self.index_dir)
         if progress:
             progress("commit", len(chunks), len(chunks))
+        if self.publisher is not None:
+            self.publisher.publish(manifest)
         return len(chunks), embedded
 
     def _vectors(
-        self, texts: Sequence[str], hashes: Sequence[str], stored: dict[str, str]
+        self,
+        texts: Sequence[str],
+        hashes: Sequence[str],
+        stored: dict[str, str],
+        carried: dict[str, FloatArray],
     ) -> tuple[np.ndarray, int]:
-        """float32 (n, dim) vectors for ``texts`` (stored ones reused, the rest embedded) and
-        the number embedded."""
+        """float32 (n, dim) vectors for ``texts`` (stored or ``carried`` ones reused, the rest
+        embedded) and the number embedded."""
         found = self.store.dense_vectors(sorted({stored[h] for h in hashes if h in stored}))
         reuse = {h: found[stored[h]] for h in hashes if h in stored and stored[h] in found}
+        reuse.update({h: carried[h] for h in hashes if h in carried and h not in reuse})
         missing = [i for i, h in enumerate(hashes) if h not in reuse]
         vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
         if missing:

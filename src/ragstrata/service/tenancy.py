@@ -36,6 +36,7 @@ import logging
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -114,6 +115,8 @@ class Collection:
 
     ``read_wait_s``: seconds a search/ask waits for a running write before IndexLockedError
     (503). Searches on a collection that has no index yet return no hits (and ``ask`` refuses).
+    While an upload job writes an embedded index, searches and asks read the last committed
+    state it published (:mod:`ragstrata.index.snapshots`) through an engine of their own.
     """
 
     def __init__(
@@ -141,6 +144,9 @@ class Collection:
             collection = f"{cfg.store.collection}-{tenant}-{name}"
             cfg = replace(cfg, store=replace(cfg.store, collection=collection))
         self._engine = Ragstrata(cfg, embedder=embedder)
+        self._snapshot_reads = not cfg.store.url  # an embedded index publishes read snapshots
+        self._config, self._embedder = cfg, embedder
+        self._writing = False  # an upload job is writing the index
         self.uploads.mkdir(parents=True, exist_ok=True)
         self._deleted = False
 
@@ -173,17 +179,42 @@ class Collection:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Ragstrata]:
-        try:
-            with self._lock.read(self._read_wait_s):
+        """The engine to read with, for the ``with`` block: the collection's own under the read
+        lock, or, while an upload job writes an embedded index, an engine over the job's last
+        published snapshot (:mod:`ragstrata.index.snapshots`). IndexLockedError (503) when
+        neither is available within ``read_wait_s``."""
+        deadline = time.monotonic() + self._read_wait_s
+        with contextlib.ExitStack() as stack:
+            while True:
+                left = max(0.0, deadline - time.monotonic())
+                if self._writing and self._snapshot_reads and self.has_index:
+                    reader = stack.enter_context(
+                        Ragstrata(self._config, embedder=self._embedder, read_wait_s=min(left, 1))
+                    )
+                    try:
+                        reader.retriever  # noqa: B018 - opens the snapshot
+                        engine = reader
+                        break
+                    except IndexLockedError:  # none published yet, or the job just ended
+                        reader.close()
+                        if time.monotonic() >= deadline:
+                            raise
+                        continue
+                try:
+                    stack.enter_context(self._lock.read(min(left, 0.2)))
+                except LockTimeout as exc:  # only the lock's own timeout, never the search's
+                    if time.monotonic() < deadline:
+                        continue
+                    raise IndexLockedError(
+                        f"collection {self.name!r} is being written (an upload job is running); "
+                        f"retry in a few seconds"
+                    ) from exc
                 if self.has_index:
                     with self._open_lock:
                         self._engine.retriever  # noqa: B018 - open the store once, not per reader
-                yield self._engine
-        except LockTimeout as exc:  # only the lock's own timeout, never one from the search
-            raise IndexLockedError(
-                f"collection {self.name!r} is being written (an upload job is running); "
-                f"retry in a few seconds"
-            ) from exc
+                engine = self._engine
+                break
+            yield engine
 
     def search(
         self,
@@ -306,7 +337,11 @@ class Collection:
                     target.replace(backups / path.name)
                 path.replace(target)
                 targets.append(target)
-            report = self._engine.ingest(targets, progress=progress)
+            self._writing = True
+            try:
+                report = self._engine.ingest(targets, progress=progress)
+            finally:
+                self._writing = False
             failed = {Path(f.path).name: f for f in report.failures}
             outcomes = []
             for target in targets:

@@ -248,6 +248,18 @@ class StoreContract:
         store.delete_documents([])
         assert store.count() == 3
 
+    def test_delete_chunks_removes_only_those(self, filled: Filled) -> None:
+        store, chunks, dense = filled
+        store.delete_chunks([chunks[1].chunk_id, chunks[3].chunk_id, "f" * 32])
+        assert store.count() == 4
+        gone = {chunks[1].chunk_id, chunks[3].chunk_id}
+        assert [c.chunk_id for c in store.get([c.chunk_id for c in chunks])] == [
+            c.chunk_id for c in chunks if c.chunk_id not in gone
+        ]
+        assert all(c.chunk_id not in gone for c, _ in store.dense_search(dense[1], limit=10))
+        store.delete_chunks([])
+        assert store.count() == 4
+
     def test_optimize_keeps_every_chunk_searchable(self, filled: Filled) -> None:
         store, chunks, dense = filled
         store.optimize()
