@@ -51,6 +51,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+WRITE_WAIT_S = 30.0
+"""How long ``ragstrata ingest`` waits for a search or ask that holds the idle index (each
+holds it for about the second it runs) before failing with RS503; another ingest holding it
+that long is reported as RS503 too."""
+
 READ_WAIT_S = 30.0
 """How long search/ask wait for the index before failing with RS503: for an ingest holding it
 to publish its first read snapshot (embedded shard) or to finish (Qdrant server), or for

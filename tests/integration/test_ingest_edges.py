@@ -206,3 +206,26 @@ def test_ctrl_c_stops_cleanly_without_worker_tracebacks(tmp_path: Path) -> None:
     data = json.loads(finish.stdout)
     assert data["added"] + data["unchanged"] == 40 and data["unchanged"] > 0
     assert data["index"]["documents"] == 40 and catalog.read_journal(index) is None
+
+
+def test_cli_ingest_waits_for_a_search_holding_the_index(tmp_path: Path, minilm_env: None) -> None:
+    # a search holds the idle index for about the second it runs: an ingest started then
+    # waits for it instead of failing at once with RS503
+    import threading
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text(GOOD, encoding="utf-8")
+    index = tmp_path / "idx"
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(corpus), "--index", str(index)]).exit_code == 0
+    (corpus / "b.md").write_text(GOOD.replace("Guía", "Manual"), encoding="utf-8")
+    held = catalog.IndexLock.acquire(index, wait_s=0, purpose="open")
+    timer = threading.Timer(2.0, held.release)
+    timer.start()
+    try:
+        result = runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--json"])
+    finally:
+        timer.join()
+    assert result.exit_code == 0, result.output
+    assert "RS503" not in result.output

@@ -92,6 +92,8 @@ def ingest(
     reason); 1 nothing indexed, an error, or no supported file found for a new index (RS201,
     nothing written); 130 interrupted (Ctrl-C): what was committed stays, the next run goes on.
     """
+    from ragstrata.pipeline import WRITE_WAIT_S
+
     try:
         with (
             _engine(index, config) as engine,
@@ -104,6 +106,7 @@ def ingest(
                     prune=prune,
                     dry_run=dry_run,
                     retry_failed=retry_failed,
+                    lock_wait_s=WRITE_WAIT_S,
                 )
             except KeyboardInterrupt:
                 raise _interrupted(done) from None
