@@ -212,13 +212,25 @@ def _decode_mixed(data: bytes, *, path: str) -> DecodedText | None:
 def find_mojibake(text: str) -> list[tuple[str, str]]:
     """The places where ``text`` holds UTF-8 that was once read as cp1252/Latin-1: each as
     ``(garbled, meant)``, e.g. ``("Ã¡", "á")``, in order of appearance. Only sequences that
-    decode back to one character are counted, so "Ã" or "â" alone never are."""
+    decode back to one character are counted, so "Ã" or "â" alone never are; nor is a quoted
+    example of garbling shown next to its meaning (the repaired word within 80 characters, as
+    in a document about encodings: '"mÃ¡s" for "más"')."""
     found: list[tuple[str, str]] = []
     for match in _MOJIBAKE_RE.finditer(text):
         garbled = match.group()
         try:
             meant = garbled.encode("cp1252").decode("utf-8")
         except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+        start, end = match.span()
+        while start > 0 and text[start - 1].isalpha():
+            start -= 1
+        while end < len(text) and text[end].isalpha():
+            end += 1
+        repaired = text[start:end].replace(garbled, meant)
+        nearby = text[max(0, start - 80) : start] + text[end : end + 80]
+        quoted = start > 0 and text[start - 1] in "\"'`“‘«"
+        if quoted and repaired in nearby:
             continue
         found.append((garbled, meant))
     return found

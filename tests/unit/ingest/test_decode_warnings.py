@@ -94,3 +94,10 @@ def test_html_depth_warning_names_the_file(tmp_path: Path) -> None:
     [warning] = doc.warnings
     assert warning.kind == "html_depth" and warning.path == doc.source
     assert f"deeper than {MAX_DEPTH}" in warning.message
+
+
+def test_an_example_of_garbling_shown_with_its_meaning_is_not_mojibake() -> None:
+    # a document about encodings (this project's own docs) quotes examples with their meaning
+    text = 'UTF-8 read as cp1252 ("mÃ¡s" for "más", "Â¿" for "¿", "â€™" for "’") is detected.'
+    assert find_mojibake(text) == []
+    assert find_mojibake("La canciÃ³n es mÃ¡s larga.") == [("Ã³", "ó"), ("Ã¡", "á")]
