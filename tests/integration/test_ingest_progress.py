@@ -109,3 +109,30 @@ def test_eta_comes_from_the_measured_rate() -> None:
     assert state.eta() == pytest.approx(10.0)
     assert "ETA 0:00:10 (est.)" in state.line()
     assert "2/4 files parsed, 50/50+ chunks embedded, 0 committed" in state.line()
+
+
+def test_embed_progress_moves_inside_a_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit of 256 chunks reports its embedding in groups, not once at its end."""
+    monkeypatch.setenv("RAGSTRATA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAGSTRATA_EMBEDDER_NAME", "minilm-onnx")
+    from ragstrata.config import RagConfig
+    from ragstrata.index.writer import EMBED_PROGRESS_TEXTS
+    from ragstrata.pipeline import Ragstrata
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for n in range(3):
+        body = "\n\n".join(
+            f"## Parte {n}-{i}\n\nTexto número {i} del archivo {n}." for i in range(40)
+        )
+        (corpus / f"f{n}.md").write_text(f"# Archivo {n}\n\n{body}\n", encoding="utf-8")
+    events: list[tuple[str, int, int]] = []
+    with Ragstrata(RagConfig.load().with_index(tmp_path / "idx")) as engine:
+        report = engine.ingest([corpus], progress=lambda e, d, t: events.append((e, d, t)))
+    embeds = [d for e, d, _ in events if e == "embed"]
+    assert sum(embeds) == report.chunks
+    assert (
+        len(embeds) >= report.chunks // EMBED_PROGRESS_TEXTS and max(embeds) <= EMBED_PROGRESS_TEXTS
+    )

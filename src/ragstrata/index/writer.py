@@ -48,12 +48,17 @@ COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle); also the size of
 the slices a large document is committed in."""
 
+EMBED_PROGRESS_TEXTS = 32
+"""Texts embedded per call inside a commit, so progress moves while a commit embeds (the
+default int8 embedders encode one text per pass: the grouping does not change a vector)."""
+
 ProgressCallback = Callable[[str, int, int], None]
 """``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
 ``bytes`` (bytes parsed of total), ``parse`` (documents taken by the writer of total),
 ``chunk`` (chunks a document just added to the work, as done and total), ``embed`` (chunks of
-a commit whose vectors are ready, embedded or reused, as done and total) and ``commit`` (chunks
-just committed, journal closed, as done and total). Consumers ignore events they do not know."""
+a commit whose vectors just became ready, embedded or reused, as done and the commit's
+total) and ``commit`` (chunks just committed, journal closed, as done and total). Consumers
+ignore events they do not know."""
 
 
 @dataclass(slots=True)
@@ -530,9 +535,7 @@ class IndexWriter:
             bm25_document_weights(tf, doc_len=n, avgdl=avgdl, k1=manifest.k1, b=manifest.b)
             for tf, n in zip(tfs, lengths, strict=True)
         ]
-        vectors, embedded = self._vectors(texts, hashes, stored, carried)
-        if progress:
-            progress("embed", len(chunks), len(chunks))
+        vectors, embedded = self._vectors(texts, hashes, stored, carried, progress=progress)
         rewrites = [piece.document.doc_id for piece in batch if not piece.append]
         appends = {
             piece.document.doc_id: [c.chunk_id for c in piece.chunks]
@@ -584,16 +587,24 @@ class IndexWriter:
         hashes: Sequence[str],
         stored: dict[str, str],
         carried: dict[str, FloatArray],
+        *,
+        progress: ProgressCallback | None = None,
     ) -> tuple[np.ndarray, int]:
         """float32 (n, dim) vectors for ``texts`` (stored or ``carried`` ones reused, the rest
-        embedded) and the number embedded."""
+        embedded, :data:`EMBED_PROGRESS_TEXTS` at a time so that ``progress`` gets an ``embed``
+        event as each group is ready) and the number embedded."""
         found = self.store.dense_vectors(sorted({stored[h] for h in hashes if h in stored}))
         reuse = {h: found[stored[h]] for h in hashes if h in stored and stored[h] in found}
         reuse.update({h: carried[h] for h in hashes if h in carried and h not in reuse})
         missing = [i for i, h in enumerate(hashes) if h not in reuse]
         vectors = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
-        if missing:
-            vectors[missing] = self.embedder.embed_documents([texts[i] for i in missing])
+        if progress and len(texts) > len(missing):
+            progress("embed", len(texts) - len(missing), len(texts))
+        for at in range(0, len(missing), EMBED_PROGRESS_TEXTS):
+            group = missing[at : at + EMBED_PROGRESS_TEXTS]
+            vectors[group] = self.embedder.embed_documents([texts[i] for i in group])
+            if progress:
+                progress("embed", len(group), len(texts))
         for i, h in enumerate(hashes):
             if h in reuse:
                 vectors[i] = reuse[h]
