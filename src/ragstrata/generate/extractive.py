@@ -293,11 +293,14 @@ class ExtractiveAnswerer:
         (empty when no sentence can be quoted), and the disagreements between the sources'
         quotable sentences."""
         items: list[tuple[Source, _Candidate, str]] = []
+        echo = _question_text(question)
         for source in context.sources:
             text = source.hit.chunk.text
             for cand in _candidates(source):
                 shown = clean_sentence(text[cand.start : cand.end])
-                if len(shown.split()) >= 3:
+                # a sentence quoting the question itself (a command line, an FAQ index) does
+                # not answer it
+                if len(shown.split()) >= 3 and not (echo and echo in shown.lower()):
                     items.append((source, cand, shown))
         if not items:
             return Generated("", ())
@@ -378,6 +381,14 @@ class ExtractiveAnswerer:
                 )
             )
         return tuple(found), extra
+
+
+def _question_text(question: str) -> str:
+    """The question as a sentence would quote it (lowercase, ``¿`` dropped, its ``?`` kept),
+    or ``""`` when it is not a question of at least four words ending in ``?`` (a phrase
+    such as an error message may well be inside its answer)."""
+    text = " ".join(question.lower().lstrip("¿ ").split())
+    return text if text.endswith("?") and len(text.split()) >= 4 else ""
 
 
 def quoted_labels(quotes: Sequence[Quote]) -> list[int]:

@@ -181,3 +181,21 @@ def test_one_document_with_two_values_is_no_disagreement(onnx_embedder: Any) -> 
         "¿Cuántos días de vacaciones?", ctx
     )
     assert out.disagreements == ()
+
+
+@pytest.mark.slow
+def test_a_sentence_quoting_the_question_is_not_its_answer(onnx_embedder: Any) -> None:
+    e5 = onnx_embedder("e5", "int8")
+    bench = source(
+        "bench",
+        'Script: run `ragstrata ask "What does error RS503 mean?"` and time it.',
+        1,
+    )
+    errors = source("errors", "Error RS503 means that another process is writing the index.", 2)
+    ctx = assemble([bench, errors], counter=e5.counter, budget_tokens=500)
+    out = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3).pick_quotes(
+        "What does error RS503 mean?", ctx
+    )
+    assert [q.text for q in out.quotes] == [
+        "Error RS503 means that another process is writing the index."
+    ]
