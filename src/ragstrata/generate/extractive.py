@@ -40,6 +40,8 @@ _MDX = re.compile(
     r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>"
     r"|\{\s*#[\w-]+\s*\}"  # MkDocs heading anchors: { #path-parameters }
 )
+_INLINE_CODE = re.compile(r"(`+[^`]*?`+)")
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
 _NUMBER_UNIT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s*(%|[^\W\d_]{3,})")
@@ -154,12 +156,15 @@ def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
 
 
 def clean_sentence(text: str) -> str:
-    """Sentence for display: MDX/MkDocs anchors and components, images and list/quote markers
-    removed, links shown as their text."""
+    """Sentence for display: MDX/MkDocs anchors and components, images, bold markers and
+    list/quote markers removed, links shown as their text (inline code is kept as written)."""
     text = _MDX.sub("", text)
-    text = _IMAGE.sub(lambda m: m.group(1), text)
-    text = _LINK.sub(lambda m: m.group(1) or m.group(2), text)
-    text = _MARKUP.sub("", text)
+    parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
+    for i in range(0, len(parts), 2):
+        part = _IMAGE.sub(lambda m: m.group(1), parts[i])
+        part = _LINK.sub(lambda m: m.group(1) or m.group(2), part)
+        parts[i] = _EMPHASIS.sub(lambda m: m.group(2), part)
+    text = _MARKUP.sub("", "".join(parts))
     return re.sub(r"\s+", " ", text).strip()
 
 

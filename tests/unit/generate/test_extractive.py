@@ -91,6 +91,8 @@ def test_clean_sentence_shows_link_text_and_drops_anchors_and_images() -> None:
     )
     assert clean_sentence("## Path parameters { #path-parameters }") == "Path parameters"
     assert clean_sentence("Read [the guide][guide] first.") == "Read the guide first."
+    assert clean_sentence("Lee **Actualizar objetos** ahora.") == "Lee Actualizar objetos ahora."
+    assert clean_sentence("Use `a**b**c` as is.") == "Use `a**b**c` as is."
 
 
 def test_render_puts_an_announced_block_on_its_own_lines() -> None:
