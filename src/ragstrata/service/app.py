@@ -79,8 +79,8 @@ def create_app(
         version=_version(),
         summary="Cited answers and hybrid search over each tenant's documents.",
         lifespan=lifespan,
-        # FastAPI's Swagger UI and ReDoc pages load their scripts from a CDN (blank offline);
-        # the service serves its own reference page at /docs instead (routes_ops.api_docs)
+        # FastAPI's own Swagger UI and ReDoc pages load their scripts from a CDN (blank
+        # offline): routes_ops serves them from packaged assets instead
         docs_url=None,
         redoc_url=None,
     )
@@ -100,6 +100,11 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=lambda: state.metrics)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount(
+        routes_ops.APIDOCS_ASSETS,
+        StaticFiles(directory=routes_ops.apidocs_assets_dir()),
+        name="apidocs-assets",
+    )
     for routes in (routes_ops, routes_collections, routes_query, routes_jobs):  # spec order
         app.include_router(routes.router)
     _document_upload_schema(app)
