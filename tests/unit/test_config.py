@@ -286,3 +286,8 @@ def test_ingest_limits_come_from_toml_and_environment(tmp_path: Path) -> None:
     env = {"RAGSTRATA_INGEST_MAX_WORKER_MEMORY_MB": "0"}
     assert RagConfig.load(config_file=config_file, env=env).ingest.max_worker_memory_mb == 0
     assert RagConfig.load(env={}).ingest.max_worker_memory_mb == 2048
+
+
+def test_with_index_accepts_a_path_as_text(tmp_path: Path) -> None:
+    cfg = RagConfig().with_index(str(tmp_path / "idx"))
+    assert cfg.index_dir == tmp_path / "idx" and isinstance(cfg.index_dir, Path)

@@ -103,9 +103,9 @@ class RagConfig:
         index_dir = Path(environ["RAGSTRATA_INDEX"]) if "RAGSTRATA_INDEX" in environ else None
         return cls(home=home, index_dir=index_dir, **stages)
 
-    def with_index(self, index_dir: Path | None) -> RagConfig:
-        """A copy pointing at ``index_dir`` (unchanged when ``None``)."""
-        return self if index_dir is None else replace(self, index_dir=index_dir)
+    def with_index(self, index_dir: str | os.PathLike[str] | None) -> RagConfig:
+        """A copy pointing at ``index_dir`` (a path or its text; unchanged when ``None``)."""
+        return self if index_dir is None else replace(self, index_dir=Path(index_dir))
 
 
 _SECTIONS: dict[str, type[Any]] = {
