@@ -57,8 +57,10 @@ class Job:
     """One upload's ingestion. Mutable; only :class:`JobManager` changes it, under its lock.
 
     ``files_done`` counts files parsed (accepted or failed) of ``files_total``; ``bytes_*`` the
-    bytes parsed; ``chunks_embedded`` the chunks embedded so far; ``report`` sums the slices'
-    ingest reports.
+    bytes parsed; ``chunks_queued`` the chunks the parsed files gave, ``chunks_embedded`` those
+    embedded (or reused) and ``chunks_committed`` those searchable so far; ``running_s`` the
+    seconds spent running (slices only, not queued); ``report`` sums the slices' ingest
+    reports.
     """
 
     job_id: str
@@ -74,6 +76,9 @@ class Job:
     bytes_done: int = 0
     bytes_total: int = 0
     chunks_embedded: int = 0
+    chunks_queued: int = 0
+    chunks_committed: int = 0
+    running_s: float = 0.0
     outcomes: list[FileOutcome] = field(default_factory=list)
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
@@ -97,6 +102,12 @@ class Job:
                 "bytes_total": self.bytes_total,
                 "bytes_done": self.bytes_done,
                 "chunks_embedded": self.chunks_embedded,
+                "chunks_queued": self.chunks_queued,
+                "chunks_committed": self.chunks_committed,
+                "chunks_per_s": (
+                    round(self.chunks_embedded / self.running_s, 2) if self.running_s > 0 else None
+                ),
+                "running_s": round(self.running_s, 3),
                 "fraction": round(fraction, 4),
             },
             "files": [
@@ -139,6 +150,9 @@ class Job:
             bytes_done=int(progress["bytes_done"]),
             bytes_total=int(progress["bytes_total"]),
             chunks_embedded=int(progress["chunks_embedded"]),
+            chunks_queued=int(progress.get("chunks_queued", 0)),  # records before 2026-12-02
+            chunks_committed=int(progress.get("chunks_committed", 0)),
+            running_s=float(progress.get("running_s", 0.0)),
             outcomes=files[n_rejected:],
             report=data["report"],
             error=data["error"],
@@ -406,14 +420,22 @@ class JobManager:
         slice_bytes = sum(_size(p) for p in files)
         self._save(job)
 
+        slice_started = time.perf_counter()
+        running_before = job.running_s
+
         def progress(event: str, done: int, total: int) -> None:
             with self._lock:
+                job.running_s = running_before + time.perf_counter() - slice_started
                 if event == "parse":
                     job.files_done = files_before + done
                 elif event == "bytes":
                     job.bytes_done = bytes_before + done
+                elif event == "chunk":
+                    job.chunks_queued += done
                 elif event == "embed":
                     job.chunks_embedded += done
+                elif event == "commit":
+                    job.chunks_committed += done
 
         try:
             report, outcomes = collection.ingest_staged(files, progress=progress)
@@ -428,6 +450,7 @@ class JobManager:
             self._end(pending, "failed", {"code": "RS700", "message": f"internal error: {exc}"})
             return
         with self._lock:
+            job.running_s = running_before + time.perf_counter() - slice_started
             job.outcomes.extend(outcomes)
             job.files_done = files_before + len(files)
             job.bytes_done = bytes_before + slice_bytes

@@ -272,10 +272,16 @@ class CollectionDeleteResponse(_Response):
 
 class JobProgress(_Response):
     files_total: int
-    files_done: int
+    files_done: int = Field(description="Files parsed (indexed or failed).")
     bytes_total: int
     bytes_done: int
-    chunks_embedded: int
+    chunks_embedded: int = Field(description="Chunks whose vectors are ready (embedded or reused).")
+    chunks_queued: int = Field(default=0, description="Chunks the parsed files gave so far.")
+    chunks_committed: int = Field(default=0, description="Chunks searchable so far.")
+    chunks_per_s: float | None = Field(
+        default=None, description="Chunks embedded per second of running time (null before any)."
+    )
+    running_s: float = Field(default=0.0, description="Seconds the job has run (not queued).")
     fraction: float = Field(ge=0, le=1)
 
 

@@ -97,6 +97,10 @@ def test_bad_file_in_a_batch_costs_only_itself(service: Service) -> None:
     progress = job["progress"]
     assert progress["files_done"] == progress["files_total"] == 5
     assert progress["fraction"] == 1.0 and progress["chunks_embedded"] >= 2
+    # the same stages as the CLI's progress: chunks found, embedded, committed, with a rate
+    chunks = job["report"]["chunks"]
+    assert progress["chunks_queued"] == progress["chunks_committed"] == chunks > 0
+    assert progress["chunks_per_s"] > 0 and progress["running_s"] > 0
     assert progress["bytes_total"] > 0
     assert job["report"]["added"] == 2
     # the good files are searchable, the bad ones left no trace
