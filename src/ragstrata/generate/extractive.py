@@ -93,7 +93,8 @@ def _candidates(source: Source) -> list[_Candidate]:
 
     Consecutive text lines form one paragraph, so sentences of hard-wrapped Markdown are not cut
     at line ends, nor inside inline code; a list item starts a new paragraph. Fenced code,
-    headings, table rows and HTML/MDX lines are not prose. A sentence ending in ``:`` takes the
+    headings, table rows, HTML/MDX lines and admonition markers (``/// note``, ``!!! tip``,
+    ``:::``) are not prose. A sentence ending in ``:`` takes the
     fenced block or the list right after it (up to :data:`_MAX_BLOCK_LINES` lines).
     """
     text = source.hit.chunk.text
@@ -114,7 +115,7 @@ def _candidates(source: Source) -> list[_Candidate]:
         prose = not (
             any(a <= start <= b for a, b in fenced)
             or not stripped
-            or stripped.startswith(("#", "|", "<", "{"))
+            or stripped.startswith(("#", "|", "<", "{", "///", "!!!", ":::"))
             or _SEPARATOR.match(line)
         )
         if not prose or _LIST_ITEM.match(line):

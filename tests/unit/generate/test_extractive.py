@@ -73,6 +73,10 @@ def test_picks_the_answering_sentence_and_cites_its_source(minilm: Any, tmp_path
     every = ExtractiveAnswerer(minilm, Analyzer(), max_sentences=10, relative_floor=0.0)
     texts = [q.text for q in every.pick_quotes("E42", ctx).quotes]
     assert not any("raise" in t or "is raised here" in t or t.startswith("#") for t in texts)
+    admonition = source("adm", "/// note | Technical Details\n\nThe error E42 is rare.\n\n///", 3)
+    ctx = assemble([admonition], counter=minilm.counter, budget_tokens=1000)
+    texts = [q.text for q in every.pick_quotes("E42", ctx).quotes]
+    assert texts == ["The error E42 is rare."]
 
 
 @pytest.mark.slow
