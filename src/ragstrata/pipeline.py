@@ -87,6 +87,7 @@ class Ragstrata:
         self._analyzer: Analyzer | None = None
         self._store: VectorStore | None = None
         self._reader: VectorStore | None = None  # self._store once opened for reading
+        self._n_chunks: int | None = None  # the read index's size (the manifest read once)
         self._retriever: Retriever | None = None
         self._chunker: Chunker | None = None
         self._lock: catalog.IndexLock | None = None
@@ -313,6 +314,14 @@ class Ragstrata:
         when neither comes within ``read_wait_s`` seconds."""
         if self._reader is None:
             manifest = self.manifest()
+            self._n_chunks = manifest.n_chunks
+            catalog.check_compatible(  # before any wait: a wrong embedder fails at once
+                manifest,
+                embedder=self.embedder.name,
+                dim=self.embedder.dim,
+                analyzer=self.analyzer.signature,
+                index_dir=self.index_dir,
+            )
             snapshot = self._wait_for_index()
             if snapshot is not None:
                 self._reader = self._open_snapshot(snapshot)
@@ -572,12 +581,15 @@ class Ragstrata:
     def _evidence_rule(self) -> EvidenceRule:
         """The refusal rule for the index's embedder and ``llm.min_evidence`` /
         ``llm.min_answerable`` (see :func:`~ragstrata.generate.evidence.evidence_rule_for`). The
-        engine's
-        embedder name is the manifest's (the store refuses to open otherwise), so no manifest
-        is read: on a 90k-chunk index that read cost about 190 ms per question."""
+        engine's embedder name is the manifest's (the store refuses to open otherwise) and the
+        index size was read when the store was opened, so no manifest is read here: on a
+        90k-chunk index that read cost about 190 ms per question."""
         llm = self.config.llm
         return evidence_rule_for(
-            self.embedder.name, min_evidence=llm.min_evidence, min_answerable=llm.min_answerable
+            self.embedder.name,
+            min_evidence=llm.min_evidence,
+            min_answerable=llm.min_answerable,
+            n_chunks=self._n_chunks,
         )
 
     # ------------------------------------------------------------------ admin

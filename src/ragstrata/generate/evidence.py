@@ -96,6 +96,10 @@ class EvidenceRule(Protocol):
         ``threshold``."""
         ...
 
+    def refuses(self, evidence: Evidence) -> bool:
+        """Whether ``evidence`` (from :meth:`measure`) is too weak to answer from."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class HandRule:
@@ -108,11 +112,26 @@ class HandRule:
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
         return evidence(question, hits, analyzer, coverage_weight=self.coverage_weight)
 
+    def refuses(self, evidence: Evidence) -> bool:
+        return evidence.score < self.threshold
+
 
 NO_EVIDENCE_RULE = HandRule(UNCALIBRATED_MIN_EVIDENCE)
 """The rule that refuses only an empty retrieval (the extractive answerer's default)."""
 
 _COVERAGE = FEATURES.index("coverage_best")
+
+LEARNED_MIN_CHUNKS = 500
+"""Smallest index the learned rule is used on: its BM25 features (scores per question term,
+gaps) scale with the corpus's IDF, and its training indexes held about 2,000 passages each; a
+smaller index (a folder of a few files) gets the calibrated :class:`HandRule` instead."""
+
+STRONG_EVIDENCE = 1.30
+"""Hand score (``dense + 0.5 × coverage``) at which :class:`LearnedRule` answers whatever the
+model says: the e5 hand threshold 1.10 plus 0.2 (for example cosine 0.85 with 90 % of the
+question's terms in one chunk). Set by reasoning, not tuned: a guard for corpora unlike the
+model's training data (small indexes, documentation sites), where the model refused questions
+whose passage holds every term (docs/evaluation.md, "Learned answerability check")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +144,7 @@ class LearnedRule:
 
     model: AnswerabilityModel
     threshold: float
+    strong_evidence: float = STRONG_EVIDENCE
 
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
         features = answerability_features(question, hits, analyzer)
@@ -134,6 +154,14 @@ class LearnedRule:
             self.model.probability(features),
             model=f"answerability-{self.model.family}-v{MODEL_VERSION}",
         )
+
+    def refuses(self, evidence: Evidence) -> bool:
+        """Under the model's threshold, unless the hand score ``dense + 0.5 × coverage`` is at
+        least ``strong_evidence``: the model's BM25 features are scaled by the corpus (a small
+        index's IDF is tiny), so on a corpus unlike its training data it can refuse a passage
+        that holds every question term at a high cosine."""
+        hand = max(evidence.dense, 0.0) + COVERAGE_WEIGHT * evidence.coverage
+        return evidence.score < self.threshold and hand < self.strong_evidence
 
 
 def check_evidence(
@@ -153,7 +181,7 @@ def check_evidence(
     best_rerank = max(
         (s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None
     )
-    if not hits or ev.score < rule.threshold:
+    if not hits or rule.refuses(ev):
         refused_by = "evidence"
     elif min_rerank is not None and best_rerank is not None and best_rerank < min_rerank:
         refused_by = "rerank"
@@ -161,7 +189,11 @@ def check_evidence(
 
 
 def evidence_rule_for(
-    embedder: str, *, min_evidence: float | None, min_answerable: float | None
+    embedder: str,
+    *,
+    min_evidence: float | None,
+    min_answerable: float | None,
+    n_chunks: int | None = None,
 ) -> EvidenceRule:
     """The evidence rule of an index whose embedder is ``embedder`` (a manifest name such as
     ``e5-onnx:multilingual-e5-small``, or a config name such as ``e5``):
@@ -169,15 +201,16 @@ def evidence_rule_for(
     * ``min_evidence`` set (``llm.min_evidence``): the :class:`HandRule` at that threshold,
       with its old meaning, whatever the embedder;
     * an embedder with a shipped answerability model (:data:`~ragstrata.generate.
-      answerability.MODEL_FAMILIES`): the :class:`LearnedRule`, at ``min_answerable``
-      (``llm.min_answerable``) when set, else the model's threshold;
+      answerability.MODEL_FAMILIES`) and an index of at least :data:`LEARNED_MIN_CHUNKS` chunks
+      (``n_chunks``; ``None``: unknown, taken as large): the :class:`LearnedRule`, at
+      ``min_answerable`` (``llm.min_answerable``) when set, else the model's threshold;
     * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold
       (``min_answerable`` does not apply there: one warning per process says so).
     """
     if min_evidence is not None:
         return HandRule(min_evidence)
     family = MODEL_FAMILIES.get(embedder.split(":", 1)[0])
-    if family is not None:
+    if family is not None and (n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS):
         model = answerability_model(family)
         return LearnedRule(model, model.threshold if min_answerable is None else min_answerable)
     if min_answerable is not None and "min_answerable" not in _warned:
