@@ -30,3 +30,13 @@ def test_help_has_no_bool_metavars(path: list[str]) -> None:
 def test_options_with_values_keep_their_type() -> None:
     result = CliRunner().invoke(app, ["ask", "--help"], terminal_width=120)
     assert "<path>" in result.output and "--json" in result.output
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ragstrata", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "ingest" in done.stdout, done.stderr
