@@ -6,6 +6,7 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -365,18 +366,32 @@ class Ragstrata:
                 analyzer=self.analyzer.signature,
                 index_dir=self.index_dir,
             )
-            self._store = stages.open_store(
-                self.config.store,
-                dim=manifest.dim,
-                index_dir=snapshot.path,
-                expected_chunks=manifest.n_chunks,
-            )
+            self._store = self._open_snapshot_store(snapshot.path, manifest)
         except BaseException:
             snapshot.release()
             raise
         self._snapshot = snapshot
         logger.info("the index is being written; reading its snapshot %s", snapshot.path.name)
         return self._store
+
+    def _open_snapshot_store(self, path: Path, manifest: Manifest) -> VectorStore:
+        """The snapshot's store. A reader that just released this snapshot may still hold its
+        shard's write-ahead log for a moment (the handle goes when its object is collected:
+        ``Can't init WAL: WouldBlock``), so that error is retried for up to 5 s."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                return stages.open_store(
+                    self.config.store,
+                    dim=manifest.dim,
+                    index_dir=path,
+                    expected_chunks=manifest.n_chunks,
+                )
+            except StoreError as exc:
+                if "WouldBlock" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                gc.collect()
+                time.sleep(0.05)
 
     def _drop_snapshot(self) -> None:
         """Close a read snapshot's store before this engine opens the index itself."""
