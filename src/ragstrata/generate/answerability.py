@@ -141,7 +141,8 @@ def answerability_features(question: str, hits: Sequence[Hit], analyzer: Analyze
         top_bm25 = 1.0 / ranks["bm25"] if "bm25" in ranks else 0.0
         both = [h for h in hits if {"dense", "bm25"} <= {e.retriever for e in h.explain}]
         agreement = len(both) / len(hits)
-        chunk_terms = [_terms(analyzer, h.chunk.rendered) for h in hits]
+        term_lists = [analyzer.terms(h.chunk.rendered) for h in hits]  # analyzed once
+        chunk_terms = [set(t) for t in term_lists]
         covers = [_share(terms, t) for t in chunk_terms]
         coverage_top = covers[0]
         best = max(range(len(hits)), key=lambda i: (covers[i], -i))
@@ -160,10 +161,7 @@ def answerability_features(question: str, hits: Sequence[Hit], analyzer: Analyze
         missing = math.log1p(len(terms - chunk_terms[best]))
         q_bigrams = _bigrams(analyzer.terms(question))
         if q_bigrams:
-            bigram_coverage = max(
-                len(q_bigrams & _bigrams(analyzer.terms(h.chunk.rendered))) / len(q_bigrams)
-                for h in hits
-            )
+            bigram_coverage = max(len(q_bigrams & _bigrams(t)) / len(q_bigrams) for t in term_lists)
         if entity_set:
             lowered = [h.chunk.rendered.lower() for h in hits]
             entity_match = max(sum(e in t for e in entity_set) / len(entity_set) for t in lowered)

@@ -82,7 +82,12 @@ def evidence(
             (len(terms & set(analyzer.terms(h.chunk.rendered))) / len(terms) for h in hits),
             default=0.0,
         )
-    return Evidence(dense, coverage, max(dense, 0.0) + coverage_weight * coverage)
+    return Evidence(dense, coverage, hand_score(dense, coverage, coverage_weight=coverage_weight))
+
+
+def hand_score(dense: float, coverage: float, *, coverage_weight: float = COVERAGE_WEIGHT) -> float:
+    """The hand-made evidence score: ``max(dense, 0) + coverage_weight × coverage``."""
+    return max(dense, 0.0) + coverage_weight * coverage
 
 
 class EvidenceRule(Protocol):
@@ -160,8 +165,8 @@ class LearnedRule:
         least ``strong_evidence``: the model's BM25 features are scaled by the corpus (a small
         index's IDF is tiny), so on a corpus unlike its training data it can refuse a passage
         that holds every question term at a high cosine."""
-        hand = max(evidence.dense, 0.0) + COVERAGE_WEIGHT * evidence.coverage
-        return evidence.score < self.threshold and hand < self.strong_evidence
+        strong = hand_score(evidence.dense, evidence.coverage) >= self.strong_evidence
+        return evidence.score < self.threshold and not strong
 
 
 def check_evidence(
@@ -215,11 +220,13 @@ def evidence_rule_for(
         return LearnedRule(model, model.threshold if min_answerable is None else min_answerable)
     if min_answerable is not None and "min_answerable" not in _warned:
         _warned.add("min_answerable")
-        logger.warning(
-            "llm.min_answerable is ignored: no answerability model is shipped for embedder %r "
-            "(it keeps llm.min_evidence's rule)",
-            embedder,
+        why = (
+            f"the index has {n_chunks} chunks, under the {LEARNED_MIN_CHUNKS} the answerability "
+            "model is used on"
+            if family is not None
+            else f"no answerability model is shipped for embedder {embedder!r}"
         )
+        logger.warning("llm.min_answerable is ignored: %s (llm.min_evidence's rule applies)", why)
     return HandRule(min_evidence_for(embedder, None))
 
 
