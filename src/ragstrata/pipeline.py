@@ -147,14 +147,7 @@ class Ragstrata:
         """The index's store (opened once, see :func:`~ragstrata.stages.open_store`), after
         checking that ``manifest`` fits this engine; takes the index lock."""
         if self._store is None:
-            catalog.check_compatible(
-                manifest,
-                embedder=self.embedder.name,
-                dim=self.embedder.dim,
-                analyzer=self.analyzer.signature,
-                index_dir=self.index_dir,
-                writing=writing,
-            )
+            self._check_fits(manifest, writing=writing)
             self._hold_lock(wait_s=self.read_wait_s, purpose="open")
             self._store = stages.open_store(
                 self.config.store,
@@ -163,6 +156,18 @@ class Ragstrata:
                 expected_chunks=manifest.n_chunks,
             )
         return self._store
+
+    def _check_fits(self, manifest: Manifest, *, writing: bool = False) -> None:
+        """:func:`~ragstrata.index.catalog.check_compatible` of ``manifest`` with this engine's
+        embedder and analyzer (EmbedderMismatchError and kin when it does not fit)."""
+        catalog.check_compatible(
+            manifest,
+            embedder=self.embedder.name,
+            dim=self.embedder.dim,
+            analyzer=self.analyzer.signature,
+            index_dir=self.index_dir,
+            writing=writing,
+        )
 
     def manifest(self) -> Manifest:
         """The index's manifest; raises IndexNotFoundError when there is no index."""
@@ -316,13 +321,7 @@ class Ragstrata:
         if self._reader is None:
             manifest = self.manifest()
             self._n_chunks = manifest.n_chunks
-            catalog.check_compatible(  # before any wait: a wrong embedder fails at once
-                manifest,
-                embedder=self.embedder.name,
-                dim=self.embedder.dim,
-                analyzer=self.analyzer.signature,
-                index_dir=self.index_dir,
-            )
+            self._check_fits(manifest)  # before any wait: a wrong embedder fails at once
             snapshot = self._wait_for_index()
             if snapshot is not None:
                 self._reader = self._open_snapshot(snapshot)
@@ -359,13 +358,7 @@ class Ragstrata:
         """The store of a read snapshot this engine holds (released by :meth:`close`)."""
         try:
             manifest = catalog.read_manifest(snapshot.path)
-            catalog.check_compatible(
-                manifest,
-                embedder=self.embedder.name,
-                dim=self.embedder.dim,
-                analyzer=self.analyzer.signature,
-                index_dir=self.index_dir,
-            )
+            self._check_fits(manifest)
             self._store = self._open_snapshot_store(snapshot.path, manifest)
         except BaseException:
             snapshot.release()

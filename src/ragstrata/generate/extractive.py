@@ -369,9 +369,8 @@ class ExtractiveAnswerer:
         for by_value in claims.values():
             if len(by_value) < 2:
                 continue
-            chosen_values = {v for v, (i, _) in by_value.items() if i in picked}
-            if not chosen_values:
-                continue
+            if not any(i in picked for i, _ in by_value.values()):
+                continue  # no quoted sentence states this quantity
             docs = {items[i][0].hit.chunk.doc_id for i, _ in by_value.values()}
             if len(docs) < 2:
                 continue  # one document giving several values is not a disagreement
