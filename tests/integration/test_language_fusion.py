@@ -61,6 +61,50 @@ def test_english_question_uses_the_same_language_weights(engine: Ragstrata) -> N
         assert hit.score == pytest.approx(_fused(hit, 0.3, 0.7), rel=1e-9)
 
 
-def test_single_retriever_modes_report_no_relation(engine: Ragstrata) -> None:
+def test_bm25_reports_no_relation_and_dense_reports_it(engine: Ragstrata) -> None:
     assert engine.search("requests per minute", mode="bm25").language_relation == "unknown"
-    assert engine.search("requests per minute", mode="dense").language_relation == "unknown"
+    assert engine.search("How many requests per minute?", mode="dense").language_relation == "same"
+
+
+QUESTION_ES = "¿Qué versión de Python necesita la instalación?"
+
+
+def test_a_cross_lingual_query_is_searched_with_its_shifted_vector(engine: Ragstrata) -> None:
+    retriever = engine.retriever
+    offsets = retriever.offsets  # type: ignore[attr-defined]
+    assert offsets is not None and set(offsets.means) >= {"es", "en"}
+    result = engine.search(QUESTION_ES, mode="dense", top_k=3)
+    assert result.language_relation == "cross"
+    assert "dense_shift" in result.timings_ms
+    query = engine.embedder.embed_query(QUESTION_ES)
+    moved = offsets.shift(query, source="es", target="en")
+    store = retriever.store  # type: ignore[attr-defined]
+    expected = [i for i, _ in store.dense_search_ids(moved, limit=3)]
+    assert [h.chunk.chunk_id for h in result.hits] == expected
+    vectors = store.dense_vectors(expected)
+    for hit in result.hits:
+        # the reported score is the cosine of the question as asked, not of the shifted vector
+        assert hit.score == pytest.approx(float(query @ vectors[hit.chunk.chunk_id]), abs=1e-5)
+        assert hit.explain[0].score == hit.score
+
+
+def test_the_shift_can_be_turned_off(tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = tmp_path_factory.mktemp("noshift")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for name, text in DOCS.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    config = RagConfig(
+        home=root, index_dir=root / "index", retrieval=RetrievalConfig(language_shift=False)
+    )
+    with Ragstrata(config) as rag:
+        assert not rag.ingest([corpus]).failures
+        assert rag.retriever.offsets is None  # type: ignore[attr-defined]
+        result = rag.search(QUESTION_ES, mode="dense", top_k=3)
+        assert result.language_relation == "cross"
+        assert "dense_shift" not in result.timings_ms
+        store = rag.retriever.store  # type: ignore[attr-defined]
+        raw = store.dense_search_ids(rag.embedder.embed_query(QUESTION_ES), limit=3)
+        assert [(h.chunk.chunk_id, h.score) for h in result.hits] == [
+            (i, pytest.approx(s, abs=1e-6)) for i, s in raw
+        ]

@@ -24,7 +24,10 @@ class RetrievalConfig:
     FastAPI ES/EN pages (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`,
     docs/evaluation.md). ``max_chunks_per_doc``: before fusion, each retriever's candidates keep
     at most this many chunks of one document (0: no cap), so that one long document cannot
-    fill a candidate list.
+    fill a candidate list. ``language_shift``: a query asked in another language than its
+    passages is searched by the dense arm with its vector moved to the passages' language
+    (:mod:`ragstrata.retrieve.language_shift`; embedders with shipped offsets only: the e5
+    family).
     """
 
     top_k: int = 5
@@ -35,6 +38,7 @@ class RetrievalConfig:
     cross_dense_weight: float | None = None
     cross_bm25_weight: float | None = None
     max_chunks_per_doc: int = 8
+    language_shift: bool = True
 
     def __post_init__(self) -> None:
         if self.max_chunks_per_doc < 0:

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from ragstrata.config import RetrievalConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.bm25 import term_id
-from ragstrata.retrieve.fusion import cap_per_document, rrf
+from ragstrata.retrieve.fusion import FusedHit, cap_per_document, rrf
+from ragstrata.retrieve.language_shift import LanguageOffsets, language_offsets_for
 from ragstrata.retrieve.weights import fusion_weights_for
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.text.language import LanguageRelation, language_relation
+from ragstrata.text.language import (
+    UNDETERMINED,
+    LanguageRelation,
+    language_relation,
+    query_language,
+)
 from ragstrata.types import Chunk, Hit
 
 Mode = Literal["hybrid", "dense", "bm25"]
@@ -37,9 +45,11 @@ exist, so only the memory needs a bound: the map is emptied when it is full."""
 class SearchResult:
     """Ranked hits (best first) and per-stage wall-clock milliseconds.
 
-    ``language_relation``: in ``hybrid`` mode, whether the query was asked in the language of
-    the dense arm's top passages (``"same"``), another (``"cross"``: the cross-lingual RRF
-    weights were used) or could not tell (``"unknown"``); ``"unknown"`` in the other modes.
+    ``language_relation``: in ``hybrid`` and ``dense`` mode, whether the query was asked in the
+    language of the dense arm's top passages (``"same"``), another (``"cross"``: the query
+    vector was shifted to the passages' language when the embedder has language offsets, and
+    in ``hybrid`` the cross-lingual RRF weights were used) or could not tell (``"unknown"``);
+    ``"unknown"`` in ``bm25`` mode.
     """
 
     query: str
@@ -87,9 +97,15 @@ class HybridRetriever:
     Each retriever returns ``candidates`` (default ``config.candidates``) hits; in ``hybrid``
     mode, with ``config.max_chunks_per_doc`` > 0, those are the first ``candidates`` of
     ``CAP_FETCH × candidates`` hits once each document keeps its best ``max_chunks_per_doc``
-    (:func:`~ragstrata.retrieve.fusion.cap_per_document`); fusion keeps ``top_k``. Scores in
-    ``Hit.explain``: cosine similarity for ``dense``, BM25 for ``bm25``. Raises RetrievalError
-    for an empty query or unknown mode.
+    (:func:`~ragstrata.retrieve.fusion.cap_per_document`); fusion keeps ``top_k``.
+
+    Cross-lingual queries (``dense`` and ``hybrid`` modes, ``config.language_shift``, an
+    embedder with shipped :class:`~ragstrata.retrieve.language_shift.LanguageOffsets`): when
+    the relation is ``"cross"``, the dense arm searches again with the query vector moved from
+    the query's language to the most common language of the top passages, and ranks by that
+    search. Scores in ``Hit.explain``: the cosine similarity of the *unshifted* query for
+    ``dense`` (so that scores mean the same for every query), BM25 for ``bm25``. Raises
+    RetrievalError for an empty query or unknown mode.
     """
 
     def __init__(
@@ -104,6 +120,9 @@ class HybridRetriever:
         self.analyzer = analyzer
         self.config = config
         self.weights = fusion_weights_for(embedder.name, config)
+        self.offsets: LanguageOffsets | None = (
+            language_offsets_for(embedder.name) if config.language_shift else None
+        )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
         self._doc_of: dict[str, str] = {}
 
@@ -151,10 +170,22 @@ class HybridRetriever:
         relation: LanguageRelation = "unknown"
         chunks: dict[str, Chunk] = {}
         weights = None
-        if mode == "hybrid":
+        shifted = False
+        if mode in ("hybrid", "dense"):
             head = [item for item, _ in rankings["dense"][:RELATION_DEPTH]]
             chunks = {c.chunk_id: c for c in self.store.get(head)}
-            relation = language_relation(query, [chunks[i].language for i in head if i in chunks])
+            languages = [chunks[i].language for i in head if i in chunks]
+            relation = language_relation(query, languages)
+            if relation == "cross" and self.offsets is not None:
+                t_shift = time.perf_counter()
+                moved = self._shift(query, vector, languages)
+                if moved is not None:
+                    rankings["dense"] = self.store.dense_search_ids(
+                        moved, limit=fetch, filters=filters
+                    )
+                    shifted = True
+                timings["dense_shift"] = (time.perf_counter() - t_shift) * 1000
+        if mode == "hybrid":
             weights = self.weights.pick(relation)
             if per_doc:
                 rankings = {
@@ -163,6 +194,8 @@ class HybridRetriever:
                 }
         fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
         top = fused[:k]
+        if shifted:
+            top = self._unshifted_scores(top, vector)
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         missing = [f.item_id for f in top if f.item_id not in chunks]
@@ -181,6 +214,37 @@ class HybridRetriever:
         timings["fetch"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(query, hits, timings, relation)
+
+    def _shift(self, query: str, vector: Any, languages: Sequence[str]) -> Any:
+        """The query vector moved from the query's language to the most common other language
+        of ``languages`` (the dense head's), or ``None`` when either is unknown or has no
+        offset."""
+        assert self.offsets is not None
+        source = query_language(query)
+        others = Counter(lang for lang in languages if lang not in (source, UNDETERMINED, ""))
+        if source is None or not others:
+            return None
+        target = min(others, key=lambda lang: (-others[lang], lang))
+        return self.offsets.shift(vector, source=source, target=target)
+
+    def _unshifted_scores(self, top: list[FusedHit], vector: Any) -> list[FusedHit]:
+        """``top`` with each dense score replaced by the cosine of the unshifted query (the
+        ranks stay those of the shifted search)."""
+        ids = [f.item_id for f in top if any(e.retriever == "dense" for e in f.explain)]
+        stored = self.store.dense_vectors(ids)
+        query = np.asarray(vector, dtype=np.float32)
+        out = []
+        for f in top:
+            p = stored.get(f.item_id)
+            if p is None:
+                out.append(f)
+                continue
+            cosine = float(query @ p) / max(float(np.linalg.norm(p)), 1e-12)
+            explain = tuple(
+                replace(e, score=cosine) if e.retriever == "dense" else e for e in f.explain
+            )
+            out.append(replace(f, explain=explain))
+        return out
 
     def _capped(
         self,

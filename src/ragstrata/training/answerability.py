@@ -68,6 +68,9 @@ class ExcludingStore:
     def get(self, chunk_ids: Sequence[str]) -> Any:
         return self.store.get(chunk_ids)
 
+    def dense_vectors(self, chunk_ids: Sequence[str]) -> Any:
+        return self.store.dense_vectors(chunk_ids)
+
 
 class _MemoEmbedder:
     """The engine's embedder with the last query's vector kept (each question is searched

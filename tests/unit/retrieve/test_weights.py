@@ -21,7 +21,7 @@ def test_defaults_follow_the_embedder_and_the_relation() -> None:
     e5 = fusion_weights_for("e5-onnx:multilingual-e5-small", RetrievalConfig())
     assert e5.pick("same") == {"dense": 0.4, "bm25": 0.6}
     assert e5.pick("unknown") == e5.pick("same")
-    assert e5.pick("cross") == {"dense": 0.8, "bm25": 0.2}
+    assert e5.pick("cross") == {"dense": 0.9, "bm25": 0.1}
     minilm = fusion_weights_for("minilm-onnx:all-MiniLM-L6-v2", RetrievalConfig())
     assert minilm.pick("same") == {"dense": 0.6, "bm25": 0.4}
     assert fusion_weights_for("openai:text-embedding-3-small", RetrievalConfig()) == (
@@ -33,7 +33,7 @@ def test_a_set_weight_replaces_only_itself() -> None:
     config = RetrievalConfig(dense_weight=1.0, cross_bm25_weight=0.5)
     weights = fusion_weights_for("e5-onnx", config)
     assert weights.same == (1.0, 0.6)
-    assert weights.cross == (0.8, 0.5)
+    assert weights.cross == (0.9, 0.5)
 
 
 @pytest.mark.parametrize("prefix", ["", "cross_"])
