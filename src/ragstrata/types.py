@@ -231,19 +231,22 @@ class Evidence:
     threshold is compared with: the learned answerability model's probability that the hits
     hold the answer, in [0, 1], when ``model`` names it (``answerability-e5-v1``), else
     (``model=None``) the hand-made blend ``dense + 0.5 × coverage`` (see
-    :mod:`ragstrata.generate.evidence`)."""
+    :mod:`ragstrata.generate.evidence`); ``cross``: the hand-made rule found the question asked
+    in another language than the hits (its cross-lingual threshold applied)."""
 
     dense: float
     coverage: float
     score: float
     model: str | None = None
+    cross: bool = False
 
-    def to_json(self) -> dict[str, float | str | None]:
+    def to_json(self) -> dict[str, float | str | bool | None]:
         return {
             "dense": round(self.dense, 4),
             "coverage": round(self.coverage, 4),
             "score": round(self.score, 4),
             "model": self.model,
+            "cross": self.cross,
         }
 
 

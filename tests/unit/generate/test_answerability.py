@@ -17,6 +17,7 @@ from ragstrata.generate.answerability import (
 )
 from ragstrata.generate.evidence import (
     CALIBRATED_MIN_EVIDENCE,
+    CROSS_MIN_EVIDENCE,
     HandRule,
     LearnedRule,
     check_evidence,
@@ -134,6 +135,11 @@ def test_rule_choice_keeps_the_overrides() -> None:
         "minilm-onnx:all-MiniLM-L6-v2", min_evidence=None, min_answerable=None
     )
     assert minilm == HandRule(CALIBRATED_MIN_EVIDENCE["minilm-onnx"])
+    # a small e5 index: the hand rule, with its cross-lingual threshold
+    small = evidence_rule_for(e5, min_evidence=None, min_answerable=None, n_chunks=100)
+    assert small == HandRule(
+        CALIBRATED_MIN_EVIDENCE["e5-onnx"], cross_threshold=CROSS_MIN_EVIDENCE["e5-onnx"]
+    )
     with pytest.raises(ConfigError, match="min_answerable"):
         LLMConfig(min_answerable=1.5)
 
@@ -150,6 +156,49 @@ def test_learned_check_reports_probability_and_threshold() -> None:
     assert 0.0 <= meta["evidence"]["score"] <= 1.0
     assert check.refuse == (check.evidence.score < rule.threshold)
     assert check_evidence("x", [], analyzer, rule=rule).refused_by == "evidence"
+
+
+def _english_hit(dense: float) -> Hit:
+    hit = make_hit(
+        "limits",
+        "Each API key may send one hundred requests per minute; above that the server "
+        "answers with status 429 and the client should wait before it retries.",
+        dense=dense,
+    )
+    return replace(hit, chunk=replace(hit.chunk, language="en"))
+
+
+@pytest.mark.parametrize(
+    ("question", "cross", "threshold"),
+    [
+        ("¿Cuántas peticiones por minuto puede enviar cada clave de la API?", True, 0.94),
+        ("How many requests per minute may each API key send?", False, 1.10),
+    ],
+)
+def test_the_hand_rule_has_a_threshold_for_questions_in_another_language(
+    question: str, cross: bool, threshold: float
+) -> None:
+    rule = HandRule(1.10, cross_threshold=0.94)
+    analyzer = Analyzer()
+    check = check_evidence(question, [_english_hit(0.95)], analyzer, rule=rule)
+    assert check.evidence.cross is cross
+    assert check.min_evidence == threshold
+    assert check.metadata()["evidence"]["cross"] is cross
+    assert check.refuse == (check.evidence.score < threshold)
+    # without a cross threshold the relation is not even measured
+    plain = check_evidence(question, [_english_hit(0.95)], analyzer, rule=HandRule(1.10))
+    assert plain.evidence.cross is False and plain.min_evidence == 1.10
+
+
+def test_a_cross_lingual_question_between_the_thresholds_is_answered_only_across() -> None:
+    rule = HandRule(1.10, cross_threshold=0.94)
+    analyzer = Analyzer()
+    hit = _english_hit(0.97)  # coverage 0 for the Spanish question: score 0.97
+    es = check_evidence(
+        "¿Qué código devuelve el servidor al pasar el límite?", [hit], analyzer, rule=rule
+    )
+    assert es.evidence.cross and es.evidence.coverage == 0.0 and not es.refuse
+    assert check_evidence("x y z", [], analyzer, rule=rule).refused_by == "evidence"
 
 
 class _Store:
