@@ -1,5 +1,6 @@
 """The evaluation commands: ``eval`` (retrieval ablation), ``eval-refusal``, ``eval-answers``,
-``eval-citations``, and ``reranker train`` (fine-tuning on the evaluation data)."""
+``eval-citations``, and ``reranker train`` (fine-tuning on the training halves of the evaluation
+data; SciFact is never a source)."""
 
 from __future__ import annotations
 
@@ -404,8 +405,13 @@ reranker_app = typer.Typer(
 
 @reranker_app.command("train", cls=_Command)
 def reranker_train(
-    scifact: Annotated[
-        Path, typer.Option("--scifact", help="BEIR SciFact folder (only qrels/train.tsv is used).")
+    squad: Annotated[
+        Path,
+        typer.Option(
+            "--squad",
+            help="SQuAD v1.1 JSON (e.g. SQuAD-es small): only the training half of its articles "
+            "is read.",
+        ),
     ],
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for the int8 ONNX model + tokenizer + metadata.")
@@ -414,17 +420,34 @@ def reranker_train(
         list[Path] | None,
         typer.Option("--docs", help="Markdown/HTML folders for heading -> section pseudo-queries."),
     ] = None,
+    parallel_docs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--parallel-docs",
+            help="Parallel docs folders (es/, en/...): heading pseudo-queries from the training "
+            "pages of the cross-lingual page split only.",
+        ),
+    ] = None,
     work_dir: Annotated[
         Path | None,
         typer.Option("--work-dir", help="Groups + torch checkpoint (default: <out>.work)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 13,
     negatives: Annotated[int, typer.Option("--negatives", min=1)] = 3,
+    neighbours: Annotated[
+        int, typer.Option("--neighbours", min=0, help="Same-article negatives per SQuAD group.")
+    ] = 1,
     max_length: Annotated[int, typer.Option("--max-length", min=32, max=512)] = 256,
     epochs: Annotated[float, typer.Option("--epochs")] = 1.0,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    squad_groups: Annotated[int, typer.Option("--squad-groups", min=0)] = 850,
     doc_groups: Annotated[int, typer.Option("--doc-groups", min=0)] = 300,
-    dev_queries: Annotated[int, typer.Option("--dev-queries", min=0)] = 60,
+    dev_queries: Annotated[
+        int,
+        typer.Option(
+            "--dev-queries", min=0, help="Held-out SQuAD training questions for the fusion weight."
+        ),
+    ] = 100,
     time_budget: Annotated[
         float | None, typer.Option("--time-budget-min", help="Stop training after N minutes.")
     ] = None,
@@ -432,35 +455,41 @@ def reranker_train(
     index: IndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Fine-tune all-MiniLM-L6-v2 (from its wheel) into a cross-encoder on SciFact train +
-    heading pseudo-queries, export it to int8 ONNX and pick its fusion weight on held-out
-    train claims. The SciFact index defaults to the one `ragstrata eval` builds."""
+    """Fine-tune all-MiniLM-L6-v2 (from its wheel) into a cross-encoder on SQuAD-es training
+    questions + heading pseudo-queries, export it to int8 ONNX and pick its fusion weight on
+    held-out training questions. The SQuAD index defaults to the one `ragstrata eval` builds.
+    SciFact is evaluation-only data and cannot be a source."""
+    from ragstrata.eval.datasets import load_squad
     from ragstrata.training.reranker import TrainSettings, run_training
 
     try:
         settings = TrainSettings(
             seed=seed,
             negatives=negatives,
+            neighbours=neighbours,
             max_length=max_length,
             epochs=epochs,
             max_steps=max_steps,
+            squad_groups=squad_groups,
             doc_groups=doc_groups,
             dev_queries=dev_queries,
             time_budget_s=None if time_budget is None else time_budget * 60,
             threads=threads,
         )
+        dataset = load_squad(squad, split="train")
         cfg = RagConfig.load(config_file=config)
         if index is None:
-            # every split shares the corpus: reuse the index `ragstrata eval --split test` built
-            index = _eval_index(cfg, f"{scifact.name}-test")
+            # every split shares the corpus: reuse the index `ragstrata eval` builds
+            index = _eval_index(cfg, dataset.corpus_name)
         with Ragstrata(cfg.with_index(index)) as engine:
             report = run_training(
                 engine,
-                scifact,
+                dataset,
                 docs or [],
                 out_dir,
                 work_dir or out_dir.with_name(out_dir.name + ".work"),
                 settings,
+                parallel=parallel_docs or [],
                 log=lambda line: err.print(line, highlight=False, markup=False),
             )
     except RagError as exc:

@@ -108,4 +108,5 @@ class RerankConfig:
         """The model folder: ``model`` when set, else the shipped model's folder."""
         if self.model:
             return Path(self.model).expanduser()
-        return Path(__file__).resolve().parents[1] / "rerank" / "models" / "minilm-l6-scifact"
+        models = Path(__file__).resolve().parents[1] / "rerank" / "models"
+        return models / "minilm-l6-squad-es-headings"

@@ -6,19 +6,25 @@ Recipe (``ragstrata reranker train``), all seeded:
    hidden, Apache-2.0) with a fresh one-logit head (``num_labels=1``); word embeddings frozen.
 2. **Data** — groups of one query, one positive and ``negatives`` hard negatives:
 
-   * SciFact **train** split (``qrels/train.tsv``, 809 claims; Wadden et al. 2020): the positive
-     is the best-retrieved chunk of each cited abstract; negatives are sampled from the top
-     BM25 and dense hits of our own retrievers (interleaved) that belong to no cited abstract.
-     ``dev_queries`` train claims are held out to choose the fusion weight (below). SciFact
-     *test* and SQuAD-es are evaluation data and never read here.
-   * **Pseudo-queries** from Markdown/HTML folders (e.g. the Spanish React and FastAPI docs):
-     a section heading is the query, that section's first chunk (its own heading line removed)
-     the positive, other sections of the same document the negatives.
+   * SQuAD-es v1.1 **training articles** (the ``"train"`` half of
+     :func:`ragstrata.eval.datasets.article_split`; CC BY 4.0): the question is the query, the
+     chunk of its gold paragraph (the one holding the answer) the positive, retrieved chunks of
+     other paragraphs the negatives, same-article neighbours among them
+     (:func:`~ragstrata.training.pairs.squad_groups`). The questions of ``dev_queries`` seeded
+     paragraphs are held out to choose the fusion weight (below). The SQuAD-es test articles
+     are evaluation data and never read here.
+   * **Pseudo-queries** from Markdown/HTML folders (e.g. the Spanish React docs): a section
+     heading is the query, that section's first chunk (its own heading line removed) the
+     positive, other sections of the same document the negatives. From a parallel docs set
+     (the FastAPI docs in Spanish and English) only the training pages of the cross-lingual
+     evaluation's page split are read.
+
+   SciFact is evaluation-only (CC BY-NC): the recipe has no SciFact source.
 3. **Loss**: softmax cross-entropy over each group, positive first (localized contrastive
    estimation, Gao, Dai & Callan, ECIR 2021); AdamW, linear warm-up then decay.
 4. **Export**: ONNX (opset 17, dynamic batch/sequence, output ``logits`` (batch, 1)), then
    dynamic int8 quantization (per-channel MatMul weights, int8 word-embedding table).
-5. **Fusion weight**: on the held-out train claims, the int8 model reranks the hybrid top
+5. **Fusion weight**: on the held-out SQuAD-es questions, the int8 model reranks the hybrid top
    ``candidates``; the weight of the retrieval rank in the final order (see
    :func:`ragstrata.rerank.base.fused_order`) with the best nDCG@10 is written to
    ``ragstrata_reranker.json``.
@@ -48,10 +54,12 @@ from ragstrata.rerank.cross_encoder import META_FILE
 from ragstrata.training.export import package_model
 from ragstrata.training.pairs import (
     TrainGroup,
+    check_plain_folder,
     chunk_folders,
     heading_groups,
-    scifact_groups,
-    split_dev,
+    parallel_training_files,
+    squad_dev_split,
+    squad_groups,
 )
 
 if TYPE_CHECKING:
@@ -60,7 +68,7 @@ if TYPE_CHECKING:
 
 Log = Callable[[str], None]
 FUSION_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
-"""Retrieval-rank weights tried on the held-out claims (0 = the cross-encoder's own order)."""
+"""Retrieval-rank weights tried on the held-out questions (0 = the cross-encoder's own order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +79,13 @@ class TrainSettings:
     ``max_length``: tokens per pair (train and serve); ``epochs``: passes over the groups,
     cut at ``max_steps`` when set; ``lr``: encoder learning rate (the fresh head gets
     ``head_lr``); ``warmup``: share of steps with a linear warm-up; ``doc_groups``: most
-    pseudo-query groups kept; ``dev_queries``: SciFact train claims held out for the fusion
-    weight; ``candidates``: hybrid hits reranked when choosing it; ``time_budget_s``: every
-    25 steps the schedule is shortened (never lengthened) to end within this much training
-    wall time at the pace measured so far, so the learning rate still decays to 0 (logged).
+    pseudo-query groups kept; ``squad_groups``: most SQuAD-es training questions used (a seeded
+    sample); ``neighbours``: same-article negatives per SQuAD group, when retrieved;
+    ``dev_queries``: SQuAD-es training paragraphs whose questions are held out for the fusion
+    weight (one question each); ``candidates``: hybrid hits reranked when choosing it;
+    ``time_budget_s``: every 25 steps the schedule (and its warm-up) is shortened (never
+    lengthened) to end within this much training wall time at the pace measured so far, so the
+    learning rate still decays to 0 (logged).
     """
 
     seed: int = 13
@@ -88,7 +99,9 @@ class TrainSettings:
     weight_decay: float = 0.01
     warmup: float = 0.1
     doc_groups: int = 300
-    dev_queries: int = 60
+    squad_groups: int = 850
+    neighbours: int = 1
+    dev_queries: int = 100
     candidates: int = 30
     time_budget_s: float | None = None
     threads: int = 1
@@ -108,8 +121,13 @@ class TrainSettings:
             raise ConfigError(f"lr={self.lr} and head_lr={self.head_lr} must be in (0, 1)")
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup} must be in [0, 1)")
-        if self.doc_groups < 0 or self.dev_queries < 0:
-            raise ConfigError("doc_groups and dev_queries must be >= 0")
+        if min(self.doc_groups, self.squad_groups, self.dev_queries, self.neighbours) < 0:
+            raise ConfigError(
+                f"doc_groups={self.doc_groups}, squad_groups={self.squad_groups}, "
+                f"neighbours={self.neighbours} and dev_queries={self.dev_queries} must be >= 0"
+            )
+        if self.neighbours > self.negatives:
+            raise ConfigError(f"neighbours={self.neighbours} must be <= negatives={self.negatives}")
         if self.candidates < 2:
             raise ConfigError(f"candidates={self.candidates} must be >= 2")
         if self.threads < 1:
@@ -118,13 +136,21 @@ class TrainSettings:
 
 @dataclass(slots=True)
 class TrainReport:
-    """What a training run did: data sizes, steps, time, losses and the dev results."""
+    """What a training run did: data sizes, steps, time, losses and the dev results.
+
+    ``groups_by_source``: training groups per source (``"squad-es-train"``,
+    ``"headings:<folder>"``); ``neighbour_groups``: SQuAD groups with a same-article negative;
+    ``data``: what was read, one line per source (path, split, pages).
+    """
 
     settings: dict[str, Any]
     base: str
-    scifact_groups: int = 0
+    squad_groups: int = 0
     doc_groups: int = 0
     dev_queries: int = 0
+    groups_by_source: dict[str, int] = field(default_factory=dict)
+    neighbour_groups: int = 0
+    data: dict[str, str] = field(default_factory=dict)
     steps: int = 0
     planned_steps: int = 0
     sequences: int = 0
@@ -179,7 +205,7 @@ def train(
 
     _offline()
     if not groups:
-        raise ConfigError("no training groups: check the SciFact path and the folders given")
+        raise ConfigError("no training groups: check the SQuAD-es file and the folders given")
     base = base or base_model_dir()
     report = report or TrainReport(settings=asdict(settings), base=str(base))
     torch.manual_seed(settings.seed)
@@ -263,6 +289,9 @@ def train(
             fits = int(settings.time_budget_s / (elapsed / (step + 1)))
             if fits < total:
                 total = max(step + 2, fits)
+                # the warm-up keeps its share of the shorter schedule (never below the step
+                # reached, so the learning rate does not jump)
+                warmup = min(warmup, max(step + 1, int(settings.warmup * total)))
                 report.stopped_early = True
                 log(f"time budget {settings.time_budget_s:.0f} s: schedule cut to {total} steps")
         if step + 1 >= total:
@@ -317,54 +346,89 @@ def choose_retrieval_weight(
 
 def run_training(
     engine: Ragstrata,
-    scifact: Path,
+    squad: EvalDataset,
     folders: Sequence[Path],
     out_dir: Path,
     work_dir: Path,
     settings: TrainSettings,
     *,
+    parallel: Sequence[Path] = (),
     log: Log = print,
 ) -> TrainReport:
-    """The whole recipe of the module docstring: index the SciFact corpus into ``engine``
-    (skipped when every document is already there, whatever version indexed it), build the
+    """The whole recipe of the module docstring: index the SQuAD-es corpus into ``engine``
+    (skipped when every paragraph is already there, whatever version indexed it), build the
     groups (written to ``work_dir/groups.jsonl``), train into ``work_dir/model``, export the
     int8 model with its metadata and ``train_report.json`` into ``out_dir``, choose the fusion
-    weight on the held-out claims.
+    weight on the held-out questions.
 
-    Only ``qrels/train.tsv`` of ``scifact`` is read.
+    ``squad`` must be the training half (``load_squad(path, split="train")``): its questions are
+    the only ones read. ``folders`` are plain Markdown/HTML folders; ``parallel`` are parallel
+    docs sets, of which only the training pages are read
+    (:func:`~ragstrata.training.pairs.parallel_training_files`).
+
+    Raises:
+        ConfigError: ``squad`` is not a training half, or a folder of ``folders`` belongs to a
+            parallel docs set (see :func:`~ragstrata.training.pairs.check_plain_folder`).
     """
-    from ragstrata.eval.datasets import load_beir
     from ragstrata.eval.runner import dataset_documents
     from ragstrata.stages import load_reranker
 
+    if not squad.name.endswith("/train"):
+        raise ConfigError(
+            f"SQuAD dataset {squad.name!r} is not the training half of the articles; "
+            "load it with split='train' (its test half is evaluation data)"
+        )
+    for folder in folders:
+        check_plain_folder(folder)
     t0 = time.perf_counter()
-    dataset = load_beir(scifact, split="train")
     has_index = (engine.index_dir / "manifest.json").exists()
     indexed = engine.manifest().documents if has_index else {}
-    if all(doc_id in indexed for doc_id in dataset.corpus):
+    if all(doc_id in indexed for doc_id in squad.corpus):
         # negatives only need search: an index built by another version is good enough
-        log(f"SciFact corpus: {len(dataset.corpus)} docs, all in {engine.index_dir}")
+        log(f"SQuAD-es corpus: {len(squad.corpus)} paragraphs, all in {engine.index_dir}")
     else:
-        added = engine.add_documents(dataset_documents(dataset))
-        log(f"SciFact corpus: {len(dataset.corpus)} docs ({added.added} newly indexed)")
-    train_q, dev_q = split_dev(list(dataset.queries), settings.dev_queries, settings.seed)
+        added = engine.add_documents(dataset_documents(squad))
+        log(f"SQuAD-es corpus: {len(squad.corpus)} paragraphs ({added.added} newly indexed)")
+    train_q, dev_q = squad_dev_split(squad, settings.dev_queries, settings.seed)
     rng = random.Random(settings.seed)
-    groups = scifact_groups(engine, dataset, train_q, negatives=settings.negatives, rng=rng)
+    picked = sorted(rng.sample(train_q, min(settings.squad_groups, len(train_q))))
+    groups = squad_groups(
+        engine,
+        squad,
+        picked,
+        negatives=settings.negatives,
+        neighbours=settings.neighbours,
+        rng=rng,
+    )
     report = TrainReport(settings=asdict(settings), base=str(base_model_dir()))
-    report.scifact_groups = len(groups)
+    report.squad_groups = len(groups)
+    report.neighbour_groups = sum(1 for g in groups if g.neighbour_negatives)
     report.dev_queries = len(dev_q)
-    if folders:
+    report.data["squad-es"] = (
+        f"{squad.corpus_name} --split train: {len(squad.queries)} questions, "
+        f"{len(picked)} sampled, {len(dev_q)} held out (one per held-out paragraph)"
+    )
+    files: list[Path] = list(folders)
+    for path in parallel:
+        pages = parallel_training_files(path)
+        report.data[f"parallel:{path.name}"] = f"{len(pages)} files of training pages"
+        files.extend(pages)
+    for folder in folders:
+        report.data[f"docs:{folder.name}"] = str(folder)
+    if files:
         docs = heading_groups(
-            chunk_folders(engine, folders),
+            chunk_folders(engine, files),
             negatives=settings.negatives,
             rng=rng,
             limit=settings.doc_groups,
         )
         report.doc_groups = len(docs)
         groups.extend(docs)
+    for g in groups:
+        report.groups_by_source[g.source] = report.groups_by_source.get(g.source, 0) + 1
     log(
-        f"{report.scifact_groups} SciFact groups, {report.doc_groups} heading groups, "
-        f"{len(dev_q)} dev claims held out"
+        f"{report.squad_groups} SQuAD-es groups ({report.neighbour_groups} with a same-article "
+        f"negative), {report.doc_groups} heading groups, {len(dev_q)} dev questions held out"
     )
     work_dir.mkdir(parents=True, exist_ok=True)
     with (work_dir / "groups.jsonl").open("w", encoding="utf-8") as fh:
@@ -381,7 +445,7 @@ def run_training(
     if dev_q:
         reranker = load_reranker(out_dir, threads=settings.threads)
         ndcg = choose_retrieval_weight(
-            engine, dataset, dev_q, reranker, candidates=settings.candidates
+            engine, squad, dev_q, reranker, candidates=settings.candidates
         )
         report.dev_ndcg10 = {("hybrid" if w < 0 else f"w={w}"): v for w, v in ndcg.items()}
         best = max((w for w in ndcg if w >= 0), key=lambda w: (ndcg[w], -w))

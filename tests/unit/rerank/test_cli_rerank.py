@@ -12,14 +12,22 @@ runner = CliRunner()
 def test_reranker_train_is_a_subcommand() -> None:
     result = runner.invoke(app, ["reranker", "train", "--help"])
     assert result.exit_code == 0
-    for option in ("--scifact", "--docs", "--out", "--seed", "--time-budget-min"):
+    for option in ("--squad", "--docs", "--parallel-docs", "--out", "--seed", "--time-budget-min"):
         assert option in result.output
+    assert "--scifact" not in result.output  # SciFact is evaluation-only data
+
+
+def test_reranker_train_has_no_scifact_source() -> None:
+    args = ["reranker", "train", "--squad", "x", "--out", "y", "--scifact", "z"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "No such option" in result.output + (result.stderr if result.stderr_bytes else "")
 
 
 def test_reranker_train_rejects_bad_settings() -> None:
     result = runner.invoke(
         app,
-        ["reranker", "train", "--scifact", "x", "--out", "y", "--epochs", "0"],
+        ["reranker", "train", "--squad", "x", "--out", "y", "--epochs", "0"],
     )
     assert result.exit_code == 2  # ConfigError: epochs must be > 0
 

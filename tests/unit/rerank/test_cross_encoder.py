@@ -80,3 +80,14 @@ def test_shipped_model_is_small_int8_onnx_with_a_card() -> None:
         ],
     ).scores
     assert scores[0] > scores[1]
+
+
+@pytest.mark.skipif(not SHIPPED.is_dir(), reason="no reranker model shipped")
+def test_shipped_model_was_not_trained_on_scifact() -> None:
+    # SciFact (CC BY-NC) is evaluation-only: never training data for a shipped model
+    report = json.loads((SHIPPED / "train_report.json").read_text(encoding="utf-8"))
+    assert "scifact" not in json.dumps(report).lower()
+    assert "scifact" not in SHIPPED.name
+    assert report["squad_groups"] > 0
+    assert report["data"]["squad-es"].split(":")[0].endswith("--split train")
+    assert set(report["groups_by_source"]) >= {"squad-es-train"}

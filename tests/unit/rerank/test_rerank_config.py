@@ -15,7 +15,7 @@ def test_defaults_point_at_the_shipped_model() -> None:
     assert (cfg.candidates, cfg.top_k, cfg.min_score) == (50, 5, None)
     # off by default: the shipped model did not pass the bar (docs/evaluation.md)
     assert cfg.enabled is False
-    assert cfg.model_path.name == "minilm-l6-scifact"
+    assert cfg.model_path.name == "minilm-l6-squad-es-headings"
     assert cfg.model_path.parent.name == "models"
     assert RerankConfig(model="~/ce").model_path == Path("~/ce").expanduser()
 
