@@ -308,6 +308,11 @@ class ExtractiveAnswerer:
                 # not answer it
                 if len(shown.split()) >= 3 and not (echo and echo in shown.lower()):
                     items.append((source, cand, shown))
+        # a question or a topic line ("Cómo actualizar un objeto en el estado", a list of
+        # learning goals, an FAQ's questions) names what a page covers, it says nothing:
+        # quoted only when nothing else can be
+        statements = [item for item in items if not is_topic_line(item[2])]
+        items = statements or items
         if not items:
             return Generated("", ())
         ranked = sorted(context.sources, key=lambda src: (-src.hit.score, src.label))
@@ -386,6 +391,25 @@ class ExtractiveAnswerer:
                 )
             )
         return tuple(found), extra
+
+
+_INTERROGATIVE = re.compile(
+    r"^[¿¡\s]*(?:cómo|qué|cuál|cuáles|cuándo|cuánto|cuántos|cuántas|dónde|por qué|"
+    r"para qué|how|what|which|when|where|why)\b",
+    re.IGNORECASE,
+)
+_TERMINAL = (".", "!", ":", ";", "…", ")", "]")
+
+
+def is_topic_line(sentence: str) -> bool:
+    """Whether ``sentence`` (as quoted) is a question (ends in ``?``) or a topic line: it opens
+    with an interrogative word (Spanish or English: "Cómo ...", "How to ...") and does not end
+    as a statement does (``.``, ``!``, ``:``, ``;``). Such lines name a subject (headings
+    written as list items, learning goals, FAQ questions); they do not answer it."""
+    text = sentence.strip()
+    if text.endswith("?"):
+        return True
+    return bool(_INTERROGATIVE.match(text)) and not text.endswith(_TERMINAL)
 
 
 def _question_text(question: str) -> str:

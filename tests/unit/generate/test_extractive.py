@@ -9,7 +9,13 @@ import pytest
 
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.evidence import HandRule
-from ragstrata.generate.extractive import ExtractiveAnswerer, Quote, clean_sentence, render
+from ragstrata.generate.extractive import (
+    ExtractiveAnswerer,
+    Quote,
+    clean_sentence,
+    is_topic_line,
+    render,
+)
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
@@ -205,3 +211,43 @@ def test_a_sentence_quoting_the_question_is_not_its_answer(onnx_embedder: Any) -
     assert [q.text for q in out.quotes] == [
         "Error RS503 means that another process is writing the index."
     ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "topic"),
+    [
+        ("Cómo actualizar un objeto en el estado", True),
+        ("How to share state between components", True),
+        ("¿Qué devuelve useState?", True),
+        ("What does RS503 mean?", True),
+        ("Cómo funciona: React compara las props.", False),
+        ("`useState` devuelve un array con exactamente dos valores:", False),
+        ("Como mínimo hacen falta 3 GB de memoria", False),
+        ("Install the package with pip", False),
+    ],
+)
+def test_questions_and_topic_lines_are_not_statements(sentence: str, topic: bool) -> None:
+    assert is_topic_line(sentence) is topic
+
+
+def test_a_topic_line_is_quoted_only_when_nothing_else_can_be(onnx_embedder: Any) -> None:
+    e5 = onnx_embedder("e5", "int8")
+    goals = source(
+        "goals",
+        "Aprenderás:\n\n- Cómo actualizar un objeto en el estado de React\n"
+        "- Cómo actualizar un array en el estado",
+        1,
+    )
+    body = source(
+        "body",
+        "Para actualizar un objeto en el estado, crea uno nuevo y pásalo a la función set.",
+        2,
+    )
+    question = "¿Cómo actualizo un objeto en el estado?"
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3)
+    ctx = assemble([goals, body], counter=e5.counter, budget_tokens=500)
+    texts = [q.text for q in answerer.pick_quotes(question, ctx).quotes]
+    assert texts and all(not is_topic_line(t) for t in texts)
+    assert "crea uno nuevo" in " ".join(texts)
+    only_goals = assemble([goals], counter=e5.counter, budget_tokens=500)
+    assert answerer.pick_quotes(question, only_goals).quotes  # better than nothing
