@@ -492,6 +492,11 @@ def main() -> None:
                 key = variant.run_key(model)
                 generator = make_generator(variant)
                 cfg = dataclasses.replace(config, llm=variant.llm)
+                if len(variants) > 1:  # an engine holds its index's lock: one copy per variant
+                    copy = args.work / f"index-{variant.name}"
+                    shutil.rmtree(copy, ignore_errors=True)
+                    shutil.copytree(config.index_path, copy)
+                    cfg = dataclasses.replace(cfg, index_dir=copy)
                 engine = stack.enter_context(Ragstrata(cfg, embedder=embedder, generator=generator))
                 t = time.perf_counter()
                 generator.warm_up()  # once per process: every question reuses the loaded model
