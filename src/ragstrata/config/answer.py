@@ -99,7 +99,7 @@ class LLMConfig:
     seed: int = 0
     temperature: float = 0.1
     max_tokens: int = 384
-    context_tokens: int = 1800
+    context_tokens: int = 1200
     parent_tokens: int = 400
     min_evidence: float | None = None
     min_answerable: float | None = None
