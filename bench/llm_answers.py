@@ -1,6 +1,7 @@
 """Which packaged local model should `ask --llm local` use? Labeled ES/EN questions, per model.
 
 Usage: python bench/llm_answers.py [--models 0.5b 1.5b] [--threads 2] [--only ID ...]
+                                   [--variant NAME[:ctx=1200,nb=256,fa=1,max=384] ...]
                                    [--resume] [--report] [--data ../shared/data]
                                    [--work /tmp/ragstrata-llm-answers]
 
@@ -18,11 +19,24 @@ of the expected source), unsupported claims (answers that carry an unverified ci
 off-topic refusals, wrong refusals (on-topic questions refused) and p50 seconds. Prints Markdown
 tables and writes bench/results/llm_answers.json, merging with the models already there. The
 machine is shared: the load average is recorded at each question.
+
+Where the time goes, per question that reaches the LLM: seconds per stage (retrieval, evidence
+check, assembly, prompt evaluation, generation, citation check; :data:`STAGES`), time to first
+token from the question, prompt tokens and how many of them were evaluated (the rest is the
+prefix shared with the previous question, kept in llama.cpp's KV cache), prompt and generation
+tokens/s from llama.cpp's counters. The model loads once per process (``model_load_s``) and
+every question reuses it, as ``ragstrata ask -``, the service and the MCP server do.
+
+``--variant`` runs several settings (context budget, llama.cpp batch, flash attention, ...)
+in one process, each with its own loaded model, interleaved question by question (the order
+rotated), so that the machine's changing load falls on all of them alike. Each variant is
+recorded as its own run, ``<model>/<name>`` (``default``: ``<model>``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -36,6 +50,7 @@ from typing import Any
 import yaml
 
 from ragstrata.config import LOCAL_LLMS, LLMConfig, RagConfig
+from ragstrata.generate.llama_local import DEFAULT_FLASH_ATTN, DEFAULT_N_BATCH, LlamaGenerator
 from ragstrata.pipeline import Ragstrata
 from ragstrata.render import diagnostics_json
 from ragstrata.types import Answer
@@ -115,6 +130,36 @@ def build_index(config: RagConfig, data: Path, corpus: list[str], work: Path) ->
     return stamp
 
 
+STAGES = (
+    "embed_query",
+    "dense",
+    "bm25",
+    "fusion",
+    "evidence",
+    "assemble",
+    "prompt_eval",
+    "generation",
+    "generate",
+    "verify",
+    "total",
+)
+"""Per-stage columns of a row's ``stages_s`` (seconds): retrieval (``embed_query``, ``dense``,
+``bm25``, ``fusion``), the evidence check, context assembly, the LLM's prompt evaluation and
+token generation (llama.cpp's counters) and its whole call as the answerer saw it (``generate``:
+both, plus sampling, detokenizing and streaming), the citation check and the whole question."""
+
+
+def stages(answer: Answer) -> dict[str, float]:
+    """Seconds per stage of one answer (stages that did not run are absent)."""
+    ms = dict(answer.timings_ms)
+    out = {k: ms[k] / 1000 for k in STAGES if k in ms}
+    decode = answer.generation.decode if answer.generation is not None else None
+    if decode is not None:
+        out["prompt_eval"] = decode.prompt_eval_ms / 1000
+        out["generation"] = decode.eval_ms / 1000
+    return {k: round(v, 3) for k, v in out.items()}
+
+
 def record(q: dict[str, Any], answer: Answer, seconds: float) -> dict[str, Any]:
     expected = q["source"]
     cits = answer.citations
@@ -146,6 +191,24 @@ def record(q: dict[str, Any], answer: Answer, seconds: float) -> dict[str, Any]:
         "min_evidence": diagnostics_json(answer).get("min_evidence"),
         "usage": dict(answer.usage),
         "seconds": round(seconds, 1),
+        # time to first token, from the question (retrieval and assembly included)
+        "ttft_s": (
+            round(answer.timings_ms["first_token"] / 1000, 2)
+            if "first_token" in answer.timings_ms
+            else None
+        ),
+        "stages_s": stages(answer),
+        "decode": (
+            answer.generation.decode.to_json()
+            if answer.generation is not None and answer.generation.decode is not None
+            else None
+        ),
+        "context_tokens": (
+            answer.generation.context_tokens if answer.generation is not None else None
+        ),
+        "finish_reason": (
+            answer.generation.finish_reason if answer.generation is not None else None
+        ),
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -192,6 +255,40 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "wrong_refusals_by_evidence": len(on) - len(reached),
         "p50_s": round(statistics.median(secs), 1) if secs else None,
         "p50_s_llm": round(statistics.median(secs_llm), 1) if secs_llm else None,
+        **speed(rows),
+    }
+
+
+def p50(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def speed(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over the rows that reached the LLM: time to first token, prompt tokens (in the
+    prompt, and evaluated after the KV-cache prefix reuse), prompt and generation tokens/s,
+    and each stage's seconds."""
+    llm = [r for r in rows if r.get("decode")]
+    decode = [r["decode"] for r in llm]
+    return {
+        "llm_rows": len(llm),
+        "p50_ttft_s": p50([r["ttft_s"] for r in llm if r.get("ttft_s") is not None]),
+        "p50_prompt_tokens": p50([d["prompt_tokens"] for d in decode]),
+        "p50_prompt_eval_tokens": p50([d["prompt_eval_tokens"] for d in decode]),
+        "p50_prompt_tokens_per_s": p50(
+            [d["prompt_tokens_per_s"] for d in decode if d["prompt_tokens_per_s"]]
+        ),
+        "p50_eval_tokens": p50([d["eval_tokens"] for d in decode]),
+        "p50_eval_tokens_per_s": p50(
+            [d["eval_tokens_per_s"] for d in decode if d["eval_tokens_per_s"]]
+        ),
+        "p50_stage_s": {
+            k: p50([r["stages_s"][k] for r in llm if k in r.get("stages_s", {})]) for k in STAGES
+        },
+        "loadavg_1m_range": (
+            [min(r["loadavg_1m"] for r in rows), max(r["loadavg_1m"] for r in rows)]
+            if rows
+            else None
+        ),
     }
 
 
@@ -219,6 +316,28 @@ def print_tables(runs: dict[str, Any], question_ids: list[str]) -> None:
                 f"| {frac(s['wrong_refusals'], s['on_topic'])} "
                 f"({s['wrong_refusals_by_evidence']}) | {s['p50_s_llm']} |"
             )
+    print(
+        "\n| run | LLM calls | p50 s | p50 TTFT s | p50 prompt tokens (evaluated) "
+        "| p50 prompt tok/s | p50 generated tokens | p50 gen tok/s | load avg 1m |\n"
+        + "|---" * 9
+        + "|"
+    )
+    for model, run in runs.items():
+        s = run["summary"]["all"]
+        if "llm_rows" not in s:
+            continue
+        load = s.get("loadavg_1m_range") or ["-", "-"]
+        print(
+            f"| {model} | {s['llm_rows']} | {s['p50_s_llm']} | {s['p50_ttft_s']} "
+            f"| {s['p50_prompt_tokens']} ({s['p50_prompt_eval_tokens']}) "
+            f"| {s['p50_prompt_tokens_per_s']} | {s['p50_eval_tokens']} "
+            f"| {s['p50_eval_tokens_per_s']} | {load[0]}-{load[1]} |"
+        )
+    print("\n| run | " + " | ".join(STAGES) + " |\n|---|" + "---|" * len(STAGES))
+    for model, run in runs.items():
+        stage = run["summary"]["all"].get("p50_stage_s")
+        if stage:
+            print(f"| {model} | " + " | ".join(str(stage.get(k)) for k in STAGES) + " |")
     models = list(runs)
     print("\n| question | " + " | ".join(models) + " |\n|---|" + "---|" * len(models))
     for qid in question_ids:
@@ -250,10 +369,87 @@ def outcome(row: dict[str, Any] | None) -> str:
     return f"{mark}, {row['seconds']:.0f} s"
 
 
+VARIANT_KEYS = {
+    "ctx": "context_tokens",
+    "max": "max_tokens",
+    "threads": "threads",
+    "nb": "n_batch",
+    "fa": "flash_attn",
+}
+"""Short keys of ``--variant NAME:key=value,...``: ``ctx`` (``llm.context_tokens``), ``max``
+(``llm.max_tokens``), ``threads`` (``llm.threads``), ``nb`` (llama.cpp ``n_batch`` =
+``n_ubatch``), ``fa`` (flash attention, 0/1)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One setting of the local LLM: ``llm`` (the configuration) and llama.cpp's ``n_batch``
+    and ``flash_attn`` (options of the generator, not of the configuration)."""
+
+    name: str
+    llm: LLMConfig
+    n_batch: int
+    flash_attn: bool
+
+    def run_key(self, model: str) -> str:
+        return model if self.name == "default" else f"{model}/{self.name}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "llm": dataclasses.asdict(self.llm),
+            "n_batch": self.n_batch,
+            "flash_attn": self.flash_attn,
+        }
+
+
+def parse_variant(spec: str, model: str, threads: int) -> Variant:
+    """``NAME`` or ``NAME:ctx=1200,nb=256,fa=1`` (see :data:`VARIANT_KEYS`) for ``model``."""
+    name, _, rest = spec.partition(":")
+    llm_kw: dict[str, Any] = {"threads": threads}
+    n_batch, flash_attn = DEFAULT_N_BATCH, DEFAULT_FLASH_ATTN
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if key not in VARIANT_KEYS:
+            raise SystemExit(f"--variant {spec!r}: unknown key {key!r}; use {list(VARIANT_KEYS)}")
+        if key == "nb":
+            n_batch = int(value)
+        elif key == "fa":
+            flash_attn = value not in ("0", "false", "no")
+        else:
+            llm_kw[VARIANT_KEYS[key]] = int(value)
+    llm = LLMConfig(provider="local", local_model=model, **llm_kw)
+    return Variant(name or "default", llm, n_batch, flash_attn)
+
+
+def make_generator(variant: Variant) -> LlamaGenerator:
+    llm = variant.llm
+    return LlamaGenerator(
+        model_path=llm.model_path,
+        local_model=llm.local_model,
+        n_ctx=llm.n_ctx,
+        threads=llm.threads,
+        temperature=llm.temperature,
+        max_tokens=llm.max_tokens,
+        seed=llm.seed,
+        n_batch=variant.n_batch,
+        flash_attn=variant.flash_attn,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", nargs="+", default=list(LOCAL_LLMS), choices=LOCAL_LLMS)
-    parser.add_argument("--threads", type=int, default=2, help="llm.threads")
+    parser.add_argument(
+        "--threads", type=int, default=2, help="llm.threads (0: one per physical core)"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME[:k=v,...]",
+        help="a setting to run (repeatable; several are interleaved question by question, "
+        "each with its own loaded model); keys: " + ", ".join(VARIANT_KEYS),
+    )
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these question ids")
     parser.add_argument("--resume", action="store_true", help="skip questions already recorded")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -289,47 +485,67 @@ def main() -> None:
         embedder = base.embedder
         embedder.embed_query("warm-up")
     for model in args.models:
-        llm = LLMConfig(provider="local", local_model=model, threads=args.threads)
-        cfg = dataclasses.replace(config, llm=llm)
-        previous = runs.get(model, {}).get("rows", [])
-        done = {r["id"]: r for r in previous} if args.resume or args.only else {}
-        with Ragstrata(cfg, embedder=embedder) as engine:
-            generator = engine.generator
-            assert generator is not None
-            t = time.perf_counter()
-            warm_up = getattr(generator, "warm_up", None)
-            if warm_up is not None:
-                warm_up()
-            load_s = time.perf_counter() - t
-            # one session per invocation; rows of earlier sessions are kept when merged
-            sessions = list(runs.get(model, {}).get("sessions", [])) if done else []
-            session: dict[str, Any] = {
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "model_load_s": round(load_s, 1),
-                "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-                "questions": [q["id"] for q in selected if q["id"] not in done or not args.resume],
-            }
-            sessions.append(session)
-            run = {
-                "generator": generator.name,
-                "llm": dataclasses.asdict(llm),
-                "sessions": sessions,
-            }
-            for q in selected:
-                if args.resume and q["id"] in done:
-                    continue
+        variants = [parse_variant(v, model, args.threads) for v in args.variant or ["default"]]
+        with contextlib.ExitStack() as stack:
+            lanes = []
+            for variant in variants:
+                key = variant.run_key(model)
+                generator = make_generator(variant)
+                cfg = dataclasses.replace(config, llm=variant.llm)
+                if len(variants) > 1:  # an engine holds its index's lock: one copy per variant
+                    copy = args.work / f"index-{variant.name}"
+                    shutil.rmtree(copy, ignore_errors=True)
+                    shutil.copytree(config.index_path, copy)
+                    cfg = dataclasses.replace(cfg, index_dir=copy)
+                engine = stack.enter_context(Ragstrata(cfg, embedder=embedder, generator=generator))
                 t = time.perf_counter()
-                answer = engine.ask(q["question"])
-                row = record(q, answer, time.perf_counter() - t)
-                done[q["id"]] = row
-                print(f"[{model}] {outcome(row)} | {q['id']}: {answer.text[:160]!r}", flush=True)
-                # save after every answer: a run of an hour survives an interruption
+                generator.warm_up()  # once per process: every question reuses the loaded model
+                load_s = time.perf_counter() - t
+                previous = runs.get(key, {}).get("rows", [])
+                done = {r["id"]: r for r in previous} if args.resume or args.only else {}
+                # one session per invocation; rows of earlier sessions are kept when merged
+                sessions = list(runs.get(key, {}).get("sessions", [])) if done else []
+                session: dict[str, Any] = {
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "model_load_s": round(load_s, 1),
+                    "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+                    "interleaved_with": [v.run_key(model) for v in variants if v is not variant],
+                    "questions": [
+                        q["id"] for q in selected if q["id"] not in done or not args.resume
+                    ],
+                }
+                sessions.append(session)
+                run = {
+                    "generator": generator.name,
+                    "llm": dataclasses.asdict(variant.llm),
+                    "variant": variant.describe(),
+                    "sessions": sessions,
+                }
+                lanes.append((key, engine, done, session, run))
+            for i, q in enumerate(selected):
+                # rotate the order, so no setting always runs right after another
+                for key, engine, done, _session, run in (
+                    lanes[i % len(lanes) :] + lanes[: i % len(lanes)]
+                ):
+                    if args.resume and q["id"] in done:
+                        continue
+                    t = time.perf_counter()
+                    answer = engine.ask(q["question"])
+                    row = record(q, answer, time.perf_counter() - t)
+                    done[q["id"]] = row
+                    ttft = f", ttft {row['ttft_s']:.1f} s" if row["ttft_s"] is not None else ""
+                    print(
+                        f"[{key}] {outcome(row)}{ttft} | {q['id']}: {answer.text[:120]!r}",
+                        flush=True,
+                    )
+                    # save after every answer: a run of an hour survives an interruption
+                    run["rows"] = [done[x["id"]] for x in questions if x["id"] in done]
+                    runs[key] = run
+                    write(args.out, results, stamp, runs)
+            for key, _engine, done, session, run in lanes:
+                session["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
                 run["rows"] = [done[x["id"]] for x in questions if x["id"] in done]
-                runs[model] = run
-                write(args.out, results, stamp, runs)
-            session["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        run["rows"] = [done[x["id"]] for x in questions if x["id"] in done]
-        runs[model] = run
+                runs[key] = run
         write(args.out, results, stamp, runs)
     print_tables(runs, [q["id"] for q in questions])
     print(f"\nwrote {args.out}")

@@ -111,7 +111,8 @@ def diagnostics_json(answer: Answer) -> dict[str, Any]:
     ``hyde_passage`` (HyDE ran), ``conflict`` (:func:`conflicts_json`, when there was one),
     ``evidence`` and ``min_evidence`` (when the check ran), the LLM's ``context_tokens`` and
     ``finish_reason``, its citation check (``claims``, ``verified_claims``, ``invalid_labels``,
-    ``unsupported``, ``uncited``, ``attributed``) and ``raw_answer``, and ``refused_by`` on a
+    ``unsupported``, ``uncited``, ``attributed``) and ``raw_answer``, a local model's
+    ``decode`` counters (:class:`~ragstrata.types.DecodeStats`), and ``refused_by`` on a
     refusal. Keys are absent where the step did not run."""
     data: dict[str, Any] = {}
     if answer.hyde_passage is not None:
@@ -128,6 +129,8 @@ def diagnostics_json(answer: Answer) -> dict[str, Any]:
             data.update(generation.grounding.to_json())
         if generation.raw_answer is not None:
             data["raw_answer"] = generation.raw_answer
+        if generation.decode is not None:
+            data["decode"] = generation.decode.to_json()
     if answer.refused_by is not None:
         data["refused_by"] = answer.refused_by
     return data

@@ -352,16 +352,74 @@ class Grounding:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeStats:
+    """Where one local generation spent its time, by llama.cpp's own counters
+    (``llama_perf_context``).
+
+    ``prompt_tokens``: tokens of the prompt (chat template included); ``prompt_eval_tokens``
+    of them were evaluated, in batches, in ``prompt_eval_ms``; the rest (``reused_tokens``)
+    were the common prefix with the previous prompt of the same model, kept in its KV cache.
+    ``eval_tokens``: one-token decodes (the generated tokens) in ``eval_ms``. ``load_ms``: the
+    model load this generation waited for (0 when the model was already loaded). Times are
+    wall-clock milliseconds.
+    """
+
+    prompt_tokens: int
+    prompt_eval_tokens: int
+    prompt_eval_ms: float
+    eval_tokens: int
+    eval_ms: float
+    load_ms: float = 0.0
+
+    @property
+    def reused_tokens(self) -> int:
+        """Prompt tokens taken from the KV cache instead of evaluated."""
+        return max(0, self.prompt_tokens - self.prompt_eval_tokens)
+
+    @property
+    def prompt_tokens_per_s(self) -> float | None:
+        """Prompt evaluation speed (``None`` when nothing was evaluated)."""
+        if self.prompt_eval_ms <= 0 or not self.prompt_eval_tokens:
+            return None
+        return self.prompt_eval_tokens / self.prompt_eval_ms * 1000
+
+    @property
+    def eval_tokens_per_s(self) -> float | None:
+        """Generation speed (``None`` when nothing was generated)."""
+        if self.eval_ms <= 0 or not self.eval_tokens:
+            return None
+        return self.eval_tokens / self.eval_ms * 1000
+
+    def to_json(self) -> dict[str, Any]:
+        def rnd(x: float | None) -> float | None:
+            return None if x is None else round(x, 1)
+
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
+            "prompt_eval_tokens": self.prompt_eval_tokens,
+            "prompt_eval_ms": round(self.prompt_eval_ms, 1),
+            "prompt_tokens_per_s": rnd(self.prompt_tokens_per_s),
+            "eval_tokens": self.eval_tokens,
+            "eval_ms": round(self.eval_ms, 1),
+            "eval_tokens_per_s": rnd(self.eval_tokens_per_s),
+            "load_ms": round(self.load_ms, 1),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Generation:
     """The LLM's side of an answer: ``context_tokens`` (size of the assembled context, in the
     model's tokens), ``finish_reason`` (why the stream stopped: ``stop``, ``length``...),
-    ``raw_answer`` (the text as the model wrote it; ``None`` when the model declined) and
-    ``grounding`` (the citation check; ``None`` when the model declined)."""
+    ``raw_answer`` (the text as the model wrote it; ``None`` when the model declined),
+    ``grounding`` (the citation check; ``None`` when the model declined) and ``decode`` (the
+    local model's prompt-evaluation and generation counters; ``None`` for a remote model)."""
 
     context_tokens: int
     finish_reason: str | None
     raw_answer: str | None = None
     grounding: Grounding | None = None
+    decode: DecodeStats | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -369,7 +427,8 @@ class Answer:
     """An answer with its numbered citations, or a refusal (``refusal=True``, no citations).
 
     ``timings_ms`` maps stage name (``embed_query``, ``dense``, ``bm25``, ``fusion``,
-    ``assemble``, ``generate``, ``verify``, ``total``) to wall-clock milliseconds.
+    ``evidence``, ``assemble``, ``generate``, ``first_token`` (from the question to the LLM's
+    first token), ``verify``, ``total``) to wall-clock milliseconds.
     ``usage``: LLM token counts (``prompt_tokens``, ``completion_tokens``, ``total_tokens``;
     empty for the extractive answerer); ``generator``: ``extractive`` or the LLM's name;
     ``refused_by``: why a refusal refused (:data:`RefusalReason`; ``None`` for an answer);

@@ -67,6 +67,16 @@ def test_pdf_pages_reach_search_json_and_citations(tmp_path: Path) -> None:
     asked = runner.invoke(app, ["ask", "How long are backups kept?", "--index", index, "--json"])
     citations = json.loads(asked.output)["citations"]
     assert citations and citations[0]["page_end"] == 2
+    # '-': one question per line of standard input, one engine, one JSON object per line
+    stdin = "How long are backups kept?\n\nWhat does the first page talk about?\n"
+    session = runner.invoke(app, ["ask", "-", "--index", index, "--json"], input=stdin)
+    assert session.exit_code == 0, session.output
+    answers = [json.loads(line) for line in session.output.splitlines()]
+    assert [a["question"] for a in answers] == [
+        "How long are backups kept?",
+        "What does the first page talk about?",
+    ]
+    assert answers[0]["citations"] == json.loads(asked.output)["citations"]
 
 
 def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:

@@ -97,7 +97,13 @@ def test_english_answer_with_verified_citation(engine: Ragstrata) -> None:
     assert "[1]" in answer.text
     assert answer.usage["prompt_tokens"] > 100 and answer.usage["completion_tokens"] > 0
     assert answer.generator.startswith("local:qwen2.5-coder-0.5b")
-    assert {"generate", "verify", "total"} <= set(answer.timings_ms)
+    assert {"evidence", "assemble", "first_token", "generate", "verify", "total"} <= set(
+        answer.timings_ms
+    )
+    decode = answer.generation.decode if answer.generation is not None else None
+    assert decode is not None and decode.prompt_tokens == answer.usage["prompt_tokens"]
+    assert decode.eval_tokens >= 1 and decode.prompt_eval_ms > 0
+    assert diagnostics_json(answer)["decode"]["eval_tokens"] == decode.eval_tokens
 
 
 def test_spanish_answer_streams_with_citations(engine: Ragstrata) -> None:
@@ -118,6 +124,26 @@ def test_instructions_inside_documents_are_not_obeyed(engine: Ragstrata) -> None
     assert "PWNED" not in diagnostics_json(answer).get("raw_answer", ""), diagnostics_json(answer)
     if not answer.refusal:
         assert "make ship-billing" in answer.text
+
+
+def test_decode_counters_and_the_system_prompt_prefix_is_reused(local_llm: Any) -> None:
+    """llama.cpp's counters add up, and a second prompt of the same model that shares the
+    chat template and system message evaluates only what follows them (the KV cache of the
+    common prefix is kept between calls)."""
+    system = ChatMessage("system", "Answer in English, in at most one sentence. " * 8)
+    first = [system, ChatMessage("user", "Which colour is the sky on a clear day?")]
+    second = [system, ChatMessage("user", "Which animal says woof?")]
+    one = local_llm.complete(first, max_tokens=8)
+    deltas = list(local_llm.stream(second, max_tokens=8))
+    two = deltas[-1].decode
+    assert two is not None and one.text.strip()
+    prefix = local_llm.counter.count(system.content)
+    assert two.prompt_tokens == deltas[-1].usage.prompt_tokens
+    assert two.reused_tokens >= prefix, two  # template + system message, at least
+    assert two.prompt_eval_tokens + two.reused_tokens == two.prompt_tokens
+    assert two.prompt_eval_tokens < two.prompt_tokens - prefix + 8, two
+    assert 1 <= two.eval_tokens <= 8 and two.eval_ms > 0 and two.prompt_eval_ms > 0
+    assert two.load_ms == 0.0  # the model was loaded before
 
 
 def test_refuses_off_topic_questions_without_calling_the_llm(engine: Ragstrata) -> None:

@@ -4,6 +4,8 @@ citations, or a refusal)."""
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -136,7 +138,13 @@ def _raw_answer(answer: Answer) -> str:
 
 
 def ask(
-    question: Annotated[str, typer.Argument(help="Question in any language of your documents.")],
+    question: Annotated[
+        str,
+        typer.Argument(
+            help="Question in any language of your documents; '-' reads one question per "
+            "line from standard input and answers each with one loaded model."
+        ),
+    ],
     index: IndexOpt = None,
     config: ConfigOpt = None,
     llm: Annotated[
@@ -152,29 +160,57 @@ def ask(
     ] = True,
     json_out: JsonOpt = False,
 ) -> None:
-    """Answer a question with numbered citations, or refuse when the documents do not say."""
+    """Answer a question with numbered citations, or refuse when the documents do not say.
+
+    With ``-`` as the question, every non-empty line of standard input is a question, answered
+    in turn by one engine: a local model loads once, and the prompt prefix it shares with the
+    previous question (chat template, rules) is not evaluated again. ``--json`` then prints one
+    JSON object per line.
+    """
     from ragstrata.generate.answerer import AnswerEvent, TokenEvent
 
-    answer: Answer | None = None
-    streamed = False
     try:
         overrides = _llm_overrides(llm)
         cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None
-            for event in engine.ask_stream(question):
-                if isinstance(event, TokenEvent) and live:
-                    out.print(event.text, end="", highlight=False, markup=False)
-                    streamed = True
-                elif isinstance(event, AnswerEvent):
-                    answer = event.answer
+            questions = _stdin_questions() if question == "-" else iter([question])
+            for n, asked in enumerate(questions):
+                if question == "-" and not json_out:
+                    out.print(f"{'' if n == 0 else chr(10)}[bold]? {escape(asked)}[/]")
+                answer: Answer | None = None
+                streamed = False
+                for event in engine.ask_stream(asked):
+                    if isinstance(event, TokenEvent) and live:
+                        out.print(event.text, end="", highlight=False, markup=False)
+                        streamed = True
+                    elif isinstance(event, AnswerEvent):
+                        answer = event.answer
+                assert answer is not None
+                _show_answer(
+                    answer, cfg, streamed=streamed, json_out=json_out, lines=question == "-"
+                )
     except RagError as exc:
         raise _fail(exc) from exc
-    assert answer is not None
+
+
+def _stdin_questions() -> Iterator[str]:
+    """The non-empty lines of standard input, stripped, as they arrive."""
+    for line in sys.stdin:
+        if line.strip():
+            yield line.strip()
+
+
+def _show_answer(
+    answer: Answer, cfg: RagConfig, *, streamed: bool, json_out: bool, lines: bool
+) -> None:
+    """Print one answer of ``ask``: its JSON (one line when ``lines``), or the checked text,
+    citations, notes and the LLM's token counts and times."""
     if answer.refused_by == "empty_index":
         _warn_empty(cfg.index_path)
     if json_out:
-        print(json.dumps(_llm_answer_json(answer), ensure_ascii=False, indent=2))
+        data = _llm_answer_json(answer)
+        print(json.dumps(data, ensure_ascii=False, indent=None if lines else 2), flush=True)
         return
     if streamed:
         out.print("\n")
@@ -210,9 +246,11 @@ def ask(
         out.print(f"[yellow]note[/] the sources disagree: {escape(_term(claims))}")
     if answer.usage:
         u = answer.usage
+        ttft = answer.timings_ms.get("first_token")
+        first = f" (first token {ttft / 1000:.1f} s)" if ttft is not None else ""
         out.print(
             f"[dim]{answer.generator}: {u.get('prompt_tokens', 0)} prompt + "
             f"{u.get('completion_tokens', 0)} answer tokens, "
-            f"{answer.timings_ms.get('total', 0.0) / 1000:.1f} s[/]",
+            f"{answer.timings_ms.get('total', 0.0) / 1000:.1f} s{first}[/]",
             highlight=False,
         )

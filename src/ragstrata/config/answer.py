@@ -70,7 +70,7 @@ class LLMConfig:
     used to count the prompt budget). For ``local``: ``local_model`` (one of
     :data:`LOCAL_LLMS`; default ``1.5b``, ``0.5b`` is faster and weaker) or ``model_path``
     (your own GGUF file, takes precedence), ``n_ctx`` (context window, tokens), ``threads``
-    (0 = llama.cpp's default), ``seed``.
+    (0 = one per physical core), ``seed``.
     Both: ``temperature`` (0-2, default 0.1), ``max_tokens`` (answer tokens),
     ``context_tokens`` (budget of the numbered sources, counted with the generator's own
     tokenizer), ``parent_tokens`` (a hit is replaced by its whole parent section when that
@@ -99,7 +99,7 @@ class LLMConfig:
     seed: int = 0
     temperature: float = 0.1
     max_tokens: int = 384
-    context_tokens: int = 1800
+    context_tokens: int = 1200
     parent_tokens: int = 400
     min_evidence: float | None = None
     min_answerable: float | None = None
@@ -135,7 +135,9 @@ class LLMConfig:
         if self.n_ctx < 512:
             raise ConfigError(f"llm.n_ctx={self.n_ctx} must be >= 512 tokens")
         if self.threads < 0:
-            raise ConfigError(f"llm.threads={self.threads} must be >= 0 (0 = default)")
+            raise ConfigError(
+                f"llm.threads={self.threads} must be >= 0 (0 = one per physical core)"
+            )
         check_range("llm.temperature", self.temperature, 0.0, 2.0)
         if self.max_tokens < 1:
             raise ConfigError(f"llm.max_tokens={self.max_tokens} must be >= 1")

@@ -23,7 +23,7 @@ from ragstrata.generate.citations import CitationChecker, ground
 from ragstrata.generate.evidence import EvidenceRule, check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, render_sources
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Answer, Generation, Hit, RefusalReason
+from ragstrata.types import Answer, DecodeStats, Generation, Hit, RefusalReason
 
 PROMPT_OVERHEAD_TOKENS = 450
 """Tokens reserved for the rules, tags, legend and question around the sources."""
@@ -80,8 +80,10 @@ class LLMAnswerer:
     ) -> Iterator[AskEvent]:
         t0 = time.perf_counter() if started is None else started
         spent = dict(timings or {})
+        t = time.perf_counter()
         kept, conflicts = resolve_versions(hits)
         check = check_evidence(question, kept, self.analyzer, rule=self.evidence_rule)
+        spent["evidence"] = (time.perf_counter() - t) * 1000
         name = self.generator.name
 
         def refuse(
@@ -122,6 +124,7 @@ class LLMAnswerer:
         parts: list[str] = []
         usage = Usage(0, 0)
         finish_reason: str | None = None
+        decode: DecodeStats | None = None
         first_token: float | None = None
         for delta in self.generator.stream(messages):
             if delta.text:
@@ -132,12 +135,15 @@ class LLMAnswerer:
             if delta.done:
                 usage = delta.usage or usage
                 finish_reason = delta.finish_reason
+                decode = delta.decode
         spent["generate"] = (time.perf_counter() - t) * 1000
         if first_token is not None:
             spent["first_token"] = (first_token - t0) * 1000
         raw = "".join(parts).strip()
         if not raw or is_refusal(raw):
-            declined = Generation(context_tokens=context.tokens, finish_reason=finish_reason)
+            declined = Generation(
+                context_tokens=context.tokens, finish_reason=finish_reason, decode=decode
+            )
             yield refuse("llm", usage.to_json(), declined)
             return
         t = time.perf_counter()
@@ -149,6 +155,7 @@ class LLMAnswerer:
             finish_reason=finish_reason,
             raw_answer=raw,
             grounding=grounded.grounding,
+            decode=decode,
         )
         if not grounded.citations or (
             checker is not None and not grounded.grounding.verified_claims

@@ -20,6 +20,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from ragstrata.errors import GenerationError
 from ragstrata.text.tokens import TokenCounter
+from ragstrata.types import DecodeStats
 
 __all__ = [
     "ChatMessage",
@@ -77,12 +78,14 @@ class Completion:
 @dataclass(frozen=True, slots=True)
 class Delta:
     """One streamed piece: ``text`` to append. The last delta of a stream has ``done=True``,
-    its ``usage`` and ``finish_reason`` (and usually empty ``text``)."""
+    its ``usage`` and ``finish_reason`` (and usually empty ``text``), and for a local model
+    ``decode``: where the generation's time went (:class:`~ragstrata.types.DecodeStats`)."""
 
     text: str
     done: bool = False
     usage: Usage | None = None
     finish_reason: str | None = None
+    decode: DecodeStats | None = None
 
 
 @runtime_checkable

@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,6 +43,7 @@ from ragstrata.generate.base import (
 )
 from ragstrata.optional import require
 from ragstrata.text.tokens import FunctionCounter, TokenCounter
+from ragstrata.types import DecodeStats
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,15 @@ GGUF_MAGIC = b"GGUF"
 
 REPEAT_PENALTY = 1.1
 """llama.cpp's repetition penalty: without it the 0.5B model loops on long sources."""
+
+DEFAULT_N_BATCH = 512
+"""Prompt tokens per llama.cpp decode call (and micro-batch), llama.cpp's default; 256 was
+slower (15.6 against 17.8 prompt tokens/s, bench/results/llm_decode.json)."""
+
+DEFAULT_FLASH_ATTN = True
+"""llama.cpp's fused attention kernel: 1.29x the prompt tokens/s of the unfused one on the 1.5B
+model (22.9 against 17.8 at 2 threads, a 1,250-token prompt; bench/llm_decode.py), the same
+generation speed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,31 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         "llm",
     ),
 }
+
+
+def physical_cores(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> int:
+    """CPU cores this process may run on, one per physical core (hyper-threads of one core
+    count once), read from Linux's ``topology`` files; elsewhere, or when they are missing,
+    the CPUs it may run on. At least 1.
+
+    llama.cpp's generation is bound by memory and the cores' arithmetic, so one thread per
+    physical core is its own default (``cpu_get_num_math``); llama-cpp-python's default is
+    half the logical CPUs, which is one thread on a 2-core machine without hyper-threading.
+    """
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+    cores: set[tuple[str, str]] = set()
+    for cpu in cpus:
+        topology = sys_cpu / f"cpu{cpu}" / "topology"
+        try:
+            package = (topology / "physical_package_id").read_text().strip()
+            core = (topology / "core_id").read_text().strip()
+        except OSError:
+            return max(1, len(cpus))
+        cores.add((package, core))
+    return max(1, len(cores))
 
 
 def default_cache_dir() -> Path:
@@ -156,9 +192,14 @@ class LlamaGenerator:
 
     ``model_path``: a GGUF file; when empty, the packaged model ``local_model`` is joined into
     ``cache_dir`` (see :func:`packaged_model_path`). ``n_ctx``: context window in tokens;
-    ``threads``: CPU threads (0 = llama.cpp's default); ``seed`` makes sampling repeatable.
-    The model loads on first use (``warm_up`` loads it now); calls are serialized by a lock
-    (a llama.cpp context is not thread-safe). Raises MissingDependencyError without
+    ``threads``: CPU threads for prompt evaluation and generation (0 = one per physical core,
+    :func:`physical_cores`); ``n_batch``: prompt tokens evaluated per llama.cpp decode call
+    (also its micro-batch); ``flash_attn``: llama.cpp's fused attention; ``seed`` makes
+    sampling repeatable. The model loads on first use (``warm_up`` loads it now) and stays
+    loaded: keep one generator per process. Successive prompts that share a prefix (the chat
+    template and the system message) reuse its KV cache, so only the rest is evaluated
+    (:class:`~ragstrata.types.DecodeStats` reports both). Calls are serialized by a lock (a
+    llama.cpp context is not thread-safe). Raises MissingDependencyError without
     ``llama-cpp-python`` (extra ``[llm]``).
     """
 
@@ -173,6 +214,8 @@ class LlamaGenerator:
         max_tokens: int = 384,
         seed: int = 0,
         cache_dir: Path | None = None,
+        n_batch: int = DEFAULT_N_BATCH,
+        flash_attn: bool = DEFAULT_FLASH_ATTN,
     ) -> None:
         if not model_path and local_model not in PACKAGED_MODELS:
             raise ConfigError(
@@ -182,6 +225,10 @@ class LlamaGenerator:
             raise ConfigError(f"llm.model_path={str(model_path)!r} is not a file (a GGUF model)")
         if n_ctx < 512:
             raise ConfigError(f"llm.n_ctx={n_ctx} must be >= 512")
+        if not 1 <= n_batch <= n_ctx:
+            raise ConfigError(f"n_batch={n_batch} must be in [1, n_ctx={n_ctx}]")
+        if threads < 0:
+            raise ConfigError(f"llm.threads={threads} must be >= 0 (0 = one per physical core)")
         self.model_path = Path(model_path).expanduser() if model_path else None
         self.local_model = local_model
         self.n_ctx = n_ctx
@@ -190,7 +237,12 @@ class LlamaGenerator:
         self.max_tokens = max_tokens
         self.seed = seed
         self.cache_dir = cache_dir
+        self.n_batch = n_batch
+        self.flash_attn = flash_attn
         self._lock = threading.Lock()
+        self.load_ms: float | None = None
+        """Milliseconds the model took to load (``None`` until it is loaded)."""
+        self._load_unreported = 0.0  # load time not yet reported in a generation's DecodeStats
 
     @property
     def name(self) -> str:
@@ -211,15 +263,25 @@ class LlamaGenerator:
     @cached_property
     def _llama(self) -> Any:
         llama_cpp = require("llama_cpp", extra="llm", package="llama-cpp-python")
+        t = time.perf_counter()
         path = self.resolved_model_path()
-        kwargs: dict[str, Any] = {"n_ctx": self.n_ctx, "seed": self.seed, "verbose": False}
-        if self.threads:
-            kwargs["n_threads"] = self.threads
-            kwargs["n_threads_batch"] = self.threads
+        threads = self.threads or physical_cores()
         try:
-            return llama_cpp.Llama(model_path=str(path), **kwargs)
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self.n_ctx,
+                n_batch=self.n_batch,
+                n_ubatch=self.n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                flash_attn=self.flash_attn,
+                seed=self.seed,
+                verbose=False,
+            )
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"{path}: llama.cpp could not load the model ({exc})") from exc
+        self.load_ms = self._load_unreported = (time.perf_counter() - t) * 1000
+        return llama
 
     def warm_up(self) -> None:
         """Load the model now."""
@@ -259,6 +321,7 @@ class LlamaGenerator:
         with self._lock:
             parts: list[str] = []
             reason = "stop"
+            perf = _Perf(llama)
             try:
                 for chunk in llama.create_chat_completion(stream=True, **args):
                     choice = chunk["choices"][0]
@@ -271,8 +334,50 @@ class LlamaGenerator:
             except (ValueError, RuntimeError) as exc:
                 raise GenerationError(f"llama.cpp generation failed: {exc}") from exc
             completion = counter.count("".join(parts))
-            usage = Usage(_prompt_tokens(llama, messages, counter, completion), completion)
-        yield Delta("", done=True, usage=usage, finish_reason=reason)
+            decode = perf.read(getattr(llama, "n_tokens", None), self._load_unreported)
+            self._load_unreported = 0.0
+            prompt = (
+                decode.prompt_tokens
+                if decode is not None
+                else _prompt_tokens(llama, messages, counter, completion)
+            )
+            usage = Usage(prompt, completion)
+        yield Delta("", done=True, usage=usage, finish_reason=reason, decode=decode)
+
+
+class _Perf:
+    """llama.cpp's performance counters of one context (``llama_perf_context``), reset when
+    made and read after a generation; inert when this llama-cpp-python lacks them."""
+
+    def __init__(self, llama: Any) -> None:
+        self._fns: tuple[Any, Any] | None = None
+        self._ctx: Any = None
+        try:
+            import llama_cpp
+
+            ctx = llama._ctx.ctx
+            read, reset = llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset
+        except (ImportError, AttributeError):
+            return
+        reset(ctx)
+        self._fns, self._ctx = (read, reset), ctx
+
+    def read(self, n_tokens: object, load_ms: float) -> DecodeStats | None:
+        """The counters since construction; ``n_tokens``: the tokens now in the context
+        (``Llama.n_tokens``: the prompt, then every generated token that was evaluated, one
+        decode each, so the prompt is ``n_tokens - n_eval``)."""
+        if self._fns is None or not isinstance(n_tokens, int):
+            return None
+        data = self._fns[0](self._ctx)
+        n_eval = int(data.n_eval) if n_tokens > int(data.n_eval) else 0
+        return DecodeStats(
+            prompt_tokens=n_tokens - n_eval,
+            prompt_eval_tokens=int(data.n_p_eval),
+            prompt_eval_ms=float(data.t_p_eval_ms),
+            eval_tokens=int(data.n_eval),
+            eval_ms=float(data.t_eval_ms),
+            load_ms=load_ms,
+        )
 
 
 def _prompt_tokens(

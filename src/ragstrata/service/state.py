@@ -17,6 +17,7 @@ from ragstrata.service.keys import KEYS_FILE, KeyStore
 from ragstrata.service.metrics import ServiceMetrics
 from ragstrata.service.ratelimit import KeyRateLimiter
 from ragstrata.service.tenancy import Collection, TenantRegistry
+from ragstrata.stages import load_generator
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,13 @@ def build_state(
         metrics.tenancy_violations.inc()
 
     registry = TenantRegistry(
-        root, config=config, embedder=shared, read_wait_s=svc.read_wait_s, on_violation=violation
+        root,
+        config=config,
+        embedder=shared,
+        read_wait_s=svc.read_wait_s,
+        on_violation=violation,
+        # one LLM for every collection (cheap to construct; the model loads on first use)
+        generator=load_generator(config.llm),
     )
 
     def finished(job: Job, collection: Collection | None) -> None:

@@ -46,6 +46,7 @@ from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import IndexLockedError
 from ragstrata.generate.answerer import AnswerEvent, TokenEvent, refusal, word_tokens
+from ragstrata.generate.base import ChatModel
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
 from ragstrata.index.writer import IngestReport, ProgressCallback
@@ -129,6 +130,7 @@ class Collection:
         embedder: Embedder,
         read_wait_s: float,
         on_violation: ViolationCallback | None = None,
+        generator: ChatModel | None = None,
     ) -> None:
         self.tenant = tenant
         self.name = name
@@ -143,9 +145,9 @@ class Collection:
         if cfg.store.url:  # a shared Qdrant server: one Qdrant collection per tenant collection
             collection = f"{cfg.store.collection}-{tenant}-{name}"
             cfg = replace(cfg, store=replace(cfg.store, collection=collection))
-        self._engine = Ragstrata(cfg, embedder=embedder)
+        self._engine = Ragstrata(cfg, embedder=embedder, generator=generator)
         self._snapshot_reads = not cfg.store.url  # an embedded index publishes read snapshots
-        self._config, self._embedder = cfg, embedder
+        self._config, self._embedder, self._generator = cfg, embedder, generator
         self._writing = False  # an upload job is writing the index
         self.uploads.mkdir(parents=True, exist_ok=True)
         self._deleted = False
@@ -189,7 +191,12 @@ class Collection:
                 left = max(0.0, deadline - time.monotonic())
                 if self._writing and self._snapshot_reads and self.has_index:
                     reader = stack.enter_context(
-                        Ragstrata(self._config, embedder=self._embedder, read_wait_s=min(left, 1))
+                        Ragstrata(
+                            self._config,
+                            embedder=self._embedder,
+                            generator=self._generator,
+                            read_wait_s=min(left, 1),
+                        )
                     )
                     try:
                         reader.retriever  # noqa: B018 - opens the snapshot
@@ -393,7 +400,9 @@ class Collection:
 class TenantRegistry:
     """Every tenant's collections under ``<data_dir>/tenants``; opens each one once.
 
-    ``embedder`` is shared by all collections (one model in memory). Thread-safe.
+    ``embedder`` and ``generator`` (the LLM of ``llm.provider``; ``None``: the extractive
+    answerer) are shared by all collections and by the snapshot readers of each: one model in
+    memory, loaded once, whose prompt-prefix KV cache serves every question. Thread-safe.
     """
 
     def __init__(
@@ -404,10 +413,12 @@ class TenantRegistry:
         embedder: Embedder,
         read_wait_s: float,
         on_violation: ViolationCallback | None = None,
+        generator: ChatModel | None = None,
     ) -> None:
         self.root = data_dir.resolve() / "tenants"
         self._config = config
         self._embedder = embedder
+        self._generator = generator
         self._read_wait_s = read_wait_s
         self._on_violation = on_violation
         self._open: dict[tuple[str, str], Collection] = {}
@@ -454,6 +465,7 @@ class TenantRegistry:
                 embedder=self._embedder,
                 read_wait_s=self._read_wait_s,
                 on_violation=self._on_violation,
+                generator=self._generator,
             )
             self._open[(tenant, name)] = found
             return found

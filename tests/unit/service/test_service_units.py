@@ -210,3 +210,29 @@ def test_failure_budget_is_per_key_and_bounded() -> None:
     for key in "bcdef":  # past max_keys: refilled buckets are forgotten first
         budget.fail(key)
     assert len(budget._buckets) <= 4
+
+
+def test_every_collection_shares_the_one_llm(tmp_path: Path) -> None:
+    # one model in memory for the whole service: a collection (or a snapshot reader of one)
+    # that built its own would load the GGUF again and lose the prompt-prefix KV cache
+    from ragstrata.config import RagConfig
+    from ragstrata.service.keys import Principal
+    from ragstrata.service.tenancy import TenantRegistry
+    from ragstrata.testing.fakes import HashEmbedder, ScriptedChatModel
+
+    generator = ScriptedChatModel()
+    registry = TenantRegistry(
+        tmp_path,
+        config=RagConfig(home=tmp_path / "home"),
+        embedder=HashEmbedder(),
+        read_wait_s=1.0,
+        generator=generator,
+    )
+    try:
+        acme = registry.collection(Principal("k1", "acme", ("write",)), "kb", create=True)
+        globex = registry.collection(Principal("k2", "globex", ("write",)), "kb2", create=True)
+        assert acme._engine.generator is generator
+        assert globex._engine.generator is generator
+        assert acme._generator is generator  # what its snapshot readers are built with
+    finally:
+        registry.close()
