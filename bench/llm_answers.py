@@ -423,17 +423,8 @@ def parse_variant(spec: str, model: str, threads: int) -> Variant:
 
 
 def make_generator(variant: Variant) -> LlamaGenerator:
-    llm = variant.llm
-    return LlamaGenerator(
-        model_path=llm.model_path,
-        local_model=llm.local_model,
-        n_ctx=llm.n_ctx,
-        threads=llm.threads,
-        temperature=llm.temperature,
-        max_tokens=llm.max_tokens,
-        seed=llm.seed,
-        n_batch=variant.n_batch,
-        flash_attn=variant.flash_attn,
+    return LlamaGenerator.from_config(
+        variant.llm, n_batch=variant.n_batch, flash_attn=variant.flash_attn
     )
 
 

@@ -156,15 +156,7 @@ def _openai_generator(config: LLMConfig, env: Any) -> ChatModel:
 def _local_generator(config: LLMConfig, env: Any) -> ChatModel:
     from ragstrata.generate.llama_local import LlamaGenerator
 
-    return LlamaGenerator(
-        model_path=config.model_path,
-        local_model=config.local_model,
-        n_ctx=config.n_ctx,
-        threads=config.threads,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        seed=config.seed,
-    )
+    return LlamaGenerator.from_config(config)
 
 
 GENERATOR_FACTORIES: dict[str, Callable[[LLMConfig, Any], ChatModel]] = {

@@ -5,6 +5,7 @@ same-language weights."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,13 +25,19 @@ DOCS = {
 }
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ragstrata]:
-    root = tmp_path_factory.mktemp("lang")
+def _corpus(root: Path) -> Path:
+    """:data:`DOCS` written under ``root/corpus``."""
     corpus = root / "corpus"
     corpus.mkdir()
     for name, text in DOCS.items():
         (corpus / name).write_text(text, encoding="utf-8")
+    return corpus
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ragstrata]:
+    root = tmp_path_factory.mktemp("lang")
+    corpus = _corpus(root)
     retrieval = RetrievalConfig(
         dense_weight=0.3, bm25_weight=0.7, cross_dense_weight=0.9, cross_bm25_weight=0.1
     )
@@ -90,10 +97,7 @@ def test_a_cross_lingual_query_is_searched_with_its_shifted_vector(engine: Ragst
 
 def test_the_shift_can_be_turned_off(tmp_path_factory: pytest.TempPathFactory) -> None:
     root = tmp_path_factory.mktemp("noshift")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    for name, text in DOCS.items():
-        (corpus / name).write_text(text, encoding="utf-8")
+    corpus = _corpus(root)
     config = RagConfig(
         home=root, index_dir=root / "index", retrieval=RetrievalConfig(language_shift=False)
     )

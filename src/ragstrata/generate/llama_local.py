@@ -32,6 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ragstrata.config import LLMConfig
 from ragstrata.errors import ConfigError, GenerationError, MissingDependencyError
 from ragstrata.generate.base import (
     STOP,
@@ -244,6 +245,29 @@ class LlamaGenerator:
         """Milliseconds the model took to load (``None`` until it is loaded)."""
         self._load_unreported = 0.0  # load time not yet reported in a generation's DecodeStats
 
+    @classmethod
+    def from_config(
+        cls,
+        config: LLMConfig,
+        *,
+        n_batch: int = DEFAULT_N_BATCH,
+        flash_attn: bool = DEFAULT_FLASH_ATTN,
+    ) -> LlamaGenerator:
+        """The generator of ``config``'s local settings (``model_path``, ``local_model``,
+        ``n_ctx``, ``threads``, ``temperature``, ``max_tokens``, ``seed``); ``n_batch`` and
+        ``flash_attn`` are not configuration (benchmarks vary them)."""
+        return cls(
+            model_path=config.model_path,
+            local_model=config.local_model,
+            n_ctx=config.n_ctx,
+            threads=config.threads,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            n_batch=n_batch,
+            flash_attn=flash_attn,
+        )
+
     @property
     def name(self) -> str:
         if self.model_path is not None:
@@ -350,7 +374,7 @@ class _Perf:
     made and read after a generation; inert when this llama-cpp-python lacks them."""
 
     def __init__(self, llama: Any) -> None:
-        self._fns: tuple[Any, Any] | None = None
+        self._read: Any = None
         self._ctx: Any = None
         try:
             import llama_cpp
@@ -360,15 +384,15 @@ class _Perf:
         except (ImportError, AttributeError):
             return
         reset(ctx)
-        self._fns, self._ctx = (read, reset), ctx
+        self._read, self._ctx = read, ctx
 
     def read(self, n_tokens: object, load_ms: float) -> DecodeStats | None:
         """The counters since construction; ``n_tokens``: the tokens now in the context
         (``Llama.n_tokens``: the prompt, then every generated token that was evaluated, one
         decode each, so the prompt is ``n_tokens - n_eval``)."""
-        if self._fns is None or not isinstance(n_tokens, int):
+        if self._read is None or not isinstance(n_tokens, int):
             return None
-        data = self._fns[0](self._ctx)
+        data = self._read(self._ctx)
         n_eval = int(data.n_eval) if n_tokens > int(data.n_eval) else 0
         return DecodeStats(
             prompt_tokens=n_tokens - n_eval,
