@@ -291,3 +291,24 @@ def test_ingest_limits_come_from_toml_and_environment(tmp_path: Path) -> None:
 def test_with_index_accepts_a_path_as_text(tmp_path: Path) -> None:
     cfg = RagConfig().with_index(str(tmp_path / "idx"))
     assert cfg.index_dir == tmp_path / "idx" and isinstance(cfg.index_dir, Path)
+
+
+def test_embedder_family_groups_the_runtimes_of_one_model() -> None:
+    from ragstrata.config.embedder import EMBEDDERS, embedder_family
+
+    assert {n: embedder_family(n) for n in EMBEDDERS} == {
+        "auto": None,
+        "minilm": "minilm",
+        "minilm-onnx": "minilm",
+        "minilm-onnx-fp32": "minilm",
+        "e5": "e5",
+        "e5-onnx": "e5",
+        "e5-onnx-q4": "e5",
+        "e5-onnx-fp32": "e5",
+        "openai": None,
+    }
+    # manifest names carry the model after ":"
+    assert embedder_family("e5-onnx:multilingual-e5-small") == "e5"
+    assert embedder_family("minilm-onnx:all-MiniLM-L6-v2") == "minilm"
+    assert embedder_family("openai:text-embedding-3-small") is None
+    assert embedder_family("unknown") is None

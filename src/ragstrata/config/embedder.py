@@ -35,6 +35,28 @@ because questions come in Spanish or English whatever the documents' language (t
 its table: docs/evaluation.md, "Default embedder")."""
 
 
+EMBEDDER_FAMILIES: dict[str, str] = {
+    "minilm": "minilm",
+    "minilm-onnx": "minilm",
+    "minilm-onnx-fp32": "minilm",
+    "e5": "e5",
+    "e5-onnx": "e5",
+    "e5-onnx-q4": "e5",
+    "e5-onnx-fp32": "e5",
+}
+"""Embedder config name → model family. The runtimes of one model give the same vectors (cosine
+0.999 or more) and share everything calibrated on them: fusion weights, refusal thresholds,
+the answerability model, the cross-lingual offsets. ``openai`` has no family (nothing is
+calibrated for an unknown remote model)."""
+
+
+def embedder_family(embedder: str) -> str | None:
+    """The family (``"e5"``, ``"minilm"``) of an embedder given by its config name (``"e5-onnx"``)
+    or its manifest name (``"e5-onnx:multilingual-e5-small"``); ``None`` for ``openai``, ``auto``
+    and unknown names. Pure."""
+    return EMBEDDER_FAMILIES.get(embedder.split(":", 1)[0])
+
+
 def resolve_embedder_name(name: str, index_embedder: str | None) -> str:
     """The embedder config name to load: ``name`` unless it is ``"auto"``.
 

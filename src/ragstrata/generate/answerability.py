@@ -272,15 +272,9 @@ class AnswerabilityModel:
         )
 
 
-MODEL_FAMILIES: dict[str, str] = {
-    "e5-onnx": "e5",
-    "e5-onnx-q4": "e5",
-    "e5-onnx-fp32": "e5",
-    "e5": "e5",
-}
-"""Embedder name (the ``Manifest.embedder`` prefix before ``:``) → shipped model family. The e5
-runtimes give the same vectors to cosine 0.999 and share one model; embedders not listed keep
-the hand-made rule of :mod:`ragstrata.generate.evidence`."""
+MODEL_FAMILIES: frozenset[str] = frozenset({"e5"})
+"""Embedder families (:func:`~ragstrata.config.embedder.embedder_family`) with a shipped
+model; other embedders keep the hand-made rule of :mod:`ragstrata.generate.evidence`."""
 
 
 @cache

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from ragstrata.config.embedder import embedder_family
 from ragstrata.generate.answerability import (
     FEATURES,
     MODEL_FAMILIES,
@@ -43,30 +44,17 @@ COVERAGE_WEIGHT = 0.5
 """Weight of lexical coverage in the evidence score (chosen with the threshold, see
 docs/evaluation.md)."""
 
-CALIBRATED_MIN_EVIDENCE: dict[str, float] = {
-    "minilm-onnx": 0.81,
-    "minilm-onnx-fp32": 0.81,
-    "minilm": 0.81,
-    "e5-onnx": 1.10,
-    "e5-onnx-q4": 1.10,
-    "e5-onnx-fp32": 1.10,
-    "e5": 1.10,
-}
-"""``llm.min_evidence`` default per embedder (the ``Manifest.embedder`` name's prefix before
-``:``), calibrated with ``ragstrata eval-refusal --negatives absent`` on SQuAD-es v2 small:
-the threshold of best refusal F1 on the calibration half at ``COVERAGE_WEIGHT``
-(docs/evaluation.md). The e5 value was calibrated with ``e5-onnx``; the other e5 runtimes give
-the same vectors to cosine 0.999 and share it. e5's cosines sit higher than MiniLM's, hence
-the higher threshold. Since the learned check (:class:`LearnedRule`) is the e5 default, the e5
-values are only what :func:`min_evidence_for` reports for them (the old default, the value to
-set in ``llm.min_evidence`` to get the old e5 behaviour back)."""
+CALIBRATED_MIN_EVIDENCE: dict[str, float] = {"minilm": 0.81, "e5": 1.10}
+"""``llm.min_evidence`` default per embedder family
+(:func:`~ragstrata.config.embedder.embedder_family`), calibrated with ``ragstrata eval-refusal
+--negatives absent`` on SQuAD-es v2 small: the threshold of best refusal F1 on the calibration half
+at ``COVERAGE_WEIGHT`` (docs/evaluation.md). The e5 value was calibrated with ``e5-onnx``; the other
+e5 runtimes give the same vectors to cosine 0.999 and share it. e5's cosines sit higher than
+MiniLM's, hence the higher threshold. Since the learned check (:class:`LearnedRule`) is the e5
+default, the e5 values are only what :func:`min_evidence_for` reports for them (the old default, the
+value to set in ``llm.min_evidence`` to get the old e5 behaviour back)."""
 
-CROSS_MIN_EVIDENCE: dict[str, float] = {
-    "e5-onnx": 0.94,
-    "e5-onnx-q4": 0.94,
-    "e5-onnx-fp32": 0.94,
-    "e5": 0.94,
-}
+CROSS_MIN_EVIDENCE: dict[str, float] = {"e5": 0.94}
 """The calibrated rule's threshold for a question asked in another language than its hits
 (``language_relation`` ``cross``), where lexical coverage means little (shared words are code
 and names): the hand score that refuses 10 % of the answerable questions of the FastAPI
@@ -250,8 +238,9 @@ def evidence_rule_for(
     """
     if min_evidence is not None:
         return HandRule(min_evidence)
-    family = MODEL_FAMILIES.get(embedder.split(":", 1)[0])
-    if family is not None and (n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS):
+    family = embedder_family(embedder)
+    large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
+    if family is not None and family in MODEL_FAMILIES and large:
         model = answerability_model(family)
         return LearnedRule(model, model.threshold if min_answerable is None else min_answerable)
     if min_answerable is not None and "min_answerable" not in _warned:
@@ -259,13 +248,13 @@ def evidence_rule_for(
         why = (
             f"the index has {n_chunks} chunks, under the {LEARNED_MIN_CHUNKS} the answerability "
             "model is used on"
-            if family is not None
+            if family in MODEL_FAMILIES
             else f"no answerability model is shipped for embedder {embedder!r}"
         )
         logger.warning("llm.min_answerable is ignored: %s (llm.min_evidence's rule applies)", why)
     return HandRule(
         min_evidence_for(embedder, None),
-        cross_threshold=CROSS_MIN_EVIDENCE.get(embedder.split(":", 1)[0]),
+        cross_threshold=CROSS_MIN_EVIDENCE.get(family or ""),
     )
 
 
@@ -278,7 +267,7 @@ def min_evidence_for(embedder: str, configured: float | None) -> float:
     uncalibrated embedder gets :data:`UNCALIBRATED_MIN_EVIDENCE` and one warning per process."""
     if configured is not None:
         return configured
-    key = embedder.split(":", 1)[0]
+    key = embedder_family(embedder) or embedder.split(":", 1)[0]
     if key not in CALIBRATED_MIN_EVIDENCE:
         if key in _warned:
             return UNCALIBRATED_MIN_EVIDENCE

@@ -31,21 +31,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ragstrata.config.embedder import embedder_family
 from ragstrata.errors import ConfigError
 
 __all__ = ["OFFSET_FAMILIES", "LanguageOffsets", "language_offsets_for"]
 
 FloatArray = NDArray[np.float32]
 
-OFFSET_FAMILIES: dict[str, str] = {
-    "e5-onnx": "e5",
-    "e5-onnx-q4": "e5",
-    "e5-onnx-fp32": "e5",
-    "e5": "e5",
-}
-"""Embedder name (the manifest name's prefix before ``:``) → shipped means. The e5 runtimes give
-the same vectors to cosine 0.999 and share them; other embedders (MiniLM reads English only,
-``openai`` is not calibrated) get no shift."""
+OFFSET_FAMILIES: frozenset[str] = frozenset({"e5"})
+"""Embedder families (:func:`~ragstrata.config.embedder.embedder_family`) with shipped means.
+Other embedders (MiniLM reads English only, ``openai`` is not calibrated) get no shift."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,5 +105,5 @@ def _shipped(family: str) -> LanguageOffsets | None:
 def language_offsets_for(embedder_name: str) -> LanguageOffsets | None:
     """The shipped means for an embedder (its ``name`` or config name), or ``None`` when none
     are shipped for its family (see :data:`OFFSET_FAMILIES`). Read once per process."""
-    family = OFFSET_FAMILIES.get(embedder_name.split(":", 1)[0])
-    return None if family is None else _shipped(family)
+    family = embedder_family(embedder_name)
+    return _shipped(family) if family in OFFSET_FAMILIES else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragstrata.config import RetrievalConfig
+from ragstrata.config.embedder import embedder_family
 from ragstrata.text.language import LanguageRelation
 
 __all__ = ["CALIBRATED_WEIGHTS", "UNCALIBRATED_WEIGHTS", "FusionWeights", "fusion_weights_for"]
@@ -36,25 +37,17 @@ class FusionWeights:
 _E5 = FusionWeights(same=(0.4, 0.6), cross=(0.9, 0.1))
 _MINILM = FusionWeights(same=(0.6, 0.4), cross=(0.4, 0.6))
 
-CALIBRATED_WEIGHTS: dict[str, FusionWeights] = {
-    "e5-onnx": _E5,
-    "e5-onnx-q4": _E5,
-    "e5-onnx-fp32": _E5,
-    "e5": _E5,
-    "minilm-onnx": _MINILM,
-    "minilm-onnx-fp32": _MINILM,
-    "minilm": _MINILM,
-}
-"""Weights per embedder (the manifest name's prefix before ``:``). e5: the dense weight that
-maximizes hybrid nDCG@10 on SciFact train and SQuAD-es train together (0.4), and across
-languages the one with the best mean over FastAPI ES→EN and EN→ES train that keeps hybrid
-within 0.005 of its best arm on both (0.8). MiniLM: its former default (0.6) within 0.0005 of
-its SciFact-train best; across languages 0.4, the highest that keeps ES→EN above BM25 (MiniLM
-cannot match Spanish to English, so its dense arm is weak there). e5's cross-lingual 0.8 was
-swept again with the per-document cap of the hybrid retriever (``retrieval.max_chunks_per_doc``
-8) and is still the rule's choice; with the cross-lingual query shift
-(:mod:`ragstrata.retrieve.language_shift`) the dense arm got better on both directions and the
-same rule picks 0.9 (0.8 leaves EN→ES train hybrid 0.025 below its dense arm)."""
+CALIBRATED_WEIGHTS: dict[str, FusionWeights] = {"e5": _E5, "minilm": _MINILM}
+"""Weights per embedder family (:func:`~ragstrata.config.embedder.embedder_family`). e5: the dense
+weight that maximizes hybrid nDCG@10 on SciFact train and SQuAD-es train together (0.4), and across
+languages the one with the best mean over FastAPI ES→EN and EN→ES train that keeps hybrid within
+0.005 of its best arm on both (0.8). MiniLM: its former default (0.6) within 0.0005 of its
+SciFact-train best; across languages 0.4, the highest that keeps ES→EN above BM25 (MiniLM cannot
+match Spanish to English, so its dense arm is weak there). e5's cross-lingual 0.8 was swept again
+with the per-document cap of the hybrid retriever (``retrieval.max_chunks_per_doc`` 8) and is still
+the rule's choice; with the cross-lingual query shift (:mod:`ragstrata.retrieve.language_shift`) the
+dense arm got better on both directions and the same rule picks 0.9 (0.8 leaves EN→ES train hybrid
+0.025 below its dense arm)."""
 
 UNCALIBRATED_WEIGHTS = FusionWeights(same=(0.6, 0.4), cross=(0.6, 0.4))
 """For embedders never tuned (``openai``): the historical default, whatever the languages."""
@@ -63,7 +56,7 @@ UNCALIBRATED_WEIGHTS = FusionWeights(same=(0.6, 0.4), cross=(0.6, 0.4))
 def fusion_weights_for(embedder_name: str, config: RetrievalConfig) -> FusionWeights:
     """The weights for an embedder (its ``name`` or config name), each weight set in
     ``config`` replacing the calibrated one."""
-    base = CALIBRATED_WEIGHTS.get(embedder_name.split(":", 1)[0], UNCALIBRATED_WEIGHTS)
+    base = CALIBRATED_WEIGHTS.get(embedder_family(embedder_name) or "", UNCALIBRATED_WEIGHTS)
 
     def pair(
         default: tuple[float, float], dense: float | None, bm25: float | None

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ragstrata.config.embedder import embedder_family
 from ragstrata.eval.runner import load_dataset
-from ragstrata.retrieve.language_shift import OFFSET_FAMILIES, LanguageOffsets
+from ragstrata.retrieve.language_shift import LanguageOffsets
 from ragstrata.stages import load_embedder
 
 
@@ -34,7 +35,7 @@ def estimate(dataset: Path, *, embedder_name: str) -> LanguageOffsets:
         vectors = np.stack([embedder.embed_query(q) for q in questions])
         means[language] = vectors.mean(axis=0).astype(np.float32)
         counts[language] = len(questions)
-    family = OFFSET_FAMILIES.get(embedder_name, embedder_name)
+    family = embedder_family(embedder_name) or embedder_name
     source = (
         f"{dataset.name} training pages: {counts['es']} Spanish headings (es-en:train), "
         f"{counts['en']} English headings (en-es:train); embedder {embedder.name}"

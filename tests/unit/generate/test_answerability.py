@@ -134,11 +134,11 @@ def test_rule_choice_keeps_the_overrides() -> None:
     minilm = evidence_rule_for(
         "minilm-onnx:all-MiniLM-L6-v2", min_evidence=None, min_answerable=None
     )
-    assert minilm == HandRule(CALIBRATED_MIN_EVIDENCE["minilm-onnx"])
+    assert minilm == HandRule(CALIBRATED_MIN_EVIDENCE["minilm"])
     # a small e5 index: the hand rule, with its cross-lingual threshold
     small = evidence_rule_for(e5, min_evidence=None, min_answerable=None, n_chunks=100)
     assert small == HandRule(
-        CALIBRATED_MIN_EVIDENCE["e5-onnx"], cross_threshold=CROSS_MIN_EVIDENCE["e5-onnx"]
+        CALIBRATED_MIN_EVIDENCE["e5"], cross_threshold=CROSS_MIN_EVIDENCE["e5"]
     )
     with pytest.raises(ConfigError, match="min_answerable"):
         LLMConfig(min_answerable=1.5)

@@ -54,8 +54,7 @@ def test_evidence_and_threshold_defaults() -> None:
     assert ev.dense == 0.4 and ev.coverage == 1.0 and ev.score == pytest.approx(0.9)
     assert evidence("x", [], Analyzer()).score == 0.0
     assert (
-        min_evidence_for("minilm-onnx:all-MiniLM-L6-v2", None)
-        == CALIBRATED_MIN_EVIDENCE["minilm-onnx"]
+        min_evidence_for("minilm-onnx:all-MiniLM-L6-v2", None) == CALIBRATED_MIN_EVIDENCE["minilm"]
     )
     assert min_evidence_for("e5-onnx:multilingual-e5-small", None) == 1.10
     assert min_evidence_for("openai:text-embedding-3-small", None) == 0.0  # not calibrated
