@@ -598,6 +598,7 @@ class Ragstrata:
             min_evidence=llm.min_evidence,
             min_answerable=llm.min_answerable,
             n_chunks=self._n_chunks,
+            encoder=self.embedder,
         )
 
     # ------------------------------------------------------------------ admin

@@ -229,7 +229,7 @@ class Evidence:
     """``dense``: best cosine among the hits (-1 when dense retrieval found none of them);
     ``coverage``: best share of question terms in one hit, in [0, 1]; ``score``: what the
     threshold is compared with: the learned answerability model's probability that the hits
-    hold the answer, in [0, 1], when ``model`` names it (``answerability-e5-v1``), else
+    hold the answer, in [0, 1], when ``model`` names it (``answerability-e5-v2``), else
     (``model=None``) the hand-made blend ``dense + 0.5 × coverage`` (see
     :mod:`ragstrata.generate.evidence`); ``cross``: the hand-made rule found the question asked
     in another language than the hits (its cross-lingual threshold applied)."""

@@ -31,8 +31,10 @@ from ragstrata.generate.answerability import (
     MODEL_FAMILIES,
     MODEL_VERSION,
     AnswerabilityModel,
+    SentenceEncoder,
     answerability_features,
     answerability_model,
+    sentence_cosines,
 )
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import language_relation
@@ -165,14 +167,18 @@ class LearnedRule:
     AnswerabilityModel`'s probability that the hits hold the answer, in [0, 1]; refused under
     ``threshold`` (the model's own, or ``llm.min_answerable``). ``dense``/``coverage`` of the
     :class:`Evidence` are the model's ``dense_best``/``coverage_best`` features; ``model``
-    names it (``answerability-e5-v1``)."""
+    names it (``answerability-e5-v2``); ``encoder``: the index's embedder, which embeds the first
+    hits' sentences for the ``sentence_dense`` feature (``None``: not measured, as if no sentence
+    could be read; only for tests of the rule's decision)."""
 
     model: AnswerabilityModel
     threshold: float
     strong_evidence: float = STRONG_EVIDENCE
+    encoder: SentenceEncoder | None = None
 
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
-        features = answerability_features(question, hits, analyzer)
+        cosines = sentence_cosines(question, hits, self.encoder) if self.encoder else []
+        features = answerability_features(question, hits, analyzer, cosines=cosines)
         return Evidence(
             features[0],
             features[_COVERAGE],
@@ -222,6 +228,7 @@ def evidence_rule_for(
     min_evidence: float | None,
     min_answerable: float | None,
     n_chunks: int | None = None,
+    encoder: SentenceEncoder | None = None,
 ) -> EvidenceRule:
     """The evidence rule of an index whose embedder is ``embedder`` (a manifest name such as
     ``e5-onnx:multilingual-e5-small``, or a config name such as ``e5``):
@@ -231,7 +238,8 @@ def evidence_rule_for(
     * an embedder with a shipped answerability model (:data:`~ragstrata.generate.
       answerability.MODEL_FAMILIES`) and an index of at least :data:`LEARNED_MIN_CHUNKS` chunks
       (``n_chunks``; ``None``: unknown, taken as large): the :class:`LearnedRule`, at
-      ``min_answerable`` (``llm.min_answerable``) when set, else the model's threshold;
+      ``min_answerable`` (``llm.min_answerable``) when set, else the model's threshold, reading
+      sentence vectors with ``encoder`` (the index's embedder);
     * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold, and
       for a cross-lingual question at :data:`CROSS_MIN_EVIDENCE`'s (``min_answerable`` does not
       apply there: one warning per process says so).
@@ -242,7 +250,8 @@ def evidence_rule_for(
     large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
     if family is not None and family in MODEL_FAMILIES and large:
         model = answerability_model(family)
-        return LearnedRule(model, model.threshold if min_answerable is None else min_answerable)
+        threshold = model.threshold if min_answerable is None else min_answerable
+        return LearnedRule(model, threshold, encoder=encoder)
     if min_answerable is not None and "min_answerable" not in _warned:
         _warned.add("min_answerable")
         why = (

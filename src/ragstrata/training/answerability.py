@@ -41,7 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.generate.answerability import FEATURES, AnswerabilityModel, answerability_features
+from ragstrata.generate.answerability import (
+    FEATURES,
+    AnswerabilityModel,
+    answerability_features,
+    sentence_cosines,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -73,18 +78,28 @@ class ExcludingStore:
 
 
 class _MemoEmbedder:
-    """The engine's embedder with the last query's vector kept (each question is searched
-    twice: present and absent)."""
+    """The engine's embedder with the last query's vector and every passage (sentence) vector
+    kept (each question is searched twice: present and absent)."""
 
     def __init__(self, embedder: Any) -> None:
         self.embedder = embedder
         self.name = embedder.name
         self._last: tuple[str, Any] | None = None
+        self._passages: dict[str, Any] = {}
 
     def embed_query(self, text: str) -> Any:
         if self._last is None or self._last[0] != text:
             self._last = (text, self.embedder.embed_query(text))
         return self._last[1]
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        """Passage vectors, each sentence embedded once per run (a question's present and
+        absent hits share most of theirs)."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._passages]
+        if todo:
+            for t, v in zip(todo, self.embedder.embed_documents(todo), strict=True):
+                self._passages[t] = v
+        return np.stack([self._passages[t] for t in texts])
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +138,10 @@ def collect(
             for n, (qid, text, gold) in enumerate(questions):
                 hits = full.search(text).hits
                 if not gold:
-                    rows.append(Row(source, qid, 0, _vec(text, hits, analyzer)))
+                    rows.append(Row(source, qid, 0, _vec(text, hits, analyzer, embedder)))
                     continue
                 if any(h.chunk.doc_id in gold for h in hits):
-                    rows.append(Row(source, qid, 1, _vec(text, hits, analyzer)))
+                    rows.append(Row(source, qid, 1, _vec(text, hits, analyzer, embedder)))
                 if absent:
                     excluded = frozenset(
                         c
@@ -142,7 +157,7 @@ def collect(
                     )
                     neg = part.search(text).hits
                     part.close()
-                    rows.append(Row(source, qid, 0, _vec(text, neg, analyzer)))
+                    rows.append(Row(source, qid, 0, _vec(text, neg, analyzer, embedder)))
                 if n % 200 == 0:
                     logger.info("%s: %d/%d questions", source, n, len(questions))
         finally:
@@ -150,8 +165,9 @@ def collect(
     return rows
 
 
-def _vec(text: str, hits: Any, analyzer: Any) -> tuple[float, ...]:
-    return tuple(answerability_features(text, hits, analyzer))
+def _vec(text: str, hits: Any, analyzer: Any, encoder: Any) -> tuple[float, ...]:
+    cosines = sentence_cosines(text, hits, encoder)
+    return tuple(answerability_features(text, hits, analyzer, cosines=cosines))
 
 
 def fit_logistic(
@@ -194,17 +210,22 @@ def _predict(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, w: np.ndarray, 
     return 1.0 / (1.0 + np.exp(-(((x - mean) / scale) @ w + b)))
 
 
-def choose_threshold(p: np.ndarray, y: np.ndarray, *, target_precision: float) -> float:
+def choose_threshold(
+    p: np.ndarray, y: np.ndarray, *, target_precision: float, max_false_refusal: float = 1.0
+) -> float:
     """The threshold (refuse when ``p`` < it) of highest refusal recall whose refusal precision
-    (refused unanswerable / refused) is at least ``target_precision``; the positive class of a
-    refusal is ``y == 0``."""
+    (refused unanswerable / refused) is at least ``target_precision`` and that refuses at most
+    ``max_false_refusal`` of the answerable rows; the positive class of a refusal is
+    ``y == 0``."""
     best = 0.0
+    answerable = max(1, int((y == 1).sum()))
     for t in np.unique(p):
         refused = p < t
         if not refused.any():
             continue
         precision = float((y[refused] == 0).mean())
-        if precision >= target_precision:
+        false_refusal = int((refused & (y == 1)).sum()) / answerable
+        if precision >= target_precision and false_refusal <= max_false_refusal:
             best = max(best, float(t))
     return best
 
@@ -246,6 +267,7 @@ def train(
     family: str,
     target_precision: float,
     seed: int,
+    max_false_refusal: float = 1.0,
     l2: float = 1.0,
     folds: int = 5,
     source_weights: dict[str, float] | None = None,
@@ -268,7 +290,12 @@ def train(
         m, s, w, b = fit_logistic(x[fold != k], y[fold != k], sample_weight=sw[fold != k], l2=l2)
         oof[fold == k] = _predict(x[fold == k], m, s, w, b)
     chosen = np.array([r.source in threshold_sources for r in rows])
-    threshold = choose_threshold(oof[chosen], y[chosen], target_precision=target_precision)
+    threshold = choose_threshold(
+        oof[chosen],
+        y[chosen],
+        target_precision=target_precision,
+        max_false_refusal=max_false_refusal,
+    )
     mean, scale, weights, bias = fit_logistic(x, y, sample_weight=sw, l2=l2)
     sources = sorted({r.source for r in rows})
     report: dict[str, Any] = {"threshold_rows": refusal_scores(oof[chosen], y[chosen], threshold)}
@@ -291,6 +318,7 @@ def train(
         trained={
             "seed": seed,
             "l2": l2,
+            "max_false_refusal": max_false_refusal,
             "folds": folds,
             "source_weights": dict(weights_of),
             "threshold_sources": list(threshold_sources),
@@ -340,6 +368,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--en-es-index", type=Path, required=True)
     ap.add_argument("--family", default="e5")
     ap.add_argument("--target-precision", type=float, default=0.83)
+    ap.add_argument(
+        "--max-false-refusal",
+        type=float,
+        default=0.08,
+        help="largest share of answerable threshold rows refused (out of fold)",
+    )
     ap.add_argument("--max-questions", type=int, default=600, help="per source, seeded sample")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rows", type=Path, help="cache of the collected rows (JSON)")
@@ -381,7 +415,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.rows is not None:
             args.rows.write_text(json.dumps([[r.source, r.qid, r.label, r.features] for r in rows]))
     model, report = train(
-        rows, family=args.family, target_precision=args.target_precision, seed=args.seed
+        rows,
+        family=args.family,
+        target_precision=args.target_precision,
+        max_false_refusal=args.max_false_refusal,
+        seed=args.seed,
     )
     model.trained["data"] = {
         "squad-es": f"{args.squad.name} --split train",

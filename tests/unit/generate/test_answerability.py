@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,9 +12,13 @@ from ragstrata.config import LLMConfig
 from ragstrata.errors import ConfigError
 from ragstrata.generate.answerability import (
     FEATURES,
+    MAX_SENTENCES,
+    SENTENCE_HITS,
     AnswerabilityModel,
+    answer_sentences,
     answerability_features,
     answerability_model,
+    sentence_cosines,
 )
 from ragstrata.generate.evidence import (
     CALIBRATED_MIN_EVIDENCE,
@@ -29,6 +34,14 @@ from ragstrata.training.answerability import choose_threshold, fit_logistic, ref
 from ragstrata.types import Hit, RetrieverHit
 
 F = {name: i for i, name in enumerate(FEATURES)}
+
+
+@pytest.fixture(scope="module")
+def e5() -> Any:
+    """The packaged default embedder (multilingual-e5-small, int8 ONNX)."""
+    from ragstrata.stages import load_embedder
+
+    return load_embedder("e5-onnx")
 
 
 def _hybrid(hit: Hit, *, dense: tuple[int, float] | None, bm25: tuple[int, float] | None) -> Hit:
@@ -76,8 +89,9 @@ def test_features_of_no_hits_and_of_reranked_hits() -> None:
     assert all(
         v == 0.0
         for n, v in zip(FEATURES, empty, strict=True)
-        if n not in ("dense_best", "question_terms", "missing_terms")
+        if n not in ("dense_best", "question_terms", "missing_terms", "sentence_dense")
     )
+    assert empty[F["sentence_dense"]] == -1.0
     hits = _hits()
     hits[0] = replace(hits[0], explain=(*hits[0].explain, RetrieverHit("rerank", 1, 2.5)))
     x = answerability_features("pip install", hits, analyzer)
@@ -105,15 +119,15 @@ def test_fit_separates_a_toy_problem_and_threshold_meets_precision() -> None:
     assert scores["precision"] >= 0.95 and scores["recall"] > 0.9
 
 
-def test_the_shipped_e5_model_loads_and_scores() -> None:
+def test_the_shipped_e5_model_loads_and_scores(e5: Any) -> None:
     model = answerability_model("e5")
     assert model.features == FEATURES and 0.0 < model.threshold < 1.0
     assert model.trained["data"]["squad-es"].endswith("--split train")
     assert "scifact" not in str(model.trained).lower()  # evaluation-only data
     analyzer = Analyzer()
-    strong = model.probability(
-        answerability_features("Which Python does pip install need for RS503?", _hits(), analyzer)
-    )
+    question = "Which Python does pip install need for RS503?"
+    cosines = sentence_cosines(question, _hits(), e5)
+    strong = model.probability(answerability_features(question, _hits(), analyzer, cosines=cosines))
     weak = model.probability(answerability_features("capital of Australia", [], analyzer))
     assert weak < model.threshold < strong
     assert AnswerabilityModel.from_json(model.to_json()) == model
@@ -152,7 +166,7 @@ def test_learned_check_reports_probability_and_threshold() -> None:
     )
     meta = check.metadata()
     assert meta["min_evidence"] == rule.threshold
-    assert meta["evidence"]["model"] == "answerability-e5-v1"
+    assert meta["evidence"]["model"] == "answerability-e5-v2"
     assert 0.0 <= meta["evidence"]["score"] <= 1.0
     assert check.refuse == (check.evidence.score < rule.threshold)
     assert check_evidence("x", [], analyzer, rule=rule).refused_by == "evidence"
@@ -217,3 +231,67 @@ def test_excluding_store_ranks_as_if_the_chunks_were_gone() -> None:
     store = ExcludingStore(_Store(), frozenset({"gold"}))
     assert store.dense_search_ids(None, limit=2) == [("a", 0.8), ("b", 0.7)]
     assert store.sparse_search_ids(None, limit=3) == [("a", 0.8), ("b", 0.7), ("c", 0.6)]
+
+
+def _squad_like_hits() -> list[Hit]:
+    """Two passages of one article: the answer's, and a neighbour about the same topic."""
+    answer = make_hit(
+        "a",
+        "El Nilo es un río de África. Su caudal medio en Asuán es de 2830 metros cúbicos por "
+        "segundo, medido durante el siglo XX.",
+        1,
+    )
+    neighbour = make_hit(
+        "b",
+        "El Nilo atraviesa once países de África. Los egipcios dependen del Nilo para la "
+        "agricultura desde la antigüedad.",
+        2,
+    )
+    return [answer, neighbour]
+
+
+def test_sentence_coverage_prefers_the_passage_that_holds_the_specific_terms() -> None:
+    analyzer = Analyzer()
+    question = "¿Cuál es el caudal medio del Nilo en Asuán?"
+    both = answerability_features(question, _squad_like_hits(), analyzer)
+    neighbour_only = answerability_features(question, _squad_like_hits()[1:], analyzer)
+    assert 0.0 < neighbour_only[F["sentence_coverage"]] < both[F["sentence_coverage"]] <= 1.0
+    # the topic word alone ("nilo", in every hit) weighs less than the specific ones
+    assert both[F["sentence_coverage"]] > 3 * neighbour_only[F["sentence_coverage"]]
+
+
+def test_answer_sentences_reads_the_first_hits_only_and_caps_them() -> None:
+    hits = _squad_like_hits()
+    sentences = answer_sentences(hits)
+    assert sentences[0] == "El Nilo es un río de África."
+    assert len(sentences) == 4 and len(set(sentences)) == 4
+    long = make_hit("c", " ".join(f"Frase número {i} del texto largo." for i in range(100)), 3)
+    assert len(answer_sentences([long])) == MAX_SENTENCES
+    extra = make_hit("d", "Una frase que no se lee nunca aquí.", 9)
+    assert "Una frase que no se lee nunca aquí." not in answer_sentences(
+        [*hits, long, extra][: SENTENCE_HITS + 1]
+    )
+    assert answer_sentences([make_hit("e", "Sí. No. Ok.", 1)]) == []  # all too short
+
+
+def test_sentence_dense_is_higher_for_the_answer_passage(e5: Any) -> None:
+    analyzer = Analyzer()
+    question = "¿Cuál es el caudal medio del Nilo en Asuán?"
+    hits = _squad_like_hits()
+    cos_both = sentence_cosines(question, hits, e5)
+    cos_neighbour = sentence_cosines(question, hits[1:], e5)
+    assert len(cos_both) == 4 and all(-1.0 <= c <= 1.0 for c in cos_both)
+    assert max(cos_both) > max(cos_neighbour)
+    x = answerability_features(question, hits, analyzer, cosines=cos_both)
+    assert x[F["sentence_dense"]] == max(cos_both)
+    assert sentence_cosines(question, [], e5) == []
+
+
+def test_learned_rule_embeds_sentences_with_its_encoder(e5: Any) -> None:
+    analyzer = Analyzer()
+    rule = evidence_rule_for("e5", min_evidence=None, min_answerable=None, encoder=e5)
+    assert isinstance(rule, LearnedRule) and rule.encoder is e5
+    question = "¿Cuál es el caudal medio del Nilo en Asuán?"
+    with_encoder = rule.measure(question, _squad_like_hits(), analyzer)
+    without = replace(rule, encoder=None).measure(question, _squad_like_hits(), analyzer)
+    assert with_encoder.score != without.score
