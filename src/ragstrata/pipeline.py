@@ -6,7 +6,6 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -19,17 +18,14 @@ from ragstrata.assemble.context import ParentLookup
 from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
-from ragstrata.errors import (
-    IndexLockedError,
-    IndexNotFoundError,
-    StoreError,
-)
+from ragstrata.errors import IndexNotFoundError, StoreError
 from ragstrata.generate.evidence import EvidenceRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.catalog import Manifest
 from ragstrata.index.edge import EdgeStore
+from ragstrata.index.reader import IndexReader
 from ragstrata.index.writer import (
     IndexWriter,
     IngestReport,
@@ -37,7 +33,6 @@ from ragstrata.index.writer import (
     count_new,
     index_signature,
     new_manifest,
-    recover,
 )
 from ragstrata.indexing import parse_paths
 from ragstrata.paths import display_path
@@ -67,7 +62,9 @@ class Ragstrata:
     """The engine over one index directory. Cheap to construct; models load on first use.
 
     ``embedder`` overrides ``config.embedder`` (share one loaded model between engines).
-    ``read_wait_s``: how long a search waits for the index (default :data:`READ_WAIT_S`).
+    ``read_wait_s``: how long a search waits for the index (default :data:`READ_WAIT_S`). The
+    index is held through one :class:`~ragstrata.index.reader.IndexReader` (lock and store, or
+    a writer's read snapshot), shared by searches and writes until :meth:`close`.
 
     Raises :class:`~ragstrata.errors.EmbedderMismatchError` when the index was built with another
     embedder, :class:`~ragstrata.errors.IndexNotFoundError` when searching a missing index.
@@ -82,17 +79,17 @@ class Ragstrata:
         read_wait_s: float | None = None,
     ) -> None:
         self.config = config or RagConfig.load()
-        self._read_wait_s = read_wait_s
         self.index_dir = self.config.index_path
+        self._index = IndexReader(
+            self.index_dir,
+            self.config.store,
+            fits=self._check_fits,
+            wait_s=READ_WAIT_S if read_wait_s is None else read_wait_s,
+        )
         self._embedder: Embedder | None = embedder
         self._analyzer: Analyzer | None = None
-        self._store: VectorStore | None = None
-        self._reader: VectorStore | None = None  # self._store once opened for reading
-        self._n_chunks: int | None = None  # the read index's size (the manifest read once)
         self._retriever: Retriever | None = None
         self._chunker: Chunker | None = None
-        self._lock: catalog.IndexLock | None = None
-        self._snapshot: snapshots.Snapshot | None = None  # read from while a writer runs
         self._reranker: Reranker | None = None
         self._reranker_missing = False
         self._generator: ChatModel | None = generator
@@ -101,7 +98,7 @@ class Ragstrata:
     @property
     def read_wait_s(self) -> float:
         """Seconds a search waits for the index before IndexLockedError."""
-        return READ_WAIT_S if self._read_wait_s is None else self._read_wait_s
+        return self._index.wait_s
 
     # ------------------------------------------------------------------ stages
     @property
@@ -137,25 +134,6 @@ class Ragstrata:
         if self._chunker is None:
             self._chunker = stages.load_chunker(self.config.chunking, self.embedder)
         return self._chunker
-
-    def _hold_lock(self, *, wait_s: float, purpose: str) -> None:
-        """Take the index lock for this engine's lifetime (until :meth:`close`)."""
-        if self._lock is None:
-            self._lock = catalog.IndexLock.acquire(self.index_dir, wait_s=wait_s, purpose=purpose)
-
-    def _open_store(self, manifest: Manifest, *, writing: bool = False) -> VectorStore:
-        """The index's store (opened once, see :func:`~ragstrata.stages.open_store`), after
-        checking that ``manifest`` fits this engine; takes the index lock."""
-        if self._store is None:
-            self._check_fits(manifest, writing=writing)
-            self._hold_lock(wait_s=self.read_wait_s, purpose="open")
-            self._store = stages.open_store(
-                self.config.store,
-                dim=manifest.dim,
-                index_dir=self.index_dir,
-                expected_chunks=manifest.n_chunks,
-            )
-        return self._store
 
     def _check_fits(self, manifest: Manifest, *, writing: bool = False) -> None:
         """:func:`~ragstrata.index.catalog.check_compatible` of ``manifest`` with this engine's
@@ -276,15 +254,16 @@ class Ragstrata:
         else IndexNotFoundError before any lock file is created."""
         if not create:
             self.manifest()
-        self._drop_snapshot()
-        self._hold_lock(wait_s=lock_wait_s, purpose="write")
+        if self._index.snapshot is not None:  # close a read snapshot before opening the index
+            self.close()
+        self._index.hold_lock(wait_s=lock_wait_s, purpose="write")
         try:
             manifest = catalog.read_manifest(self.index_dir)
         except StoreError:
             if not create or (self.index_dir / catalog.MANIFEST).exists():
                 raise
             manifest = new_manifest(self.embedder, self.analyzer, self.chunker, self.config.bm25)
-        store = self._open_store(manifest, writing=True)
+        store = self._index.open_store(manifest, writing=True)
         publisher = None
         if isinstance(store, EdgeStore):  # readers cannot open the shard while it is written
             publisher = snapshots.SnapshotPublisher(self.index_dir, store.path)
@@ -313,83 +292,9 @@ class Ragstrata:
         return self._retriever
 
     def _read_store(self) -> VectorStore:
-        """The store opened for reading, once per engine: the manifest checked, the index lock
-        taken and an interrupted commit rolled back; or, while a writer holds an embedded
-        index, the last read snapshot it published (see :mod:`ragstrata.index.snapshots`):
-        the committed state of a recent commit, never half of one. Raises IndexLockedError
-        when neither comes within ``read_wait_s`` seconds."""
-        if self._reader is None:
-            manifest = self.manifest()
-            self._n_chunks = manifest.n_chunks
-            self._check_fits(manifest)  # before any wait: a wrong embedder fails at once
-            snapshot = self._wait_for_index()
-            if snapshot is not None:
-                self._reader = self._open_snapshot(snapshot)
-                return self._reader
-            store = self._open_store(manifest)
-            if catalog.read_journal(self.index_dir) is not None:
-                recover(self.index_dir, store, manifest)
-            self._reader = store
-        return self._reader
-
-    def _wait_for_index(self) -> snapshots.Snapshot | None:
-        """For a reader of an embedded index: take the index lock (then ``None``: open the
-        index itself), or, while a writer holds it, lock its current read snapshot; polls both
-        for up to ``read_wait_s`` seconds, then IndexLockedError."""
-        if self._store is not None or self._lock is not None:
-            return None
-        if stages.store_backend(self.config.store) != "edge":
-            return None  # a Qdrant server: readers wait for the writer, as before
-        deadline = time.monotonic() + self.read_wait_s
-        while True:
-            try:
-                self._lock = catalog.IndexLock.acquire(self.index_dir, purpose="open")
-                return None
-            except IndexLockedError:
-                left = max(0.0, deadline - time.monotonic())
-                snapshot = snapshots.open_current(self.index_dir, wait_s=left)
-                if snapshot is not None:
-                    return snapshot
-                if left <= 0:
-                    raise
-            time.sleep(0.1)
-
-    def _open_snapshot(self, snapshot: snapshots.Snapshot) -> VectorStore:
-        """The store of a read snapshot this engine holds (released by :meth:`close`)."""
-        try:
-            manifest = catalog.read_manifest(snapshot.path)
-            self._check_fits(manifest)
-            self._store = self._open_snapshot_store(snapshot.path, manifest)
-        except BaseException:
-            snapshot.release()
-            raise
-        self._snapshot = snapshot
-        logger.info("the index is being written; reading its snapshot %s", snapshot.path.name)
-        return self._store
-
-    def _open_snapshot_store(self, path: Path, manifest: Manifest) -> VectorStore:
-        """The snapshot's store. A reader that just released this snapshot may still hold its
-        shard's write-ahead log for a moment (the handle goes when its object is collected:
-        ``Can't init WAL: WouldBlock``), so that error is retried for up to 5 s."""
-        deadline = time.monotonic() + 5.0
-        while True:
-            try:
-                return stages.open_store(
-                    self.config.store,
-                    dim=manifest.dim,
-                    index_dir=path,
-                    expected_chunks=manifest.n_chunks,
-                )
-            except StoreError as exc:
-                if "WouldBlock" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-                gc.collect()
-                time.sleep(0.05)
-
-    def _drop_snapshot(self) -> None:
-        """Close a read snapshot's store before this engine opens the index itself."""
-        if self._snapshot is not None:
-            self.close()
+        """The store searches read (see :meth:`IndexReader.read_store`): the index itself, or
+        while another process writes an embedded index, the snapshot it published."""
+        return self._index.read_store()
 
     def search(
         self,
@@ -490,7 +395,7 @@ class Ragstrata:
         if not hits and not manifest.documents:
             yield AnswerEvent(self._empty_index_answer(question, timings, t0, generator.name))
             return
-        store = self._open_store(manifest)
+        store = self._read_store()  # the one the search read
         hyde_passage: str | None = None
         if self.config.llm.hyde:
             from ragstrata.retrieve.hyde import hyde_hits
@@ -597,7 +502,7 @@ class Ragstrata:
             self.embedder.name,
             min_evidence=llm.min_evidence,
             min_answerable=llm.min_answerable,
-            n_chunks=self._n_chunks,
+            n_chunks=self._index.n_chunks,
             encoder=self.embedder,
         )
 
@@ -617,12 +522,4 @@ class Ragstrata:
         if self._retriever is not None:
             self._retriever.close()
             self._retriever = None
-        if self._store is not None:
-            self._store.close()
-            self._store = self._reader = None
-        if self._snapshot is not None:
-            self._snapshot.release()
-            self._snapshot = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        self._index.close()

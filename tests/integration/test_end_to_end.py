@@ -219,7 +219,7 @@ def test_reingest_is_idempotent_and_replaces_changed_documents(
     changed = engine.ingest([corpus])
     assert changed.updated == 1
     manifest = engine.manifest()
-    assert manifest.n_chunks == engine._open_store(manifest).count()
+    assert manifest.n_chunks == engine._index.open_store(manifest).count()
     assert not engine.search("ERR_CONN_RESET", mode="bm25").hits
 
 
@@ -232,7 +232,7 @@ def test_interrupted_commit_is_rolled_back(engine: Ragstrata, corpus: Path) -> N
     report = engine.ingest([corpus])
     assert report.added == 1 and report.unchanged == 2
     manifest = engine.manifest()
-    assert manifest.n_chunks == engine._open_store(manifest).count()
+    assert manifest.n_chunks == engine._index.open_store(manifest).count()
     assert catalog.read_journal(engine.index_dir) is None
 
 
@@ -309,7 +309,7 @@ def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     sources = {Path(e.source).name for e in engine.manifest().documents.values()}
     assert sources == {"guide.md", "new.md", "page.html"}
     manifest = engine.manifest()
-    assert manifest.n_chunks == engine._open_store(manifest).count()
+    assert manifest.n_chunks == engine._index.open_store(manifest).count()
     assert not engine.search("instalación Python", mode="bm25").hits
 
 

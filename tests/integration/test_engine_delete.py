@@ -49,7 +49,7 @@ def test_delete_removes_a_document_from_search_and_manifest(engine: Ragstrata) -
         assert hits and scurvy not in {h.chunk.doc_id for h in hits}
         manifest = engine.manifest()
         assert set(manifest.documents) == set(before.documents) - {scurvy}
-        assert manifest.n_chunks == engine._open_store(manifest).count()
+        assert manifest.n_chunks == engine._index.open_store(manifest).count()
         assert manifest.bm25_docs == manifest.n_chunks
         assert manifest.bm25_total_length == sum(e.bm25_length for e in manifest.documents.values())
         assert catalog.read_journal(engine.index_dir) is None

@@ -53,7 +53,7 @@ def test_searches_during_an_ingest_see_committed_states(tmp_path: Path) -> None:
             try:
                 with Ragstrata(config, embedder=embedder) as reader:
                     result = reader.search("worker restarts after a timeout", top_k=5)
-                    snapshot = reader._snapshot
+                    snapshot = reader._index.snapshot
                     manifest = catalog.read_manifest(snapshot.path if snapshot else index)
                     store = reader.retriever.store
                     listed = {c for e in manifest.documents.values() for c in e.chunk_ids}

@@ -1,0 +1,150 @@
+"""IndexReader on the real embedded store: an idle index is read under its lock (an interrupted
+commit rolled back first), a written one through the snapshot its writer published; the
+manifest is checked before any wait; close releases what was held; the writer shares the
+reader's handle."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragstrata import stages
+from ragstrata.config import StoreConfig
+from ragstrata.errors import EmbedderMismatchError, IndexLockedError
+from ragstrata.index import catalog, snapshots
+from ragstrata.index.base import VectorStore
+from ragstrata.index.catalog import DocEntry, IndexLock, Manifest
+from ragstrata.index.reader import IndexReader
+from ragstrata.testing.fakes import make_chunk
+
+DIM = 8
+
+
+class Fits:
+    """Records each check (its ``writing``); raises ``error`` when given one."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+        self.calls: list[bool] = []
+
+    def __call__(self, manifest: Manifest, *, writing: bool = False) -> None:
+        self.calls.append(writing)
+        if self.error is not None:
+            raise self.error
+
+
+def add(store: VectorStore, lo: int, n: int) -> dict[str, DocEntry]:
+    chunks = [make_chunk(f"d{i}", 0, f"text {i}") for i in range(lo, lo + n)]
+    v = np.random.default_rng(lo).standard_normal((n, DIM)).astype(np.float32)
+    store.upsert(chunks, v / np.linalg.norm(v, axis=1, keepdims=True), [{1: 1.0}] * n)
+    store.flush()
+    return {c.doc_id: DocEntry(c.source, c.content_hash, (c.chunk_id,), 2, c.title) for c in chunks}
+
+
+def build(index: Path, n: int) -> tuple[VectorStore, Manifest]:
+    """An index of ``n`` one-chunk documents; its store stays open (the writer's handle)."""
+    store = stages.open_store(StoreConfig(), dim=DIM, index_dir=index)
+    manifest = Manifest(embedder="e", dim=DIM, analyzer="a", chunker="c", k1=1.2, b=0.75)
+    manifest.documents.update(add(store, 0, n))
+    catalog.write_manifest(index, manifest)
+    return store, manifest
+
+
+def reader(index: Path, fits: Fits | None = None, *, wait_s: float = 0.0) -> IndexReader:
+    return IndexReader(index, StoreConfig(), fits=fits or Fits(), wait_s=wait_s)
+
+
+def test_an_idle_index_is_read_under_its_lock_until_close(tmp_path: Path) -> None:
+    store, _ = build(tmp_path, 5)
+    store.close()
+    fits = Fits()
+    r = reader(tmp_path, fits)
+    got = r.read_store()
+    assert got.count() == 5 and r.n_chunks == 5 and r.snapshot is None
+    assert r.read_store() is got and fits.calls == [False, False]  # opened once
+    with pytest.raises(IndexLockedError):
+        IndexLock.acquire(tmp_path, wait_s=0)
+    r.close()
+    r.close()  # idempotent
+    IndexLock.acquire(tmp_path, wait_s=0).release()
+    again = r.read_store()  # a closed reader opens again
+    assert again is not got and again.count() == 5
+    r.close()
+
+
+def test_while_a_writer_holds_the_index_its_published_snapshot_is_read(tmp_path: Path) -> None:
+    store, manifest = build(tmp_path, 5)
+    lock = IndexLock.acquire(tmp_path)
+    publisher = snapshots.SnapshotPublisher(tmp_path, tmp_path / "shard")
+    assert publisher.publish(manifest, force=True)
+    add(store, 5, 3)  # written after the publication: not in the snapshot
+    r = reader(tmp_path, wait_s=1.0)
+    try:
+        got = r.read_store()
+        snapshot = r.snapshot
+        assert snapshot is not None and snapshot.path == snapshots.current_generation(tmp_path)
+        assert got.count() == 5 and store.count() == 8 and r.n_chunks == 5
+        with pytest.raises(IndexLockedError):  # the generation is held by this reader
+            IndexLock.acquire(snapshot.path, wait_s=0)
+    finally:
+        r.close()
+    assert r.snapshot is None
+    IndexLock.acquire(snapshot.path, wait_s=0).release()  # released by close
+    publisher.retire()
+    store.close()
+    lock.release()
+
+
+def test_a_held_index_without_snapshot_fails_after_the_wait(tmp_path: Path) -> None:
+    store, _ = build(tmp_path, 2)
+    lock = IndexLock.acquire(tmp_path)
+    r = reader(tmp_path, wait_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(IndexLockedError, match="try again when it finishes"):
+        r.read_store()
+    assert time.monotonic() - started >= 0.3 and r.snapshot is None
+    store.close()  # the writer finished
+    lock.release()
+    assert r.read_store().count() == 2  # the lock is free now: the index itself
+    r.close()
+
+
+def test_the_manifest_is_checked_before_any_wait(tmp_path: Path) -> None:
+    store, _ = build(tmp_path, 2)
+    lock = IndexLock.acquire(tmp_path)
+    r = reader(tmp_path, Fits(EmbedderMismatchError("built with another embedder")), wait_s=30)
+    started = time.monotonic()
+    with pytest.raises(EmbedderMismatchError):
+        r.read_store()
+    assert time.monotonic() - started < 5
+    lock.release()
+    store.close()
+
+
+def test_an_interrupted_commit_is_rolled_back_before_the_first_read(tmp_path: Path) -> None:
+    store, _ = build(tmp_path, 5)
+    store.close()
+    catalog.write_journal(tmp_path, ["d4"])  # a crash in the middle of replacing d4
+    r = reader(tmp_path)
+    assert r.read_store().count() == 4
+    assert catalog.read_journal(tmp_path) is None
+    assert "d4" not in catalog.read_manifest(tmp_path).documents
+    r.close()
+
+
+def test_the_writer_shares_the_readers_handle(tmp_path: Path) -> None:
+    store, manifest = build(tmp_path, 3)
+    store.close()
+    fits = Fits()
+    r = reader(tmp_path, fits)
+    r.hold_lock(wait_s=0, purpose="write")
+    written = r.open_store(manifest, writing=True)
+    assert fits.calls == [True]
+    assert r.read_store() is written and r.open_store(manifest) is written
+    with pytest.raises(IndexLockedError):
+        IndexLock.acquire(tmp_path, wait_s=0)
+    r.close()
+    IndexLock.acquire(tmp_path, wait_s=0).release()
