@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -57,10 +56,7 @@ def test_every_file_loads(shared_corpus: Callable[[str], Path], corpus: str) -> 
     assert len(files) >= min_docs
     kinds: Counter[str] = Counter()
     for path in files:
-        started = time.perf_counter()
-        doc = load_document(path)
-        elapsed = time.perf_counter() - started
-        assert elapsed < 5.0, f"{path} took {elapsed:.1f} s"
+        doc = load_document(path)  # speed: bench/ingest_corpora.py; time limits: the ingest tests
         assert doc.format == fmt
         _check_document(doc)
         kinds.update(block.kind for block in doc.blocks)
