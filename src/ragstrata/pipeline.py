@@ -18,6 +18,7 @@ from ragstrata.assemble.context import ParentLookup
 from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
+from ragstrata.embed.cache import CachedEmbedder
 from ragstrata.errors import IndexNotFoundError, StoreError
 from ragstrata.generate.evidence import EvidenceRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
@@ -87,6 +88,7 @@ class Ragstrata:
             wait_s=READ_WAIT_S if read_wait_s is None else read_wait_s,
         )
         self._embedder: Embedder | None = embedder
+        self._read_embedder: Embedder | None = None
         self._analyzer: Analyzer | None = None
         self._retriever: Retriever | None = None
         self._chunker: Chunker | None = None
@@ -109,6 +111,15 @@ class Ragstrata:
                 self.embedder_name, batch_size=cfg.batch_size, threads=cfg.threads, config=cfg
             )
         return self._embedder
+
+    @property
+    def read_embedder(self) -> Embedder:
+        """:attr:`embedder` with its recent query and passage vectors kept
+        (:class:`~ragstrata.embed.cache.CachedEmbedder`): what search and ``ask`` embed with,
+        so one question's text and its hits' sentences are embedded once per ``ask``."""
+        if self._read_embedder is None:
+            self._read_embedder = CachedEmbedder(self.embedder)
+        return self._read_embedder
 
     @property
     def embedder_name(self) -> str:
@@ -287,7 +298,7 @@ class Ragstrata:
     def retriever(self) -> Retriever:
         if self._retriever is None:
             self._retriever = HybridRetriever(
-                self._read_store(), self.embedder, self.analyzer, self.config.retrieval
+                self._read_store(), self.read_embedder, self.analyzer, self.config.retrieval
             )
         return self._retriever
 
@@ -403,7 +414,7 @@ class Ragstrata:
             retrieval = self.config.retrieval
             hyde = hyde_hits(
                 generator,
-                self.embedder,
+                self.read_embedder,
                 store,
                 question,
                 hits,
@@ -435,7 +446,7 @@ class Ragstrata:
         """The extractive answerer, or with ``generator`` the LLM answerer over it."""
         if generator is None:
             return ExtractiveAnswerer(
-                self.embedder,
+                self.read_embedder,
                 self.analyzer,
                 max_sentences=self.config.answer.max_sentences,
                 rank_weight=self.config.answer.rank_weight,
@@ -452,7 +463,7 @@ class Ragstrata:
             self.analyzer,
             self.config.llm,
             evidence_rule=self._evidence_rule(),
-            checker=CitationChecker(self.embedder, self.analyzer),
+            checker=CitationChecker(self.read_embedder, self.analyzer),
             display_source=display_source,
             parents=parents,
         )
@@ -503,7 +514,7 @@ class Ragstrata:
             min_evidence=llm.min_evidence,
             min_answerable=llm.min_answerable,
             n_chunks=self._index.n_chunks,
-            encoder=self.embedder,
+            encoder=self.read_embedder,
         )
 
     # ------------------------------------------------------------------ admin
