@@ -70,7 +70,12 @@ def main() -> None:
         )
     model = answerability_model("e5")
     dense, coverage = FEATURES.index("dense_best"), FEATURES.index("coverage_best")
-    result: dict[str, object] = {"threshold": model.threshold, "old_threshold": OLD_THRESHOLD}
+    cross = FEATURES.index("cross_language")
+    result: dict[str, object] = {
+        "threshold": model.threshold,
+        "cross_threshold": model.cross_threshold,
+        "old_threshold": OLD_THRESHOLD,
+    }
     print(
         "| source | answerable (gold retrieved) | answered: model | answered: old rule | "
         "absent/unanswerable | refused: model | refused: old rule |"
@@ -81,7 +86,11 @@ def main() -> None:
         neg = [r for r in rows if r.source == source and r.label == 0]
 
         def new_ok(r: object) -> bool:
-            return model.probability(r.features) >= model.threshold  # type: ignore[attr-defined]
+            f = r.features  # type: ignore[attr-defined]
+            bar = model.threshold
+            if f[cross] == 1.0 and model.cross_threshold is not None:
+                bar = model.cross_threshold  # a question in another language than its hits
+            return model.probability(f) >= bar
 
         def old_ok(r: object) -> bool:
             f = r.features  # type: ignore[attr-defined]

@@ -231,8 +231,8 @@ class Evidence:
     threshold is compared with: the learned answerability model's probability that the hits
     hold the answer, in [0, 1], when ``model`` names it (``answerability-e5-v2``), else
     (``model=None``) the hand-made blend ``dense + 0.5 × coverage`` (see
-    :mod:`ragstrata.generate.evidence`); ``cross``: the hand-made rule found the question asked
-    in another language than the hits (its cross-lingual threshold applied)."""
+    :mod:`ragstrata.generate.evidence`); ``cross``: the question was asked in another language
+    than the hits and the rule's cross-lingual threshold applied."""
 
     dense: float
     coverage: float

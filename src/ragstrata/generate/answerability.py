@@ -292,7 +292,9 @@ def _sentence_coverage(terms: set[str], hits: Sequence[Hit], analyzer: Analyzer)
 class AnswerabilityModel:
     """A logistic regression over :data:`FEATURES`: ``p = sigmoid(bias + Σ w_i (x_i - mean_i) /
     scale_i)``. ``threshold``: refuse when ``p`` is under it (chosen on the training half for
-    ``target_precision`` of refusals, see the training module); ``family``: the embedder family
+    ``target_precision`` of refusals, see the training module); ``cross_threshold``: the same
+    for a question asked in another language than its hits (``cross_language`` = 1; ``None``:
+    ``threshold``), chosen on the cross-lingual training rows; ``family``: the embedder family
     it was trained for (``e5``); ``trained``: provenance (data, split, seed, counts)."""
 
     family: str
@@ -304,15 +306,20 @@ class AnswerabilityModel:
     threshold: float
     target_precision: float
     trained: dict[str, Any]
+    cross_threshold: float | None = None
 
     def __post_init__(self) -> None:
         n = len(self.features)
         if not (len(self.mean) == len(self.scale) == len(self.weights) == n):
             raise ConfigError(f"answerability model {self.family!r}: feature vectors differ")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ConfigError(
-                f"answerability model {self.family!r}: threshold {self.threshold} not in [0, 1]"
-            )
+        for name, value in (
+            ("threshold", self.threshold),
+            ("cross_threshold", self.cross_threshold),
+        ):
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ConfigError(
+                    f"answerability model {self.family!r}: {name} {value} not in [0, 1]"
+                )
 
     def probability(self, features: Sequence[float]) -> float:
         """P(answerable) in (0, 1) for one :func:`answerability_features` vector."""
@@ -332,6 +339,7 @@ class AnswerabilityModel:
             "weights": list(self.weights),
             "bias": self.bias,
             "threshold": self.threshold,
+            "cross_threshold": self.cross_threshold,
             "target_precision": self.target_precision,
             "trained": self.trained,
         }
@@ -355,6 +363,9 @@ class AnswerabilityModel:
             weights=tuple(float(v) for v in data["weights"]),
             bias=float(data["bias"]),
             threshold=float(data["threshold"]),
+            cross_threshold=(
+                None if data.get("cross_threshold") is None else float(data["cross_threshold"])
+            ),
             target_precision=float(data["target_precision"]),
             trained=dict(data.get("trained", {})),
         )

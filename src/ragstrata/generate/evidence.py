@@ -147,6 +147,7 @@ NO_EVIDENCE_RULE = HandRule(UNCALIBRATED_MIN_EVIDENCE)
 """The rule that refuses only an empty retrieval (the extractive answerer's default)."""
 
 _COVERAGE = FEATURES.index("coverage_best")
+_CROSS = FEATURES.index("cross_language")
 
 LEARNED_MIN_CHUNKS = 500
 """Smallest index the learned rule is used on: its BM25 features (scores per question term,
@@ -169,12 +170,15 @@ class LearnedRule:
     :class:`Evidence` are the model's ``dense_best``/``coverage_best`` features; ``model``
     names it (``answerability-e5-v2``); ``encoder``: the index's embedder, which embeds the first
     hits' sentences for the ``sentence_dense`` feature (``None``: not measured, as if no sentence
-    could be read; only for tests of the rule's decision)."""
+    could be read; only for tests of the rule's decision); ``cross_threshold``: the threshold of
+    a question asked in another language than its hits (``Evidence.cross``; ``None``:
+    ``threshold``)."""
 
     model: AnswerabilityModel
     threshold: float
     strong_evidence: float = STRONG_EVIDENCE
     encoder: SentenceEncoder | None = None
+    cross_threshold: float | None = None
 
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
         cosines = sentence_cosines(question, hits, self.encoder) if self.encoder else []
@@ -184,6 +188,7 @@ class LearnedRule:
             features[_COVERAGE],
             self.model.probability(features),
             model=f"answerability-{self.model.family}-v{MODEL_VERSION}",
+            cross=features[_CROSS] == 1.0,
         )
 
     def refuses(self, evidence: Evidence) -> bool:
@@ -192,9 +197,11 @@ class LearnedRule:
         index's IDF is tiny), so on a corpus unlike its training data it can refuse a passage
         that holds every question term at a high cosine."""
         strong = hand_score(evidence.dense, evidence.coverage) >= self.strong_evidence
-        return evidence.score < self.threshold and not strong
+        return evidence.score < self.threshold_for(evidence) and not strong
 
     def threshold_for(self, evidence: Evidence) -> float:
+        if evidence.cross and self.cross_threshold is not None:
+            return self.cross_threshold
         return self.threshold
 
 
@@ -238,8 +245,9 @@ def evidence_rule_for(
     * an embedder with a shipped answerability model (:data:`~ragstrata.generate.
       answerability.MODEL_FAMILIES`) and an index of at least :data:`LEARNED_MIN_CHUNKS` chunks
       (``n_chunks``; ``None``: unknown, taken as large): the :class:`LearnedRule`, at
-      ``min_answerable`` (``llm.min_answerable``) when set, else the model's threshold, reading
-      sentence vectors with ``encoder`` (the index's embedder);
+      ``min_answerable`` (``llm.min_answerable``) when set for every question, else the model's
+      thresholds (its own for a cross-lingual question), reading sentence vectors with
+      ``encoder`` (the index's embedder);
     * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold, and
       for a cross-lingual question at :data:`CROSS_MIN_EVIDENCE`'s (``min_answerable`` does not
       apply there: one warning per process says so).
@@ -250,8 +258,11 @@ def evidence_rule_for(
     large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
     if family is not None and family in MODEL_FAMILIES and large:
         model = answerability_model(family)
-        threshold = model.threshold if min_answerable is None else min_answerable
-        return LearnedRule(model, threshold, encoder=encoder)
+        if min_answerable is not None:  # the user's threshold, for every question
+            return LearnedRule(model, min_answerable, encoder=encoder)
+        return LearnedRule(
+            model, model.threshold, encoder=encoder, cross_threshold=model.cross_threshold
+        )
     if min_answerable is not None and "min_answerable" not in _warned:
         _warned.add("min_answerable")
         why = (

@@ -20,9 +20,11 @@ Recipe (``python -m ragstrata.training.answerability --out FILE``), all seeded:
    (plain numpy), classes weighted to balance.
 3. **Threshold**: 5-fold out-of-fold probabilities on the same training rows (folds by
    question); the threshold is the one of highest refusal recall whose refusal precision on the
-   SQuAD-es present/absent rows is at least ``target_precision`` (default 0.83: on the training
-   rows the separation is weak, out-of-fold ROC AUC about 0.8, and 0.83 is the precision that
-   keeps about 8 % of answerable training questions refused).
+   SQuAD-es present/absent rows is at least ``target_precision`` (default 0.83) and that
+   refuses at most ``--max-false-refusal`` (default 0.08) of their answerable rows; the
+   cross-lingual threshold (``cross_threshold``) is the one of highest refusal recall on the rows
+   whose question is in another language than its hits (FastAPI) under the same false-refusal
+   cap.
 
 Indexes are built beforehand with the default ingest (``ragstrata eval DATASET --index DIR``);
 they are only read.
@@ -296,15 +298,28 @@ def train(
         target_precision=target_precision,
         max_false_refusal=max_false_refusal,
     )
+    cross = x[:, FEATURES.index("cross_language")] == 1.0
+    cross_threshold = (
+        choose_threshold(
+            oof[cross], y[cross], target_precision=0.0, max_false_refusal=max_false_refusal
+        )
+        if cross.any()
+        else None
+    )
     mean, scale, weights, bias = fit_logistic(x, y, sample_weight=sw, l2=l2)
     sources = sorted({r.source for r in rows})
     report: dict[str, Any] = {"threshold_rows": refusal_scores(oof[chosen], y[chosen], threshold)}
+    if cross_threshold is not None:
+        report["cross_rows"] = refusal_scores(oof[cross], y[cross], cross_threshold)
     for src in sources:
         sel = np.array([r.source == src for r in rows])
+        decided = np.where(
+            cross[sel] & (cross_threshold is not None), cross_threshold or 0.0, threshold
+        )
         report[src] = {
             "rows": int(sel.sum()),
             "answerable": int(y[sel].sum()),
-            **refusal_scores(oof[sel], y[sel], threshold),
+            **refusal_scores(oof[sel] - decided, y[sel], 0.0),
         }
     model = AnswerabilityModel(
         family=family,
@@ -314,6 +329,7 @@ def train(
         weights=tuple(round(float(v), 6) for v in weights),
         bias=round(bias, 6),
         threshold=round(threshold, 4),
+        cross_threshold=None if cross_threshold is None else round(cross_threshold, 4),
         target_precision=target_precision,
         trained={
             "seed": seed,

@@ -141,8 +141,10 @@ def test_rule_choice_keeps_the_overrides() -> None:
     e5 = "e5-onnx:multilingual-e5-small"
     learned = evidence_rule_for(e5, min_evidence=None, min_answerable=None)
     assert isinstance(learned, LearnedRule) and learned.threshold == learned.model.threshold
+    assert learned.cross_threshold == learned.model.cross_threshold is not None
     tuned = evidence_rule_for(e5, min_evidence=None, min_answerable=0.3)
     assert isinstance(tuned, LearnedRule) and tuned.threshold == 0.3
+    assert tuned.cross_threshold is None  # the user's threshold holds for every question
     # an explicit llm.min_evidence keeps its old meaning: the hand-made rule at that threshold
     assert evidence_rule_for(e5, min_evidence=1.2, min_answerable=0.3) == HandRule(1.2)
     minilm = evidence_rule_for(
@@ -295,3 +297,32 @@ def test_learned_rule_embeds_sentences_with_its_encoder(e5: Any) -> None:
     with_encoder = rule.measure(question, _squad_like_hits(), analyzer)
     without = replace(rule, encoder=None).measure(question, _squad_like_hits(), analyzer)
     assert with_encoder.score != without.score
+
+
+def test_learned_rule_has_its_own_threshold_across_languages() -> None:
+    analyzer = Analyzer()
+    rule = evidence_rule_for("e5", min_evidence=None, min_answerable=None)
+    assert isinstance(rule, LearnedRule) and rule.cross_threshold is not None
+    hits = [replace(h, chunk=replace(h.chunk, language="en")) for h in _hits()]
+    same = rule.measure("How do I install the package with pip?", hits, analyzer)
+    cross = rule.measure("¿Cómo se instala el paquete con pip?", hits, analyzer)
+    assert not same.cross and cross.cross
+    assert rule.threshold_for(same) == rule.threshold
+    assert rule.threshold_for(cross) == rule.cross_threshold
+    # the decision uses the threshold of the question's kind (weak evidence: no strong guard)
+    between = replace(cross, score=(rule.threshold + rule.cross_threshold) / 2, dense=0.1)
+    low, high = sorted((rule.threshold, rule.cross_threshold))
+    assert rule.refuses(between) == (rule.cross_threshold > between.score)
+    assert rule.refuses(replace(between, cross=False)) == (rule.threshold > between.score)
+    assert low < between.score < high
+    check = check_evidence("¿Cómo se instala el paquete con pip?", hits, analyzer, rule=rule)
+    assert check.min_evidence == rule.cross_threshold
+
+
+def test_model_thresholds_must_be_probabilities() -> None:
+    model = answerability_model("e5")
+    with pytest.raises(ConfigError, match="cross_threshold"):
+        replace(model, cross_threshold=1.5)
+    assert AnswerabilityModel.from_json({**model.to_json(), "cross_threshold": None}) == replace(
+        model, cross_threshold=None
+    )
