@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any
 
+from ragstrata.embed.base import Embedder
 from ragstrata.errors import ConfigError
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import language_relation
@@ -149,20 +150,7 @@ def answer_sentences(hits: Sequence[Hit]) -> list[str]:
     return out
 
 
-class SentenceEncoder(Protocol):
-    """What :func:`sentence_cosines` needs of an embedder (any
-    :class:`~ragstrata.embed.base.Embedder`)."""
-
-    def embed_query(self, text: str) -> Any:
-        """(dim,) unit vector of a query."""
-        ...
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        """(n, dim) unit vectors of passages."""
-        ...
-
-
-def sentence_cosines(question: str, hits: Sequence[Hit], encoder: SentenceEncoder) -> list[float]:
+def sentence_cosines(question: str, hits: Sequence[Hit], encoder: Embedder) -> list[float]:
     """Cosine of ``question`` (embedded as a query) to each of :func:`answer_sentences`
     (embedded as passages), in that order; ``[]`` when there is none."""
     sentences = answer_sentences(hits)
@@ -198,6 +186,7 @@ def answerability_features(
     top_dense = top_bm25 = 0.0
     agreement = 0.0
     coverage_top = coverage_best = coverage_section = coverage_heading = 0.0
+    chunk_terms: list[set[str]] = []
     coverage_gap = bigram_coverage = entity_match = 0.0
     missing = math.log1p(len(terms))
     entity_set = {m.group(0).lower() for m in ENTITY.finditer(question.strip())}
@@ -267,19 +256,20 @@ def answerability_features(
         n_terms,
         1.0 if reranks else 0.0,
         max(reranks) if reranks else 0.0,
-        _sentence_coverage(terms, hits, analyzer),
+        _sentence_coverage(terms, hits, chunk_terms, analyzer),
         max(cosines, default=-1.0),
     ]
 
 
-def _sentence_coverage(terms: set[str], hits: Sequence[Hit], analyzer: Analyzer) -> float:
+def _sentence_coverage(
+    terms: set[str], hits: Sequence[Hit], chunk_terms: Sequence[set[str]], analyzer: Analyzer
+) -> float:
     """``sentence_coverage`` of :data:`FEATURES`: the best rarity-weighted share of ``terms`` in
-    one of :func:`answer_sentences` of ``hits``."""
+    one of :func:`answer_sentences` of ``hits``; ``chunk_terms``: each hit's analysed terms."""
     if not terms or not hits:
         return 0.0
-    held = [set(analyzer.terms(h.chunk.rendered)) & terms for h in hits]
     n = len(hits)
-    weight = {t: math.log1p(n / (sum(t in h for h in held) + 0.5)) for t in terms}
+    weight = {t: math.log1p(n / (sum(t in c for c in chunk_terms) + 0.5)) for t in terms}
     total = sum(weight.values())
     best = 0.0
     for sentence in answer_sentences(hits):

@@ -26,12 +26,12 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ragstrata.config.embedder import embedder_family
+from ragstrata.embed.base import Embedder
 from ragstrata.generate.answerability import (
     FEATURES,
     MODEL_FAMILIES,
     MODEL_VERSION,
     AnswerabilityModel,
-    SentenceEncoder,
     answerability_features,
     answerability_model,
     sentence_cosines,
@@ -138,9 +138,15 @@ class HandRule:
         return evidence.score < self.threshold_for(evidence)
 
     def threshold_for(self, evidence: Evidence) -> float:
-        if evidence.cross and self.cross_threshold is not None:
-            return self.cross_threshold
-        return self.threshold
+        return _threshold_for(evidence, self.threshold, self.cross_threshold)
+
+
+def _threshold_for(evidence: Evidence, threshold: float, cross_threshold: float | None) -> float:
+    """``cross_threshold`` for a question asked in another language than its hits
+    (``evidence.cross``) when the rule has one, else ``threshold``: both rules decide so."""
+    if evidence.cross and cross_threshold is not None:
+        return cross_threshold
+    return threshold
 
 
 NO_EVIDENCE_RULE = HandRule(UNCALIBRATED_MIN_EVIDENCE)
@@ -177,7 +183,7 @@ class LearnedRule:
     model: AnswerabilityModel
     threshold: float
     strong_evidence: float = STRONG_EVIDENCE
-    encoder: SentenceEncoder | None = None
+    encoder: Embedder | None = None
     cross_threshold: float | None = None
 
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
@@ -200,9 +206,7 @@ class LearnedRule:
         return evidence.score < self.threshold_for(evidence) and not strong
 
     def threshold_for(self, evidence: Evidence) -> float:
-        if evidence.cross and self.cross_threshold is not None:
-            return self.cross_threshold
-        return self.threshold
+        return _threshold_for(evidence, self.threshold, self.cross_threshold)
 
 
 def check_evidence(
@@ -235,7 +239,7 @@ def evidence_rule_for(
     min_evidence: float | None,
     min_answerable: float | None,
     n_chunks: int | None = None,
-    encoder: SentenceEncoder | None = None,
+    encoder: Embedder | None = None,
 ) -> EvidenceRule:
     """The evidence rule of an index whose embedder is ``embedder`` (a manifest name such as
     ``e5-onnx:multilingual-e5-small``, or a config name such as ``e5``):
