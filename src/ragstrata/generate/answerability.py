@@ -105,8 +105,8 @@ SENTENCE_HITS = 3
 at all)."""
 
 MAX_SENTENCES = 48
-"""At most this many sentences are embedded per question (about 0.3 s with ``e5-onnx`` on one
-core), the first hits' first."""
+"""At most this many sentences are embedded per question, the first hits' first: a bound on the
+check's cost when the first hits are long chunks of short lines."""
 
 MIN_SENTENCE_CHARS = 16
 """Shorter sentences (list markers, "Ejemplo:") are not read."""
