@@ -53,6 +53,7 @@ from ragstrata.config import LOCAL_LLMS, LLMConfig, RagConfig
 from ragstrata.generate.llama_local import DEFAULT_FLASH_ATTN, DEFAULT_N_BATCH, LlamaGenerator
 from ragstrata.pipeline import Ragstrata
 from ragstrata.render import diagnostics_json
+from ragstrata.testing.fakes import RecordedChatModel
 from ragstrata.types import Answer
 
 HERE = Path(__file__).resolve().parent
@@ -450,6 +451,12 @@ def main() -> None:
     parser.add_argument(
         "--report", action="store_true", help="run nothing: re-summarize --out and print it"
     )
+    parser.add_argument(
+        "--regrade",
+        metavar="RUN",
+        help="run no model: re-check run RUN's recorded answers with the current code and "
+        "record them as run RUN+regraded (speed fields copied from RUN)",
+    )
     args = parser.parse_args()
 
     corpus, questions = load_questions(args.questions)
@@ -472,6 +479,12 @@ def main() -> None:
     if args.out.is_file():
         results = json.loads(args.out.read_text())
     runs: dict[str, Any] = results.setdefault("runs", {})
+    if args.regrade:
+        regrade(config, runs, args.regrade, questions)
+        write(args.out, results, stamp, runs)
+        print_tables(runs, [q["id"] for q in questions])
+        print(f"\nwrote {args.out}")
+        return
     with Ragstrata(config) as base:
         embedder = base.embedder
         embedder.embed_query("warm-up")
@@ -540,6 +553,59 @@ def main() -> None:
         write(args.out, results, stamp, runs)
     print_tables(runs, [q["id"] for q in questions])
     print(f"\nwrote {args.out}")
+
+
+SPEED_FIELDS = (
+    "usage",
+    "seconds",
+    "ttft_s",
+    "stages_s",
+    "decode",
+    "context_tokens",
+    "finish_reason",
+    "loadavg_1m",
+)
+"""Fields of a row that a regrade copies from the recorded run (no model runs)."""
+
+
+def regrade(
+    config: RagConfig, runs: dict[str, Any], key: str, questions: list[dict[str, Any]]
+) -> None:
+    """Run ``key``'s recorded model outputs through the current retrieval, evidence rule,
+    assembly and citation check (:class:`~ragstrata.testing.fakes.RecordedChatModel`), as run
+    ``key+regraded``. A question the model declined, or the evidence rule refused, keeps its
+    row; one that reaches the model now but did not then is skipped and listed."""
+    if key not in runs:
+        raise SystemExit(f"no run {key!r} in the results: {sorted(runs)}")
+    source = runs[key]
+    llm = LLMConfig(**source["llm"])
+    model = RecordedChatModel(LlamaGenerator.from_config(llm))
+    by_id = {q["id"]: q for q in questions}
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    with Ragstrata(dataclasses.replace(config, llm=llm), generator=model) as engine:
+        for old in source["rows"]:
+            q = by_id[old["id"]]
+            written = old["raw_answer"] or (None if old["refused"] else old["answer"])
+            if written is None:  # declined by the model or refused by the evidence rule
+                rows.append(dict(old))
+                continue
+            model.text = written
+            answer = engine.ask(q["question"])
+            if answer.generation is None or answer.generation.raw_answer is None:
+                skipped.append(q["id"])
+                continue
+            row = record(q, answer, old["seconds"])
+            row.update({k: old[k] for k in SPEED_FIELDS if k in old})
+            rows.append(row)
+            print(f"[{key}+regraded] {outcome(row)} | {q['id']}", flush=True)
+    runs[f"{key}+regraded"] = {
+        **{k: v for k, v in source.items() if k not in ("rows", "summary")},
+        "regraded_from": key,
+        "regraded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "regrade_skipped": skipped,
+        "rows": rows,
+    }
 
 
 def write(out: Path, results: dict[str, Any], stamp: dict[str, Any], runs: dict[str, Any]) -> None:

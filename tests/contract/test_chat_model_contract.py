@@ -1,5 +1,6 @@
 """The :class:`~ragstrata.testing.chat_model.ChatModelContract` suite on every chat model:
-:class:`~ragstrata.testing.fakes.ScriptedChatModel` always; the OpenAI-compatible client against
+:class:`~ragstrata.testing.fakes.ScriptedChatModel` and
+:class:`~ragstrata.testing.fakes.RecordedChatModel` always; the OpenAI-compatible client against
 the loopback fake server of the service tests (``FakeChatServer``) when the ``llm`` extra's
 ``openai`` and ``bpe-openai`` are installed; llama.cpp with the packaged 0.5B model when
 llama-cpp-python and the model wheels are installed (loaded once per session)."""
@@ -13,12 +14,19 @@ import pytest
 
 from ragstrata.generate.base import ChatModel
 from ragstrata.testing.chat_model import ChatModelContract
-from ragstrata.testing.fakes import ScriptedChatModel
+from ragstrata.testing.fakes import RecordedChatModel, ScriptedChatModel
 
 
 class TestScriptedChatModel(ChatModelContract):
     def make_chat_model(self) -> ChatModel:
         return ScriptedChatModel("The capital of France is Paris [1].")
+
+
+class TestRecordedChatModel(ChatModelContract):
+    def make_chat_model(self) -> ChatModel:
+        model = RecordedChatModel(ScriptedChatModel())
+        model.text = "The capital of France is Paris [1]."
+        return model
 
 
 @pytest.fixture(scope="module")

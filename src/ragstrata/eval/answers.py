@@ -111,7 +111,11 @@ class AnswerCase:
 @dataclass(frozen=True, slots=True)
 class AnswerOutcome:
     """How one answer scored. ``contains``/``f1``/``cites_gold`` are ``False``/``0.0`` for a
-    refusal; ``refused_by`` is the answer's :data:`~ragstrata.types.RefusalReason`."""
+    refusal; ``refused_by`` is the answer's :data:`~ragstrata.types.RefusalReason`;
+    ``question`` and ``text`` as asked and answered; ``raw_answer``: what an LLM wrote before
+    its citations were checked (``None`` without an LLM call), kept so that a refusal by the
+    checker can be told from one by the model, and a changed checker re-run on the same
+    generations."""
 
     qid: str
     refused: bool
@@ -123,6 +127,9 @@ class AnswerOutcome:
     unverified: int
     words: int
     latency_ms: float
+    question: str = ""
+    text: str = ""
+    raw_answer: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -136,6 +143,9 @@ class AnswerOutcome:
             "unverified": self.unverified,
             "words": self.words,
             "latency_ms": round(self.latency_ms, 1),
+            "question": self.question,
+            "text": self.text,
+            "raw_answer": self.raw_answer,
         }
 
 
@@ -252,9 +262,22 @@ def score_answer(
 ) -> AnswerOutcome:
     """Score one answer against its case (pure; ``unverified`` comes from
     :func:`unverified_citations`)."""
+    raw = answer.generation.raw_answer if answer.generation is not None else None
     if answer.refusal:
         return AnswerOutcome(
-            case.qid, True, answer.refused_by, False, 0.0, False, 0, 0, 0, latency_ms
+            case.qid,
+            True,
+            answer.refused_by,
+            False,
+            0.0,
+            False,
+            0,
+            0,
+            0,
+            latency_ms,
+            question=case.question,
+            text=answer.text,
+            raw_answer=raw,
         )
     text = _plain_text(answer)
     return AnswerOutcome(
@@ -268,6 +291,9 @@ def score_answer(
         unverified=unverified,
         words=len(text.split()),
         latency_ms=latency_ms,
+        question=case.question,
+        text=answer.text,
+        raw_answer=raw,
     )
 
 

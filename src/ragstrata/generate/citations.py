@@ -10,9 +10,10 @@ model (none is installable offline here, see docs/generation.md). A claim is *su
 cited passage when
 
 1. every number in the claim occurs in the passage (``3.11``, ``100``, ``2024``...),
-2. every "name" in the claim occurs in the passage: code identifiers (``snake_case``,
-   ``camelCase``, ``dotted.names``, ``call()``, backticked text) and capitalized words that do
-   not start the sentence,
+2. every "name" in the claim occurs in the passage or its headings: code identifiers
+   (``snake_case``, ``camelCase``, ``dotted.names``, ``call()``, backticked text; ``.m()``
+   also as ``m``), and capitalized words that do not start the sentence, which may also occur
+   in the other context passages of the same document (the subject a document names once),
 3. a negated claim (``not``, ``never``, ``no``, ``nunca``…) is backed by a negated passage
    sentence (the closest one),
 4. the claim's code is backed by the passage: its import claims, inline ``code`` spans and
@@ -221,18 +222,33 @@ def claim_numbers(text: str) -> set[str]:
     return {m.group().rstrip(".,") for m in _NUMBER.finditer(text)}
 
 
+def claim_identifiers(text: str) -> set[str]:
+    """Code identifiers of a claim: backticked text, ``dotted.names``, ``snake_case``,
+    ``camelCase`` and ``call()``."""
+    names = {next(g for g in m.groups() if g).strip() for m in _IDENT.finditer(text)}
+    return {n for n in names if len(n) > 1}
+
+
+def claim_capitalized(text: str) -> set[str]:
+    """Capitalized words of a claim that do not start it (``FastAPI``, ``Hook``, ``Debian``)."""
+    stripped = text.lstrip("\"'¿¡(* -")
+    names = {m.group(1) for m in _CAPITALIZED.finditer(stripped) if m.start() > 0}
+    return {n for n in names if len(n) > 1}
+
+
 def claim_names(text: str) -> set[str]:
     """Code identifiers and mid-sentence capitalized words of a claim."""
-    names: set[str] = set()
-    for m in _IDENT.finditer(text):
-        value = next(g for g in m.groups() if g)
-        names.add(value.strip())
-    stripped = text.lstrip("\"'¿¡(* -")
-    for m in _CAPITALIZED.finditer(stripped):
-        if m.start() == 0:
-            continue
-        names.add(m.group(1))
-    return {n for n in names if len(n) > 1}
+    return claim_identifiers(text) | claim_capitalized(text)
+
+
+def identifier_forms(name: str) -> tuple[str, ...]:
+    """The forms under which a source may write identifier ``name``: as written, and without
+    a method's leading dot and call parentheses (``.add_task()`` → ``add_task``; a source
+    writes ``background_tasks.add_task(...)``)."""
+    bare = name.strip().lstrip(".")
+    if bare.endswith("()"):
+        bare = bare[:-2]
+    return tuple(dict.fromkeys(f for f in (name, bare) if len(f) > 1))
 
 
 _NEGATION = re.compile(
@@ -340,16 +356,23 @@ class CitationChecker:
         *,
         code: Sequence[Sequence[str]] | None = None,
         headings: Sequence[str] | None = None,
+        documents: Sequence[str] | None = None,
     ) -> list[Support]:
         """:class:`Support` of ``claims[i]`` by ``passages[i]`` (same length), with the
         configured settings; ``code[i]``: the fenced code blocks of claim ``i`` (none when
         ``code`` is ``None``); ``headings[i]``: the passage's document title and heading path,
         where the names check also looks (a section "Use CORSMiddleware" backs the name
-        ``CORSMiddleware``). Embeds all claims and passage windows in two batches."""
+        ``CORSMiddleware``); ``documents[i]``: the other context passages of the passage's
+        document, where capitalized words are also looked for (a passage of the FastAPI
+        tutorial backs ``FastAPI`` although only its neighbour names it); identifiers and
+        numbers must be in the passage or its headings. Embeds all claims and passage windows
+        in two batches. Raises ``ValueError`` when the sequences differ in length."""
         if len(claims) != len(passages) or (code is not None and len(code) != len(claims)):
             raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
         if headings is not None and len(headings) != len(claims):
             raise ValueError(f"{len(headings)} headings for {len(claims)} claims")
+        if documents is not None and len(documents) != len(claims):
+            raise ValueError(f"{len(documents)} documents for {len(claims)} claims")
         if not claims:
             return []
         windows = [self._windows(p) for p in passages]
@@ -365,7 +388,10 @@ class CitationChecker:
             best = int(np.argmax(sims))
             blocks = code[ci] if code is not None else ()
             heading = headings[ci] if headings is not None else ""
-            out.append(self._decide(claim, passage, float(sims[best]), ws[best], blocks, heading))
+            document = documents[ci] if documents is not None else ""
+            out.append(
+                self._decide(claim, passage, float(sims[best]), ws[best], blocks, heading, document)
+            )
         return out
 
     def _decide(
@@ -376,6 +402,7 @@ class CitationChecker:
         evidence: tuple[int, int],
         blocks: Sequence[str] = (),
         heading: str = "",
+        document: str = "",
     ) -> Support:
         s = self.settings
         terms = set(self.analyzer.terms(claim))
@@ -383,7 +410,17 @@ class CitationChecker:
         missing = [n for n in sorted(claim_numbers(claim)) if not _number_in(n, passage)]
         if s.check_names:
             folded = _norm(passage) + "\n" + _norm(heading)
-            missing += [n for n in sorted(claim_names(claim)) if _norm(n) not in folded]
+            missing += [
+                n
+                for n in sorted(claim_identifiers(claim))
+                if not any(_norm(f) in folded for f in identifier_forms(n))
+            ]
+            in_document = folded + "\n" + _norm(document)
+            missing += [
+                n
+                for n in sorted(claim_capitalized(claim) - set(missing))
+                if _norm(n) not in in_document
+            ]
         if _negated(claim) and not _negated(passage[evidence[0] : evidence[1]]):
             missing.append("(negation)")
         if s.check_code:
@@ -460,6 +497,7 @@ def ground(
             [sources[label].body for _, label in pairs],
             code=[parsed.claims[ci].code for ci, _ in pairs],
             headings=[_heading_of(sources[label]) for _, label in pairs],
+            documents=[_same_document(sources[label], context.sources) for _, label in pairs],
         )
         supports = dict(zip(pairs, found, strict=True))
     attributed: list[int] = []
@@ -585,6 +623,15 @@ def _tidy(text: str) -> str:
             line = re.sub(r"(?<=\S)[ \t]{2,}(?=\S)", " ", line)
         out.append(line)
     return "\n".join(out).strip()
+
+
+def _same_document(source: Source, sources: Sequence[Source]) -> str:
+    """The bodies of the other sources of ``source``'s document, one per line (where the
+    names check looks for capitalized words)."""
+    doc_id = source.hit.chunk.doc_id
+    return "\n".join(
+        s.body for s in sources if s.label != source.label and s.hit.chunk.doc_id == doc_id
+    )
 
 
 def _heading_of(source: Source) -> str:

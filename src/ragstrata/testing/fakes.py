@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ragstrata.generate.base import ChatMessage, Completion, Delta, Usage, collect
+from ragstrata.generate.base import ChatMessage, ChatModel, Completion, Delta, Usage, collect
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
 from ragstrata.types import Chunk, FloatArray, Hit, RetrieverHit
@@ -101,6 +101,46 @@ class ScriptedChatModel:
             yield Delta(piece + (" " if i < len(pieces) - 1 else ""))
         prompt = sum(self.counter.count(m.content) for m in messages)
         yield Delta("", done=True, usage=Usage(prompt, len(pieces)), finish_reason="stop")
+
+
+class RecordedChatModel:
+    """Answers with a recorded generation (``text``, set before each ``ask``), with ``base``'s
+    name, tokenizer and window, so that context assembly budgets as the live run did.
+
+    For re-checking recorded LLM answers with changed post-generation code (the citation
+    checker runs after generation: the same question, index and text give the same pairs):
+    ``bench/llm_answers.py --regrade``, ``bench/checker_paraphrases.py``. ``base`` is not
+    asked to generate; only its ``counter`` is used (a local model loads its weights for it).
+    """
+
+    def __init__(self, base: ChatModel) -> None:
+        self.base = base
+        self.text = ""
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self.base.counter
+
+    @property
+    def context_window(self) -> int:
+        return self.base.context_window
+
+    def complete(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None
+    ) -> Completion:
+        return collect(self.stream(messages, max_tokens=max_tokens))
+
+    def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None
+    ) -> Iterator[Delta]:
+        yield Delta(self.text)
+        prompt = sum(self.counter.count(m.content) for m in messages)
+        usage = Usage(prompt, self.counter.count(self.text))
+        yield Delta("", done=True, usage=usage, finish_reason="stop")
 
 
 def make_chunk(

@@ -261,3 +261,48 @@ def test_checker_settings_follow_the_embedder() -> None:
     e5 = checker_settings_for("e5-onnx:multilingual-e5-small")
     assert e5 == CALIBRATED_CHECKER["e5-onnx"] and e5.threshold > CheckerSettings().threshold
     assert CitationChecker(HashEmbedder(), Analyzer()).settings == CheckerSettings()
+
+
+def test_method_names_match_without_their_dot_and_parentheses(checker: CitationChecker) -> None:
+    from ragstrata.generate.citations import identifier_forms
+
+    assert identifier_forms(".add_task()") == (".add_task()", "add_task")
+    assert identifier_forms("get_db") == ("get_db",)
+    body = "Call background_tasks.add_task(write_log, message) to run write_log after the response."
+    claim = "Call the `.add_task()` method to run write_log after the response."
+    assert checker.check(claim, body).missing == ()
+    assert checker.check(claim.replace("add_task", "add_job"), body).missing == (".add_job()",)
+
+
+def test_capitalized_names_may_come_from_the_same_documents_other_sources(
+    checker: CitationChecker,
+) -> None:
+    intro = "FastAPI provides CORSMiddleware to handle cross-origin requests."
+    body = "max_age sets how long browsers cache the responses; it defaults to 600 seconds."
+    claim = "In FastAPI, max_age sets how long browsers cache the responses, 600 seconds."
+    same = assemble(
+        [make_hit("cors", intro, 1), make_hit("cors", body, 2, start=500)],
+        counter=WORDS,
+        budget_tokens=1000,
+    )
+    out = ground(claim + " [2]", same, checker)
+    assert out.diagnostics["unsupported"] == [], out.diagnostics
+    # the name in another document's source does not back it
+    other = assemble(
+        [make_hit("gzip", intro, 1), make_hit("cors", body, 2, start=500)],
+        counter=WORDS,
+        budget_tokens=1000,
+    )
+    bad = ground(claim + " [2]", other, checker)
+    assert bad.diagnostics["unsupported"][0]["missing"] == ["FastAPI"]
+    # numbers and identifiers still have to be in the cited source itself
+    moved = assemble(
+        [
+            make_hit("cors", intro + " It defaults to 900 seconds.", 1),
+            make_hit("cors", body, 2, start=500),
+        ],
+        counter=WORDS,
+        budget_tokens=1000,
+    )
+    changed = ground(claim.replace("600", "900") + " [2]", moved, checker)
+    assert "900" in changed.diagnostics["unsupported"][0]["missing"]
