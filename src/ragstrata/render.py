@@ -111,8 +111,8 @@ def diagnostics_json(answer: Answer) -> dict[str, Any]:
     ``hyde_passage`` (HyDE ran), ``conflict`` (:func:`conflicts_json`, when there was one),
     ``evidence`` and ``min_evidence`` (when the check ran), the LLM's ``context_tokens`` and
     ``finish_reason``, its citation check (``claims``, ``verified_claims``, ``invalid_labels``,
-    ``unsupported``, ``uncited``, ``attributed``) and ``raw_answer``, a local model's
-    ``decode`` counters (:class:`~ragstrata.types.DecodeStats`), and ``refused_by`` on a
+    ``unsupported``, ``uncited``, ``attributed``, ``reattributed``) and ``raw_answer``, a local
+    model's ``decode`` counters (:class:`~ragstrata.types.DecodeStats`), and ``refused_by`` on a
     refusal. Keys are absent where the step did not run."""
     data: dict[str, Any] = {}
     if answer.hyde_passage is not None:

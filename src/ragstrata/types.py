@@ -331,7 +331,8 @@ class Grounding:
     ``verified_claims`` (claims with at least one supporting citation), ``invalid_labels``
     (out-of-range labels, removed from the text), ``unsupported`` claims, ``uncited`` (claims
     left without any valid citation), ``attributed`` (claims that got their citation from the
-    checker)."""
+    checker), ``reattributed`` (claims whose cited sources did not support them and whose
+    citation the checker moved to a source that does)."""
 
     claims: int
     verified_claims: int
@@ -339,6 +340,7 @@ class Grounding:
     unsupported: tuple[UnsupportedClaim, ...]
     uncited: tuple[str, ...]
     attributed: tuple[str, ...]
+    reattributed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -348,6 +350,7 @@ class Grounding:
             "unsupported": [u.to_json() for u in self.unsupported],
             "uncited": list(self.uncited),
             "attributed": list(self.attributed),
+            "reattributed": list(self.reattributed),
         }
 
 

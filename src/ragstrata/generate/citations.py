@@ -23,7 +23,8 @@ cited passage when
 5. ``semantic_weight · cos + (1 − semantic_weight) · coverage >= threshold``, where ``cos`` is
    the best cosine similarity between the claim and one or two consecutive sentences of the
    passage (the engine's embedder, document-side encoding on both sides) and ``coverage`` the
-   share of the claim's BM25 terms (stemmed, stop words removed) found in the passage.
+   share of the claim's BM25 terms (stemmed, stop words removed) found in the passage or its
+   document title and heading path (the model is shown each source with its section).
 
 A fenced code block is not a claim of its own: it belongs to the sentence that introduces it
 (the one just before it) when that sentence cites a source, else to the sentence just after it
@@ -258,6 +259,49 @@ _NEGATION = re.compile(
 )
 
 
+_REFERENCE = re.compile(
+    r",?\s*\b(?:(?:as|is|are)\s+)?(?:stated|mentioned|indicated|shown|described|explained|noted|"
+    r"specified|given)\s+in\s+(?:the\s+)?(?:provided\s+|given\s+)?"
+    r"(?:sources?|documents?|documentation|context|text)(?:\s*\d+)?\b"
+    r"|,?\s*\b(?:according\s+to|based\s+on)\s+(?:the\s+)?(?:provided\s+|given\s+)?"
+    r"(?:sources?|documents?|documentation|context)(?:\s*\d+)?\b"
+    r"|,?\s*\b(?:como\s+se\s+)?(?:menciona|indica|describe|explica|muestra|señala|dice)\s+en\s+"
+    r"(?:el|la|los|las)\s+(?:fuentes?|documentos?|documentación|contexto|texto)(?:\s*\d+)?\b"
+    r"|,?\s*\b(?:según|de\s+acuerdo\s+con)\s+(?:el|la|los|las)\s+"
+    r"(?:fuentes?|documentos?|documentación|contexto)(?:\s*\d+)?\b",
+    re.IGNORECASE,
+)
+"""A phrase that points at the sources instead of saying something ("as stated in the source",
+"según la fuente 2"): left out of the claim the checker tests (it adds words, a capitalized
+"Source" and a number that no passage contains)."""
+
+
+def claim_content(claim: str) -> str:
+    """``claim`` without its references to the sources (:data:`_REFERENCE`); the claim itself
+    when nothing else would be left."""
+    content = re.sub(r"\s+([.,;:!?])", r"\1", _REFERENCE.sub("", claim)).strip(" ,;:")
+    return content if len(content.split()) >= MIN_CLAIM_WORDS else claim
+
+
+_POINTER = re.compile(
+    r"^(?:this|that|it|these|the\s+(?:information|answer|value|details?))\b[^.]*?\b"
+    r"(?:can\s+be\s+found|is\s+found|are\s+found|(?:is|are)\s+(?:described|mentioned|listed|"
+    r"shown|given|explained|documented|stated))\b[^.]*?\b(?:in|under|on)\b"
+    r"|^(?:esto|este\s+(?:valor|dato)|esta\s+(?:información|respuesta)|se|lo)\b[^.]*?"
+    r"\b(?:se\s+encuentra|puede\s+encontrar|se\s+(?:menciona|describe|indica|explica|muestra|"
+    r"detalla))\b[^.]*?\ben\b",
+    re.IGNORECASE,
+)
+
+
+def is_pointer(claim: str) -> bool:
+    """Whether ``claim`` only says where something is written ("This can be found in the
+    table under Error codes", "Este valor se encuentra en la línea 3 del documento"): such a
+    sentence asserts nothing to check, so it is not attributed and never counts as a verified
+    claim (it would pass the lexical test against the very heading it names)."""
+    return bool(_POINTER.search(claim_content(claim)))
+
+
 def _negated(text: str) -> bool:
     """Whether ``text`` contains a negation word (English or Spanish)."""
     return bool(_NEGATION.search(text))
@@ -375,6 +419,7 @@ class CitationChecker:
             raise ValueError(f"{len(documents)} documents for {len(claims)} claims")
         if not claims:
             return []
+        claims = [claim_content(c) for c in claims]
         windows = [self._windows(p) for p in passages]
         texts = [p[a:b] for p, ws in zip(passages, windows, strict=True) for a, b in ws]
         unique = list(dict.fromkeys(texts))
@@ -406,7 +451,8 @@ class CitationChecker:
     ) -> Support:
         s = self.settings
         terms = set(self.analyzer.terms(claim))
-        coverage = len(terms & set(self.analyzer.terms(passage))) / len(terms) if terms else 0.0
+        shown = set(self.analyzer.terms(passage)) | set(self.analyzer.terms(heading))
+        coverage = len(terms & shown) / len(terms) if terms else 0.0
         missing = [n for n in sorted(claim_numbers(claim)) if not _number_in(n, passage)]
         if s.check_names:
             folded = _norm(passage) + "\n" + _norm(heading)
@@ -455,7 +501,7 @@ class Grounded:
     @property
     def diagnostics(self) -> dict[str, Any]:
         """:attr:`grounding` as JSON (``claims``, ``verified_claims``, ``invalid_labels``,
-        ``unsupported``, ``uncited``, ``attributed``)."""
+        ``unsupported``, ``uncited``, ``attributed``, ``reattributed``)."""
         return self.grounding.to_json()
 
 
@@ -476,20 +522,31 @@ def ground(
     sources left uncited disappear from the citations. With ``attribute`` (and a checker), a
     claim the model left without any citation gets the source that supports it best, when one
     does (post-hoc attribution; small models often forget markers); its marker is inserted
-    before the sentence's final punctuation. Diagnostics: ``invalid_labels`` (out-of-range
+    before the sentence's final punctuation; a claim whose cited sources all fail the check
+    gets, the same way, the source that supports it best in place of its own (small models
+    also mis-number their sources). Diagnostics: ``invalid_labels`` (out-of-range
     labels, removed from the text), ``unsupported`` (claims with the labels that do not
     support them, and ``missing``: what those sources lack, numbers, names or code),
     ``uncited`` (claims left without any valid citation), ``attributed`` (claims that got their
-    citation from the checker), ``claims`` (number of claims), ``verified_claims`` (claims with
+    citation from the checker), ``reattributed`` (claims whose citation the checker replaced),
+    ``claims`` (number of claims), ``verified_claims`` (claims with
     at least one supporting citation).
     """
     sources = {s.label: s for s in context.sources}
     parsed = parse_answer(answer, len(context.sources))
     labels_of = {ci: list(c.labels) for ci, c in enumerate(parsed.claims)}
     pairs = [(ci, label) for ci, c in enumerate(parsed.claims) for label in c.labels]
-    bare = [ci for ci, c in enumerate(parsed.claims) if not c.labels]
+    pointers = {ci for ci, c in enumerate(parsed.claims) if is_pointer(c.text)}
+    bare = [ci for ci, c in enumerate(parsed.claims) if not c.labels and ci not in pointers]
+    cited = [ci for ci, c in enumerate(parsed.claims) if c.labels and ci not in pointers]
     if attribute and checker is not None:
         pairs += [(ci, label) for ci in bare for label in sources]
+        pairs += [
+            (ci, label)
+            for ci in cited
+            for label in sources
+            if label not in parsed.claims[ci].labels
+        ]
     supports: dict[tuple[int, int], Support] = {}
     if checker is not None and pairs:
         found = checker.features(
@@ -501,7 +558,15 @@ def ground(
         )
         supports = dict(zip(pairs, found, strict=True))
     attributed: list[int] = []
+    reattributed: list[int] = []
     if attribute and checker is not None:
+        for ci in cited:
+            if any(supports[ci, lab].verified for lab in labels_of[ci]):
+                continue
+            options = [lab for lab in sources if supports[ci, lab].verified]
+            if options:
+                labels_of[ci] = [max(options, key=lambda lab: supports[ci, lab].score)]
+                reattributed.append(ci)
         for ci in bare:
             options = [supports[ci, lab] for lab in sources if supports[ci, lab].verified]
             if options:
@@ -537,7 +602,8 @@ def ground(
     verified_claims = sum(
         1
         for ci in keep
-        if any((ci, lab) not in supports or supports[ci, lab].verified for lab in keep[ci])
+        if ci not in pointers
+        and any((ci, lab) not in supports or supports[ci, lab].verified for lab in keep[ci])
     )
     grounding = Grounding(
         claims=len(parsed.claims),
@@ -546,6 +612,7 @@ def ground(
         unsupported=tuple(unsupported_claims),
         uncited=tuple(parsed.claims[ci].text for ci in keep if not keep[ci]),
         attributed=tuple(parsed.claims[ci].text for ci in attributed),
+        reattributed=tuple(parsed.claims[ci].text for ci in reattributed),
     )
     return Grounded(text, tuple(citations), tuple(legend), grounding)
 

@@ -306,3 +306,66 @@ def test_capitalized_names_may_come_from_the_same_documents_other_sources(
     )
     changed = ground(claim.replace("600", "900") + " [2]", moved, checker)
     assert "900" in changed.diagnostics["unsupported"][0]["missing"]
+
+
+def test_heading_words_count_toward_coverage(checker: CitationChecker) -> None:
+    # the model is shown each source with its section; a claim may name it
+    body = "max_age sets how long browsers cache the responses; it defaults to 600 seconds."
+    claim = "The CORSMiddleware option max_age defaults to 600 seconds."
+    bare = checker.check(claim, body)
+    headed = checker.check(claim, body, heading="CORS\nUse CORSMiddleware")
+    assert "CORSMiddleware" in bare.missing and headed.missing == ()
+    assert headed.coverage > bare.coverage
+
+
+def test_a_mis_numbered_citation_moves_to_the_source_that_supports_it(
+    checker: CitationChecker,
+) -> None:
+    other = "The service listens on port 8000 unless configured otherwise."
+    ctx = assemble(
+        [make_hit("svc", other, 1), make_hit("guide", PASSAGE, 2)],
+        counter=WORDS,
+        budget_tokens=1000,
+    )
+    answer = "The installer needs Python 3.11 and four gigabytes of memory [1]."
+    out = ground(answer, ctx, checker)
+    assert out.diagnostics["reattributed"] == [
+        "The installer needs Python 3.11 and four gigabytes of memory."
+    ]
+    assert [c.doc_id for c in out.citations] == ["guide"] and out.citations[0].verified
+    assert out.diagnostics["unsupported"] == [] and out.grounding.verified_claims == 1
+    # a claim no source supports keeps its citation, flagged
+    wrong = ground("The installer needs Python 2.7 [1].", ctx, checker)
+    assert wrong.diagnostics["reattributed"] == [] and not wrong.citations[0].verified
+    # without attribution nothing moves
+    assert ground(answer, ctx, checker, attribute=False).diagnostics["reattributed"] == []
+
+
+def test_references_to_the_sources_are_not_part_of_the_claim() -> None:
+    from ragstrata.generate.citations import claim_content
+
+    assert claim_content("The default is 0.12, as stated in the source.") == "The default is 0.12."
+    assert claim_content("Según la fuente 2, el valor es 3.") == "el valor es 3."
+    assert claim_content("El valor es 1.2, como se menciona en la fuente.") == "El valor es 1.2."
+    assert claim_content("The source code is open.") == "The source code is open."
+    assert claim_content("As stated in the source.") == "As stated in the source."
+
+
+def test_pointer_sentences_never_count_as_verified_claims(checker: CitationChecker) -> None:
+    from ragstrata.generate.citations import is_pointer
+
+    assert is_pointer("This can be found in the table under the Error codes section.")
+    assert is_pointer("Este valor se encuentra en la línea 3 del documento.")
+    assert not is_pointer("Se encuentra en el archivo /etc/default/grub.")
+    assert not is_pointer("The default value is 60.")
+    body = "## Error codes\n\nThe table of error codes can be found in this section."
+    ctx = assemble(
+        [make_hit("errors", body, 1, path=("Service", "Error codes"))],
+        counter=WORDS,
+        budget_tokens=1000,
+    )
+    answer = "Error RS999 means the disk is full. This can be found in the table of error codes."
+    # the pointer passes the lexical test against the section it names
+    assert checker.check("This can be found in the table of error codes.", body).verified
+    out = ground(answer, ctx, checker)
+    assert out.grounding.verified_claims == 0 and out.diagnostics["attributed"] == []
