@@ -17,7 +17,8 @@ Per answerable question (its gold paragraph indexed):
   is not supported by the cited chunk's text. A claim is the text before a marker, back to the
   previous marker (:func:`marker_claims`): an extractive quote ending in ``:`` is not merged
   with the next quote, as a sentence splitter would merge it;
-* ``latency_ms``: wall-clock time of ``ask``; ``words``: the answer's length in words.
+* ``latency_ms``: wall-clock time of ``ask``; ``words``: the answer's length in words;
+* ``answer_in_hits``: a gold answer occurs in one of the retrieved passages (``Answer.hits``).
 
 Means are over the answered questions (``contains_gold``, ``f1``, ``cites_gold``,
 ``answer_words``) or over all of them (``answered``, ``contains_gold_all``); the unverified share
@@ -32,6 +33,12 @@ precision, recall and F1 take those questions as positives and the *same* questi
 the full index as negatives (one case of each kind per question, as ``eval-refusal --negatives
 absent`` counts them), and the false-refusal rate is the share of all answerable questions
 refused on the full index.
+
+Removing the gold paragraph does not always remove the answer: SQuAD articles repeat their facts
+(how often, per run: ``n_absent`` against ``strict_n_absent``), and an answerer that answers from
+another paragraph that says it is right, yet counted as a missed refusal. The ``strict_`` refusal scores therefore count only the absent questions whose
+retrieved passages contain no gold answer (``answer_in_hits`` false on the pruned index), with
+the same questions on the full index as negatives.
 """
 
 from __future__ import annotations
@@ -130,6 +137,7 @@ class AnswerOutcome:
     question: str = ""
     text: str = ""
     raw_answer: str | None = None
+    answer_in_hits: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +154,7 @@ class AnswerOutcome:
             "question": self.question,
             "text": self.text,
             "raw_answer": self.raw_answer,
+            "answer_in_hits": self.answer_in_hits,
         }
 
 
@@ -263,6 +272,7 @@ def score_answer(
     """Score one answer against its case (pure; ``unverified`` comes from
     :func:`unverified_citations`)."""
     raw = answer.generation.raw_answer if answer.generation is not None else None
+    in_hits = any(contains_answer(h.chunk.text, case.answers) for h in answer.hits)
     if answer.refusal:
         return AnswerOutcome(
             case.qid,
@@ -278,6 +288,7 @@ def score_answer(
             question=case.question,
             text=answer.text,
             raw_answer=raw,
+            answer_in_hits=in_hits,
         )
     text = _plain_text(answer)
     return AnswerOutcome(
@@ -294,6 +305,7 @@ def score_answer(
         question=case.question,
         text=answer.text,
         raw_answer=raw,
+        answer_in_hits=in_hits,
     )
 
 
@@ -377,6 +389,9 @@ class AnswerReport:
                     [present[o.qid] for o in self.absent], [o.refused for o in self.absent]
                 )
             )
+            strict = [o for o in self.absent if not o.answer_in_hits]
+            scores = refusal_scores([present[o.qid] for o in strict], [o.refused for o in strict])
+            out.update({f"strict_{k}": v for k, v in scores.items()})
         return out
 
     def to_json(self, *, per_query: bool = True) -> dict[str, Any]:
@@ -516,6 +531,7 @@ _TABLE = (
     ("refusal_precision", "refusal P"),
     ("refusal_recall", "refusal R"),
     ("refusal_f1", "refusal F1"),
+    ("strict_refusal_f1", "refusal F1, answer not retrieved"),
     ("false_refusal_rate", "answerable refused"),
 )
 

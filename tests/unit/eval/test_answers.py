@@ -238,3 +238,38 @@ def test_marker_claims_split_at_markers() -> None:
     ]
     assert marker_claims("[1] nada") == []
     assert marker_claims("sin marcas") == []
+
+
+def test_answer_in_hits_tells_whether_retrieval_found_a_gold_answer() -> None:
+    from dataclasses import replace
+
+    from ragstrata.testing.fakes import make_hit
+
+    refused = answer("No lo sé.", [], refusal=True)
+    found = replace(refused, hits=(make_hit("0-7", "El partido se jugó en el Estadio de Levi's."),))
+    missed = replace(refused, hits=(make_hit("0-8", "Otro párrafo del mismo artículo."),))
+    assert score_answer(found, CASE, unverified=0, latency_ms=1.0).answer_in_hits
+    assert not score_answer(missed, CASE, unverified=0, latency_ms=1.0).answer_in_hits
+    assert not score_answer(refused, CASE, unverified=0, latency_ms=1.0).answer_in_hits
+
+
+def test_strict_refusal_scores_leave_out_absent_questions_whose_answer_was_retrieved() -> None:
+    from dataclasses import replace
+
+    report = AnswerReport(
+        "d",
+        "e",
+        "extractive",
+        10,
+        outcomes=[outcome("a"), outcome("b"), outcome("c", refused=True)],
+        absent=[
+            outcome("a", refused=True),
+            replace(outcome("b"), answer_in_hits=True),  # answered from another paragraph
+            outcome("c", refused=True),
+        ],
+    )
+    m = report.metrics()
+    assert m["refusal_recall"] == round(2 / 3, 4) and m["n_absent"] == 3
+    assert m["strict_n_absent"] == 2 and m["strict_refusal_recall"] == 1.0
+    assert m["strict_refusal_precision"] == round(2 / 3, 4)  # c is refused on the full index too
+    assert "refusal F1, answer not retrieved" in answer_markdown(report.to_json())
