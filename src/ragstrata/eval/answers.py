@@ -36,9 +36,10 @@ refused on the full index.
 
 Removing the gold paragraph does not always remove the answer: SQuAD articles repeat their facts
 (how often, per run: ``n_absent`` against ``strict_n_absent``), and an answerer that answers from
-another paragraph that says it is right, yet counted as a missed refusal. The ``strict_`` refusal scores therefore count only the absent questions whose
-retrieved passages contain no gold answer (``answer_in_hits`` false on the pruned index), with
-the same questions on the full index as negatives.
+another paragraph that says it is right, yet counted as a missed refusal. The ``strict_``
+refusal scores therefore count only the absent questions whose retrieved passages contain no
+gold answer (``answer_in_hits`` false on the pruned index), with the same questions on the full
+index as negatives.
 """
 
 from __future__ import annotations

@@ -563,9 +563,9 @@ def ground(
         for ci in cited:
             if any(supports[ci, lab].verified for lab in labels_of[ci]):
                 continue
-            options = [lab for lab in sources if supports[ci, lab].verified]
-            if options:
-                labels_of[ci] = [max(options, key=lambda lab: supports[ci, lab].score)]
+            passing = [lab for lab in sources if supports[ci, lab].verified]
+            if passing:
+                labels_of[ci] = [max(passing, key=lambda lab: supports[ci, lab].score)]
                 reattributed.append(ci)
         for ci in bare:
             options = [supports[ci, lab] for lab in sources if supports[ci, lab].verified]
