@@ -19,7 +19,7 @@ from typing import Protocol
 
 from ragstrata import stages
 from ragstrata.config import StoreConfig
-from ragstrata.errors import IndexLockedError, StoreError
+from ragstrata.errors import EmbedderMismatchError, IndexLockedError, StoreError
 from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import VectorStore
 from ragstrata.index.catalog import Manifest
@@ -28,6 +28,9 @@ from ragstrata.index.writer import recover
 logger = logging.getLogger(__name__)
 
 WAL_RETRY_S = 5.0
+SNAPSHOT_RETRY_S = 0.5
+"""Seconds between two tries when a published snapshot does not open (the writer publishes a
+new one every few seconds, and none once it is done: then the reader takes the lock)."""
 """How long opening a snapshot's shard retries ``Can't init WAL: WouldBlock`` (the handle of a
 reader that just released the snapshot goes when its object is collected)."""
 
@@ -78,15 +81,27 @@ class IndexReader:
         an interrupted commit rolled back; or, while a writer holds an embedded index, the last
         read snapshot it published (see :mod:`ragstrata.index.snapshots`). Raises
         IndexNotFoundError when there is no index, IndexLockedError when neither the lock nor a
-        snapshot comes within ``wait_s`` seconds."""
+        snapshot comes within ``wait_s`` seconds; a snapshot that does not open is retried (the
+        current one again, a newer one, or the lock) until then, and its StoreError raised
+        after."""
         if self._reading is None:
             manifest = catalog.read_manifest(self.index_dir)
             self._n_chunks = manifest.n_chunks
             self._fits(manifest)  # before any wait: a wrong embedder fails at once
+            deadline = time.monotonic() + self.wait_s
             snapshot = self._wait_for_index()
-            if snapshot is not None:
-                self._reading = self._open_snapshot(snapshot)
-                return self._reading
+            while snapshot is not None:
+                try:
+                    self._reading = self._open_snapshot(snapshot)
+                    return self._reading
+                except StoreError as exc:
+                    # a copy the shard would not load (seen once in CI: "no segments were
+                    # loaded"): wait for the writer's next generation or its lock
+                    if isinstance(exc, EmbedderMismatchError) or time.monotonic() >= deadline:
+                        raise
+                    logger.warning("snapshot %s did not open (%s); retrying", snapshot.path, exc)
+                    time.sleep(SNAPSHOT_RETRY_S)
+                    snapshot = self._wait_for_index()
             store = self.open_store(manifest)
             if catalog.read_journal(self.index_dir) is not None:
                 recover(self.index_dir, store, manifest)

@@ -105,6 +105,7 @@ class SnapshotPublisher:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
             copy_sparse_tree(self.shard_dir, tmp / "shard")
+            _check_copy(self.shard_dir, tmp / "shard")
             catalog.write_manifest(tmp, manifest)
             os.replace(tmp, self._root / name)
             catalog.atomic_write(self._root / CURRENT, json.dumps({"generation": name}))
@@ -151,6 +152,22 @@ class SnapshotPublisher:
                 shutil.rmtree(path, ignore_errors=True)
             finally:
                 lock.release()
+
+
+SHARD_CONFIG = "edge_config.json"
+SEGMENTS = "segments"
+
+
+def _check_copy(source: Path, copy: Path) -> None:
+    """Raise OSError when ``copy`` lacks the shard config or every segment that ``source``
+    has now: the shard rewrote them while they were copied (one CI run published such a copy;
+    a reader could not load it). The publication is then skipped and retried later."""
+    for name in (SHARD_CONFIG, SEGMENTS):
+        if (source / name).exists() and not (copy / name).exists():
+            raise OSError(f"incomplete shard copy: {name} missing")
+    segments = source / SEGMENTS
+    if segments.is_dir() and any(segments.iterdir()) and not any((copy / SEGMENTS).iterdir()):
+        raise OSError("incomplete shard copy: no segment")
 
 
 def current_generation(index_dir: Path) -> Path | None:

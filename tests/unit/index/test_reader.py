@@ -13,7 +13,7 @@ import pytest
 
 from ragstrata import stages
 from ragstrata.config import StoreConfig
-from ragstrata.errors import EmbedderMismatchError, IndexLockedError
+from ragstrata.errors import EmbedderMismatchError, IndexLockedError, StoreError
 from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import VectorStore
 from ragstrata.index.catalog import DocEntry, IndexLock, Manifest
@@ -148,3 +148,33 @@ def test_the_writer_shares_the_readers_handle(tmp_path: Path) -> None:
         IndexLock.acquire(tmp_path, wait_s=0)
     r.close()
     IndexLock.acquire(tmp_path, wait_s=0).release()
+
+
+def test_a_snapshot_that_does_not_open_is_retried_until_a_good_one_comes(tmp_path: Path) -> None:
+    import shutil
+    import threading
+
+    store, manifest = build(tmp_path, 4)
+    lock = IndexLock.acquire(tmp_path)
+    publisher = snapshots.SnapshotPublisher(tmp_path, tmp_path / "shard")
+    assert publisher.publish(manifest, force=True)
+    broken = snapshots.current_generation(tmp_path)
+    assert broken is not None
+    # a copy the shard will not load, as one CI run caught: no config, no segment
+    (broken / "shard" / "edge_config.json").unlink()
+    shutil.rmtree(broken / "shard" / "segments")
+    (broken / "shard" / "segments").mkdir()
+    r = reader(tmp_path, wait_s=10.0)
+    with pytest.raises(StoreError):  # no time to wait: the broken copy's error
+        reader(tmp_path, wait_s=0.0).read_store()
+    timer = threading.Timer(1.0, lambda: publisher.publish(manifest, force=True))
+    timer.start()
+    try:
+        got = r.read_store()  # retried until the next generation
+        assert got.count() == 4 and r.snapshot is not None and r.snapshot.path != broken
+    finally:
+        timer.join()
+        r.close()
+        publisher.retire()
+        store.close()
+        lock.release()

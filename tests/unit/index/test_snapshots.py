@@ -139,3 +139,22 @@ def test_a_large_shard_waits_for_the_first_commit(
     assert not publisher.publish_early(manifest())
     assert snapshots.current_generation(tmp_path) is None
     store.close()
+
+
+def test_an_incomplete_copy_is_not_published(tmp_path: Path) -> None:
+    from ragstrata.index.snapshots import _check_copy
+
+    source, copy = tmp_path / "src", tmp_path / "copy"
+    for root in (source, copy):
+        (root / "segments" / "s1").mkdir(parents=True)
+        (root / "edge_config.json").write_text("{}")
+    _check_copy(source, copy)  # complete
+    (copy / "edge_config.json").unlink()
+    with pytest.raises(OSError, match=r"edge_config\.json"):
+        _check_copy(source, copy)
+    (copy / "edge_config.json").write_text("{}")
+    (copy / "segments" / "s1").rmdir()
+    with pytest.raises(OSError, match="no segment"):
+        _check_copy(source, copy)
+    (source / "segments" / "s1").rmdir()  # a new shard without segments yet: nothing to miss
+    _check_copy(source, copy)
