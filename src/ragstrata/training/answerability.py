@@ -16,6 +16,9 @@ Recipe (``python -m ragstrata.training.answerability --out FILE``), all seeded:
      positives (the heading's page retrieved) and their absent-page negatives.
 
    A question whose gold paragraph is not retrieved gives no positive (nothing to answer from).
+   An absent-paragraph negative whose hits still hold one of the question's gold answer strings
+   (the article repeats the fact in another paragraph: a third of SQuAD-es questions) is left
+   out: its label is not known (``--keep-doubtful`` keeps it as a negative, the earlier recipe).
 2. **Fit**: standardized features, L2-regularized logistic regression by Newton's method
    (plain numpy), classes weighted to balance.
 3. **Threshold**: 5-fold out-of-fold probabilities on the same training rows (folds by
@@ -106,25 +109,37 @@ class _MemoEmbedder:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One training example: its source, question id, label (1 answerable) and features."""
+    """One training example: its source, question id, label (1 answerable) and features;
+    ``answer_in_hits``: a gold answer string occurs in one of the hits (known for SQuAD rows
+    only: on a "paragraph absent" negative it means the article repeats the fact elsewhere, so
+    the label is doubtful and :func:`train` leaves the row out)."""
 
     source: str
     qid: str
     label: int
     features: tuple[float, ...]
+    answer_in_hits: bool = False
+
+
+Question = tuple[str, str, frozenset[str], tuple[str, ...]]
+"""A training question: id, text, gold doc ids (empty: unanswerable) and gold answer strings
+(empty when the set has none)."""
 
 
 def collect(
     index: Path,
-    questions: Sequence[tuple[str, str, frozenset[str]]],
+    questions: Sequence[Question],
     *,
     source: str,
     absent: bool,
 ) -> list[Row]:
-    """Rows for ``questions`` (id, text, gold doc ids; empty gold: unanswerable) searched on
-    ``index``: a positive when a gold doc is retrieved, and with ``absent`` the negative of the
-    same question without its gold docs; unanswerable questions give one negative."""
+    """Rows for ``questions`` searched on ``index``: a positive when a gold doc is retrieved,
+    and with ``absent`` the negative of the same question without its gold docs; unanswerable
+    questions give one negative. Each row records whether a gold answer string occurs in its
+    hits (:func:`~ragstrata.eval.answer_metrics.contains_answer`, as ``eval-answers`` counts
+    ``answer_in_hits``)."""
     from ragstrata.config import RagConfig
+    from ragstrata.eval.answer_metrics import contains_answer
     from ragstrata.pipeline import Ragstrata
     from ragstrata.retrieve.hybrid import HybridRetriever
 
@@ -137,13 +152,19 @@ def collect(
         analyzer = engine.analyzer
         full = HybridRetriever(store, embedder, analyzer, cfg.retrieval)  # type: ignore[arg-type]
         try:
-            for n, (qid, text, gold) in enumerate(questions):
+            for n, (qid, text, gold, answers) in enumerate(questions):
+
+                def in_hits(found: Any, answers: tuple[str, ...] = answers) -> bool:
+                    return any(contains_answer(h.chunk.text, answers) for h in found)
+
                 hits = full.search(text).hits
                 if not gold:
-                    rows.append(Row(source, qid, 0, _vec(text, hits, analyzer, embedder)))
+                    vec = _vec(text, hits, analyzer, embedder)
+                    rows.append(Row(source, qid, 0, vec, in_hits(hits)))
                     continue
                 if any(h.chunk.doc_id in gold for h in hits):
-                    rows.append(Row(source, qid, 1, _vec(text, hits, analyzer, embedder)))
+                    vec = _vec(text, hits, analyzer, embedder)
+                    rows.append(Row(source, qid, 1, vec, in_hits(hits)))
                 if absent:
                     excluded = frozenset(
                         c
@@ -159,7 +180,8 @@ def collect(
                     )
                     neg = part.search(text).hits
                     part.close()
-                    rows.append(Row(source, qid, 0, _vec(text, neg, analyzer, embedder)))
+                    vec = _vec(text, neg, analyzer, embedder)
+                    rows.append(Row(source, qid, 0, vec, in_hits(neg)))
                 if n % 200 == 0:
                     logger.info("%s: %d/%d questions", source, n, len(questions))
         finally:
@@ -274,11 +296,18 @@ def train(
     folds: int = 5,
     source_weights: dict[str, float] | None = None,
     threshold_sources: Sequence[str] = THRESHOLD_SOURCES,
+    drop_doubtful: bool = True,
 ) -> tuple[AnswerabilityModel, dict[str, Any]]:
     """Fit on every row (weighted by ``source_weights``, default :data:`SOURCE_WEIGHTS`),
     choose the threshold on the out-of-fold probabilities of the ``threshold_sources`` rows;
-    also returns the out-of-fold refusal scores per source at that threshold."""
+    also returns the out-of-fold refusal scores per source at that threshold. With
+    ``drop_doubtful`` the negatives whose hits still hold a gold answer (``answer_in_hits``:
+    the article states the fact in another paragraph too) are left out of the fit and of the
+    threshold choice: whether they are answerable is not known."""
     weights_of = SOURCE_WEIGHTS if source_weights is None else source_weights
+    doubtful = [r for r in rows if r.label == 0 and r.answer_in_hits]
+    if drop_doubtful:
+        rows = [r for r in rows if not (r.label == 0 and r.answer_in_hits)]
     x = np.array([r.features for r in rows], dtype=float)
     y = np.array([r.label for r in rows], dtype=float)
     sw = np.array([weights_of.get(r.source, 1.0) for r in rows])
@@ -308,7 +337,11 @@ def train(
     )
     mean, scale, weights, bias = fit_logistic(x, y, sample_weight=sw, l2=l2)
     sources = sorted({r.source for r in rows})
-    report: dict[str, Any] = {"threshold_rows": refusal_scores(oof[chosen], y[chosen], threshold)}
+    report: dict[str, Any] = {
+        "threshold_rows": refusal_scores(oof[chosen], y[chosen], threshold),
+        "doubtful_negatives": len(doubtful),
+        "doubtful_left_out": drop_doubtful,
+    }
     if cross_threshold is not None:
         report["cross_rows"] = refusal_scores(oof[cross], y[cross], cross_threshold)
     for src in sources:
@@ -338,30 +371,36 @@ def train(
             "folds": folds,
             "source_weights": dict(weights_of),
             "threshold_sources": list(threshold_sources),
+            "doubtful_negatives_left_out": len(doubtful) if drop_doubtful else 0,
             "out_of_fold": report,
         },
     )
     return model, report
 
 
-def _squad_questions(path: Path, *, unanswerable: bool) -> list[tuple[str, str, frozenset[str]]]:
+def _squad_questions(path: Path, *, unanswerable: bool) -> list[Question]:
     from ragstrata.eval.datasets import load_squad
 
     data = load_squad(path, split="train")
     if unanswerable:
-        return [(q, t, frozenset()) for q, t in sorted(data.unanswerable.items())]
+        return [(q, t, frozenset(), ()) for q, t in sorted(data.unanswerable.items())]
     return [
-        (q, data.queries[q], frozenset(d for d, g in data.qrels[q].items() if g > 0))
+        (
+            q,
+            data.queries[q],
+            frozenset(d for d, g in data.qrels[q].items() if g > 0),
+            data.answers.get(q, ()),
+        )
         for q in sorted(data.queries)
     ]
 
 
-def _parallel_questions(path: Path, direction: str) -> list[tuple[str, str, frozenset[str]]]:
+def _parallel_questions(path: Path, direction: str) -> list[Question]:
     from ragstrata.eval.parallel_docs import load_parallel_docs
 
     data = load_parallel_docs(path, direction=f"{direction}:train")
     return [
-        (q, data.queries[q], frozenset(d for d, g in data.qrels[q].items() if g > 0))
+        (q, data.queries[q], frozenset(d for d, g in data.qrels[q].items() if g > 0), ())
         for q in sorted(data.queries)
     ]
 
@@ -393,16 +432,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-questions", type=int, default=600, help="per source, seeded sample")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rows", type=Path, help="cache of the collected rows (JSON)")
+    ap.add_argument(
+        "--keep-doubtful",
+        action="store_true",
+        help="fit on the absent-paragraph negatives whose hits still hold a gold answer too",
+    )
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
-    def sample(items: list[tuple[str, str, frozenset[str]]]) -> list[Any]:
+    def sample(items: list[Question]) -> list[Any]:
         rng = random.Random(args.seed)
         return sorted(rng.sample(items, min(len(items), args.max_questions)))
 
     if args.rows is not None and args.rows.is_file():
-        rows = [Row(r[0], r[1], r[2], tuple(r[3])) for r in json.loads(args.rows.read_text())]
+        rows = [
+            Row(r[0], r[1], r[2], tuple(r[3]), bool(r[4]) if len(r) > 4 else False)
+            for r in json.loads(args.rows.read_text())
+        ]
     else:
         rows = collect(
             args.squad_index,
@@ -429,13 +476,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             absent=True,
         )
         if args.rows is not None:
-            args.rows.write_text(json.dumps([[r.source, r.qid, r.label, r.features] for r in rows]))
+            args.rows.write_text(
+                json.dumps([[r.source, r.qid, r.label, r.features, r.answer_in_hits] for r in rows])
+            )
     model, report = train(
         rows,
         family=args.family,
         target_precision=args.target_precision,
         max_false_refusal=args.max_false_refusal,
         seed=args.seed,
+        drop_doubtful=not args.keep_doubtful,
     )
     model.trained["data"] = {
         "squad-es": f"{args.squad.name} --split train",

@@ -30,7 +30,13 @@ from ragstrata.generate.evidence import (
 )
 from ragstrata.testing.fakes import make_hit
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.training.answerability import choose_threshold, fit_logistic, refusal_scores
+from ragstrata.training.answerability import (
+    Row,
+    choose_threshold,
+    fit_logistic,
+    refusal_scores,
+    train,
+)
 from ragstrata.types import Hit, RetrieverHit
 
 F = {name: i for i, name in enumerate(FEATURES)}
@@ -117,6 +123,30 @@ def test_fit_separates_a_toy_problem_and_threshold_meets_precision() -> None:
     t = choose_threshold(p, y, target_precision=0.95)
     scores = refusal_scores(p, y, t)
     assert scores["precision"] >= 0.95 and scores["recall"] > 0.9
+
+
+def test_training_leaves_out_negatives_whose_hits_hold_the_answer() -> None:
+    # Answerable rows sit high on the first feature, absent rows low; the "doubtful" negatives
+    # (the article repeats the answer elsewhere) look answerable. Left out, they neither drag
+    # the fit nor the threshold; kept, they are counted as negatives of the threshold choice.
+    rng = np.random.default_rng(1)
+    d = len(FEATURES)
+
+    def rows(label: int, centre: float, n: int, doubtful: bool, tag: str) -> list[Row]:
+        return [
+            Row("squad-es", f"{tag}{i}", label, tuple(rng.normal(centre, 0.5, d)), doubtful)
+            for i in range(n)
+        ]
+
+    data = rows(1, 1.0, 120, False, "p") + rows(0, -1.0, 80, False, "a")
+    data += rows(0, 1.0, 40, True, "d")
+    _, kept_report = train(data, family="t", target_precision=0.9, seed=0, drop_doubtful=False)
+    left, left_report = train(data, family="t", target_precision=0.9, seed=0)
+    assert left_report["doubtful_negatives"] == 40 and left_report["doubtful_left_out"]
+    assert left_report["squad-es"]["rows"] == 200 and kept_report["squad-es"]["rows"] == 240
+    assert left.trained["doubtful_negatives_left_out"] == 40
+    assert left_report["threshold_rows"]["f1"] > 0.95
+    assert left_report["threshold_rows"]["f1"] > kept_report["threshold_rows"]["f1"] + 0.1
 
 
 def test_the_shipped_e5_model_loads_and_scores(e5: Any) -> None:
