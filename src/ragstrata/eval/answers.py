@@ -40,12 +40,23 @@ another paragraph that says it is right, yet counted as a missed refusal. The ``
 refusal scores therefore count only the absent questions whose retrieved passages contain no
 gold answer (``answer_in_hits`` false on the pruned index), with the same questions on the full
 index as negatives.
+
+The refusal scores are those of one threshold. How well the evidence check *separates* the
+absent questions from the answerable ones, whatever the threshold, comes with them
+(:func:`evidence_curve`, over each question's ``evidence_margin``: the evidence score minus the
+threshold it was compared with): ``evidence_auc``, the absent questions refused at a cap on the
+answerable ones refused (``evidence_recall_at_frr_0.05``/``0.10``/``0.15``) and the answerable
+share refused to refuse 85 % of the absent ones (``evidence_frr_at_recall_0.85``). These
+describe the curve of this run's questions, thresholds read off the same questions: a
+measure of separability to set beside the targets, not a tuned operating point. A refusal the
+evidence check did not make (an LLM declining, the citation checker) is not on this curve.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import random
 import shutil
 import statistics
@@ -77,6 +88,7 @@ __all__ = [
     "answer_markdown",
     "cases_from_dataset",
     "cases_from_golden",
+    "evidence_curve",
     "gate",
     "marker_claims",
     "refusal_scores",
@@ -139,6 +151,7 @@ class AnswerOutcome:
     text: str = ""
     raw_answer: str | None = None
     answer_in_hits: bool = False
+    evidence_margin: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +169,9 @@ class AnswerOutcome:
             "text": self.text,
             "raw_answer": self.raw_answer,
             "answer_in_hits": self.answer_in_hits,
+            "evidence_margin": (
+                None if self.evidence_margin is None else round(self.evidence_margin, 4)
+            ),
         }
 
 
@@ -274,6 +290,8 @@ def score_answer(
     :func:`unverified_citations`)."""
     raw = answer.generation.raw_answer if answer.generation is not None else None
     in_hits = any(contains_answer(h.chunk.text, case.answers) for h in answer.hits)
+    check = answer.evidence
+    margin = None if check is None else check.evidence.score - check.min_evidence
     if answer.refusal:
         return AnswerOutcome(
             case.qid,
@@ -290,6 +308,7 @@ def score_answer(
             text=answer.text,
             raw_answer=raw,
             answer_in_hits=in_hits,
+            evidence_margin=margin,
         )
     text = _plain_text(answer)
     return AnswerOutcome(
@@ -307,6 +326,7 @@ def score_answer(
         text=answer.text,
         raw_answer=raw,
         answer_in_hits=in_hits,
+        evidence_margin=margin,
     )
 
 
@@ -362,6 +382,52 @@ def refusal_scores(
     }
 
 
+FRR_CAPS = (0.05, 0.10, 0.15)
+"""Caps on the answerable share refused at which :func:`evidence_curve` reads the recall."""
+
+RECALL_TARGET = 0.85
+"""Absent-question recall at which :func:`evidence_curve` reads the answerable share refused
+(issue 13's target: 85 % of absent questions refused)."""
+
+
+def evidence_curve(
+    present: Sequence[float | None], absent: Sequence[float | None]
+) -> dict[str, float]:
+    """Separability of the evidence check: ``present`` and ``absent`` are the evidence margins
+    (score minus threshold; ``None``: no evidence measured, nothing retrieved, counted as
+    refused at every threshold) of the answerable questions and of the absent-paragraph ones.
+    Returns ``evidence_auc`` (the probability that an absent question's margin is below an
+    answerable one's, ties counted half: the Mann–Whitney U statistic over both sizes),
+    ``evidence_recall_at_frr_C`` for each cap of :data:`FRR_CAPS` (the highest share of
+    ``absent`` under a threshold that puts at most that share of ``present`` under it) and
+    ``evidence_frr_at_recall_0.85`` (the lowest share of ``present`` under a threshold that
+    puts at least :data:`RECALL_TARGET` of ``absent`` under it); empty when either side is
+    empty. Rounded to 4 places."""
+    if not present or not absent:
+        return {}
+    low = float("-inf")
+    p = sorted(low if v is None else v for v in present)
+    a = sorted(low if v is None else v for v in absent)
+    below = sum(sum(1.0 if x < y else 0.5 if x == y else 0.0 for y in p) for x in a)
+    out = {"evidence_auc": round(below / (len(a) * len(p)), 4)}
+    # thresholds just above each margin, and one below all: refuse when margin < t
+    cuts = [low, *(math.nextafter(v, math.inf) for v in sorted({*p, *a}))]
+
+    def shares(t: float) -> tuple[float, float]:
+        return (
+            sum(v < t for v in p) / len(p),
+            sum(v < t for v in a) / len(a),
+        )
+
+    points = [shares(t) for t in cuts]
+    for cap in FRR_CAPS:
+        recall = max((r for f, r in points if f <= cap + 1e-12), default=0.0)
+        out[f"evidence_recall_at_frr_{cap:.2f}"] = round(recall, 4)
+    frr = min((f for f, r in points if r >= RECALL_TARGET - 1e-12), default=1.0)
+    out[f"evidence_frr_at_recall_{RECALL_TARGET:.2f}"] = round(frr, 4)
+    return out
+
+
 # --------------------------------------------------------------------------- runner
 
 
@@ -393,6 +459,12 @@ class AnswerReport:
             strict = [o for o in self.absent if not o.answer_in_hits]
             scores = refusal_scores([present[o.qid] for o in strict], [o.refused for o in strict])
             out.update({f"strict_{k}": v for k, v in scores.items()})
+            out.update(
+                evidence_curve(
+                    [o.evidence_margin for o in self.outcomes],
+                    [o.evidence_margin for o in self.absent],
+                )
+            )
         return out
 
     def to_json(self, *, per_query: bool = True) -> dict[str, Any]:
@@ -534,6 +606,8 @@ _TABLE = (
     ("refusal_f1", "refusal F1"),
     ("strict_refusal_f1", "refusal F1, answer not retrieved"),
     ("false_refusal_rate", "answerable refused"),
+    ("evidence_auc", "evidence AUC"),
+    ("evidence_recall_at_frr_0.10", "absent refused at ≤10 % answerable refused"),
 )
 
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragstrata.eval.answers import (
     AnswerCase,
@@ -273,3 +275,78 @@ def test_strict_refusal_scores_leave_out_absent_questions_whose_answer_was_retri
     assert m["strict_n_absent"] == 2 and m["strict_refusal_recall"] == 1.0
     assert m["strict_refusal_precision"] == round(2 / 3, 4)  # c is refused on the full index too
     assert "refusal F1, answer not retrieved" in answer_markdown(report.to_json())
+
+
+def test_score_answer_records_the_evidence_margin() -> None:
+    from dataclasses import replace
+
+    from ragstrata.types import Evidence, EvidenceCheck
+
+    check = EvidenceCheck(Evidence(0.8, 0.5, 0.31, model="m"), 0.27, None)
+    o = score_answer(replace(answer("x", []), evidence=check), CASE, unverified=0, latency_ms=1)
+    assert o.evidence_margin == pytest.approx(0.04)
+    assert o.to_json()["evidence_margin"] == 0.04
+    assert score_answer(answer("x", []), CASE, unverified=0, latency_ms=1).evidence_margin is None
+
+
+def test_evidence_curve_on_separated_mixed_and_equal_margins() -> None:
+    from ragstrata.eval.answers import evidence_curve
+
+    separated = evidence_curve([0.1, 0.2, 0.3, 0.4], [-0.3, -0.2, -0.1, None])
+    assert separated["evidence_auc"] == 1.0
+    assert separated["evidence_recall_at_frr_0.05"] == 1.0
+    assert separated["evidence_frr_at_recall_0.85"] == 0.0
+    same = evidence_curve([0.0, 0.0], [0.0, 0.0])
+    assert same["evidence_auc"] == 0.5
+    assert same["evidence_recall_at_frr_0.15"] == 0.0  # any cut that refuses one refuses all
+    assert same["evidence_frr_at_recall_0.85"] == 1.0
+    # 10 answerable, 10 absent (-0.1 ... -1.0): one answerable margin, -0.35, among the absent
+    present = [-0.35, *(0.1 * i for i in range(1, 10))]
+    absent = [-0.1 * i for i in range(1, 11)]
+    mixed = evidence_curve(present, absent)
+    assert mixed["evidence_auc"] == 0.97  # -0.35 is above 7 of the 10 absent margins
+    assert mixed["evidence_recall_at_frr_0.05"] == 0.7  # no answerable refused: cut at -0.35
+    assert mixed["evidence_recall_at_frr_0.10"] == 1.0  # refusing -0.35 refuses every absent
+    assert mixed["evidence_frr_at_recall_0.85"] == 0.1
+    assert evidence_curve([], [0.1]) == {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-1, 1), min_size=1, max_size=20),
+    st.lists(st.floats(-1, 1), min_size=1, max_size=20),
+)
+def test_evidence_curve_invariants(present: list[float], absent: list[float]) -> None:
+    from ragstrata.eval.answers import evidence_curve
+
+    c = evidence_curve(present, absent)
+    assert 0.0 <= c["evidence_auc"] <= 1.0
+    # swapping the roles mirrors the AUC
+    assert evidence_curve(absent, present)["evidence_auc"] == pytest.approx(
+        1.0 - c["evidence_auc"], abs=2e-4
+    )
+    recalls = [c[f"evidence_recall_at_frr_{cap:.2f}"] for cap in (0.05, 0.10, 0.15)]
+    assert recalls == sorted(recalls)  # a looser cap never lowers the recall
+    # a monotone rescaling of the margins (exact in floating point) changes nothing
+    assert evidence_curve([2 * v for v in present], [2 * v for v in absent]) == c
+
+
+def test_report_metrics_carry_the_evidence_curve() -> None:
+    from dataclasses import replace
+
+    report = AnswerReport(
+        "d",
+        "e",
+        "extractive",
+        10,
+        outcomes=[
+            replace(outcome("a"), evidence_margin=0.2),
+            replace(outcome("b"), evidence_margin=0.1),
+        ],
+        absent=[
+            replace(outcome("a", refused=True), evidence_margin=-0.2),
+            replace(outcome("b"), evidence_margin=0.15),
+        ],
+    )
+    m = report.metrics()
+    assert m["evidence_auc"] == 0.75 and m["evidence_recall_at_frr_0.05"] == 0.5
