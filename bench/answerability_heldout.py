@@ -6,11 +6,17 @@ searches them, with the same present/absent construction as the training script
 (:func:`ragstrata.training.answerability.collect`); per source it prints the share of answerable
 questions (gold retrieved) the check lets through and the share of absent/unanswerable ones it
 refuses, for the shipped model and for the hand-made rule it replaces (``dense + 0.5 ×
-coverage`` under 1.10, computed from the same features). Writes
+coverage`` under 1.10, computed from the same features). Both decisions are the rules'
+own (:class:`~ragstrata.generate.evidence.LearnedRule` with the model's thresholds and its
+strong-evidence guard, :class:`~ragstrata.generate.evidence.HandRule`), applied to an
+:class:`~ragstrata.types.Evidence` built from the features. Per source it also gives the model's
+AUC (answerable against absent/unanswerable, :func:`~ragstrata.eval.answers.evidence_curve`)
+and, for SQuAD-es, the refusals of the absent questions whose hits hold no gold answer
+(``strict``: the article does not repeat the fact). Writes
 bench/results/answerability_heldout.json.
 
     PYTHONPATH=src python bench/answerability_heldout.py --squad-index DIR --squad-v2-index DIR \\
-        --es-en-index DIR --en-es-index DIR [--max-questions 400]
+        --es-en-index DIR --en-es-index DIR [--max-questions 400] [--model FILE]
 """
 
 from __future__ import annotations
@@ -20,10 +26,13 @@ import json
 import random
 from pathlib import Path
 
+from ragstrata.eval.answers import evidence_curve
 from ragstrata.eval.datasets import load_squad
 from ragstrata.eval.parallel_docs import load_parallel_docs
-from ragstrata.generate.answerability import FEATURES, answerability_model
-from ragstrata.training.answerability import collect
+from ragstrata.generate.answerability import FEATURES, AnswerabilityModel, answerability_model
+from ragstrata.generate.evidence import HandRule, LearnedRule, hand_score
+from ragstrata.training.answerability import Question, Row, collect
+from ragstrata.types import Evidence
 
 DATA = Path("../shared/data")
 OLD_THRESHOLD = 1.10
@@ -35,11 +44,12 @@ def main() -> None:
         ap.add_argument(f"--{name}", type=Path, required=True)
     ap.add_argument("--max-questions", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", type=Path, help="a model JSON (default: the shipped e5 model)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/answerability_heldout.json"))
     args = ap.parse_args()
     rng = random.Random(args.seed)
 
-    def cap(items: list[tuple[str, str, frozenset[str]]]) -> list[tuple[str, str, frozenset[str]]]:
+    def cap(items: list[Question]) -> list[Question]:
         return sorted(rng.sample(items, min(len(items), args.max_questions)))
 
     sq = load_squad(DATA / "squad-es-dev-small/dev-v1.1-es_small.json.gz", split="test")
@@ -50,13 +60,13 @@ def main() -> None:
 
     rows = collect(
         args.squad_index,
-        cap([(q, sq.queries[q], gold(sq, q)) for q in sorted(sq.queries)]),
+        cap([(q, sq.queries[q], gold(sq, q), sq.answers.get(q, ())) for q in sorted(sq.queries)]),
         source="squad-es",
         absent=True,
     )
     rows += collect(
         args.squad_v2_index,
-        cap([(q, t, frozenset()) for q, t in sorted(v2.unanswerable.items())]),
+        cap([(q, t, frozenset(), ()) for q, t in sorted(v2.unanswerable.items())]),
         source="squad-es-v2-unanswerable",
         absent=False,
     )
@@ -64,48 +74,64 @@ def main() -> None:
         xl = load_parallel_docs(DATA / "fastapi-docs-md", direction=f"{direction}:test")
         rows += collect(
             index,
-            cap([(q, xl.queries[q], gold(xl, q)) for q in sorted(xl.queries)]),
+            cap([(q, xl.queries[q], gold(xl, q), ()) for q in sorted(xl.queries)]),
             source=f"fastapi-{direction}",
             absent=True,
         )
-    model = answerability_model("e5")
+    model = (
+        AnswerabilityModel.from_json(json.loads(args.model.read_text(encoding="utf-8")))
+        if args.model
+        else answerability_model("e5")
+    )
+    learned = LearnedRule(model, model.threshold, cross_threshold=model.cross_threshold)
+    old = HandRule(OLD_THRESHOLD)
     dense, coverage = FEATURES.index("dense_best"), FEATURES.index("coverage_best")
     cross = FEATURES.index("cross_language")
+
+    def measured(r: Row) -> tuple[Evidence, Evidence]:
+        f = r.features
+        new = Evidence(f[dense], f[coverage], model.probability(f), cross=f[cross] == 1.0)
+        return new, Evidence(f[dense], f[coverage], hand_score(f[dense], f[coverage]))
+
     result: dict[str, object] = {
+        "model": str(args.model) if args.model else "shipped e5",
         "threshold": model.threshold,
         "cross_threshold": model.cross_threshold,
         "old_threshold": OLD_THRESHOLD,
     }
     print(
         "| source | answerable (gold retrieved) | answered: model | answered: old rule | "
-        "absent/unanswerable | refused: model | refused: old rule |"
+        "absent/unanswerable | refused: model | refused: old rule | refused: model, strict | "
+        "model AUC |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for source in sorted({r.source for r in rows}):
         pos = [r for r in rows if r.source == source and r.label == 1]
         neg = [r for r in rows if r.source == source and r.label == 0]
+        strict = [r for r in neg if not r.answer_in_hits]
 
-        def new_ok(r: object) -> bool:
-            f = r.features  # type: ignore[attr-defined]
-            bar = model.threshold
-            if f[cross] == 1.0 and model.cross_threshold is not None:
-                bar = model.cross_threshold  # a question in another language than its hits
-            return model.probability(f) >= bar
+        def refused_share(items: list[Row], which: int) -> float | None:
+            if not items:
+                return None
+            rule = (learned, old)[which]
+            return round(sum(rule.refuses(measured(r)[which]) for r in items) / len(items), 4)
 
-        def old_ok(r: object) -> bool:
-            f = r.features  # type: ignore[attr-defined]
-            return max(f[dense], 0.0) + 0.5 * f[coverage] >= OLD_THRESHOLD
-
-        def share(items: list[object], pred: object) -> float:
-            return round(sum(map(pred, items)) / max(1, len(items)), 4)  # type: ignore[arg-type]
-
+        answered = [
+            None if v is None else round(1 - v, 4)
+            for v in (refused_share(pos, 0), refused_share(pos, 1))
+        ]
+        curve = evidence_curve(
+            [measured(r)[0].score for r in pos], [measured(r)[0].score for r in neg]
+        )
         line = {
             "answerable": len(pos),
-            "answered_model": share(pos, new_ok),
-            "answered_old": share(pos, old_ok),
+            "answered_model": answered[0],
+            "answered_old": answered[1],
             "negatives": len(neg),
-            "refused_model": round(1 - share(neg, new_ok), 4) if neg else None,
-            "refused_old": round(1 - share(neg, old_ok), 4) if neg else None,
+            "refused_model": refused_share(neg, 0),
+            "refused_old": refused_share(neg, 1),
+            "refused_model_strict": refused_share(strict, 0) if len(strict) < len(neg) else None,
+            "auc_model": curve.get("evidence_auc"),
         }
         result[source] = line
         print(f"| {source} | " + " | ".join(str(v) for v in line.values()) + " |")

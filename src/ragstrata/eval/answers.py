@@ -109,8 +109,10 @@ GATED_METRICS = (
     "refusal_recall",
     "refusal_f1",
     "false_refusal_rate",
+    "evidence_auc",
 )
-"""Metrics a baseline may hold (latency and length are reported, never gated)."""
+"""Metrics a baseline may hold (latency and length are reported, never gated;
+``evidence_auc`` gates the evidence check's separability whatever its threshold)."""
 
 LOWER_IS_BETTER = frozenset({"unverified_citations", "false_refusal_rate"})
 """Gated metrics where a rise, not a drop, is the regression."""

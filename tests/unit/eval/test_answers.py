@@ -350,3 +350,11 @@ def test_report_metrics_carry_the_evidence_curve() -> None:
     )
     m = report.metrics()
     assert m["evidence_auc"] == 0.75 and m["evidence_recall_at_frr_0.05"] == 0.5
+
+
+def test_gate_holds_the_evidence_auc() -> None:
+    base = {"answerer": "extractive", "metrics": {"evidence_auc": 0.92}}
+    ok = {"answerer": "extractive", "metrics": {"evidence_auc": 0.91}}
+    worse = {"answerer": "extractive", "metrics": {"evidence_auc": 0.88}}
+    assert gate(ok, base, tolerance=0.02) == []
+    assert gate(worse, base, tolerance=0.02)[0].startswith("evidence_auc")
