@@ -154,3 +154,31 @@ def test_cli_json_table_and_gate(run: tuple[AnswerReport, Path, Path], tmp_path:
     base.write_text(json.dumps({"answerer": "extractive", "metrics": data["metrics"]}), "utf-8")
     again = CliRunner().invoke(app, [*args, "--absent", "0.5", "--baseline", str(base)])
     assert again.exit_code == 0, again.output
+
+
+def test_question_scope_asks_each_absent_question_without_only_its_own_paragraph(
+    run: tuple[AnswerReport, Path, Path],
+) -> None:
+    report, index, path = run
+    dataset = load_squad(path)
+    scoped = run_answer_eval(
+        RagConfig(home=index.parent).with_index(index),
+        cases_from_dataset(dataset),
+        name=dataset.name,
+        absent_fraction=0.5,
+        seed=1,
+        absent_scope="question",
+    )
+    assert scoped.absent_scope == "question" and report.absent_scope == "drawn"
+    assert [o.qid for o in scoped.absent] == [o.qid for o in report.absent]  # same draw
+    assert len(list(index.parent.glob("idx.absent-*"))) == 1  # no new copy: a filter
+    for outcome in scoped.absent:
+        assert not outcome.cites_gold
+        assert not outcome.answer_in_hits  # its own paragraph is the only one with the answer
+    # the present questions are asked exactly as before
+    assert [o.refused for o in scoped.outcomes] == [o.refused for o in report.outcomes]
+    assert scoped.to_json()["absent_scope"] == "question"
+    bad = CliRunner().invoke(
+        app, ["eval-answers", str(path), "--index", str(index), "--absent-scope", "article"]
+    )
+    assert bad.exit_code != 0 and "--absent-scope" in bad.output

@@ -200,6 +200,15 @@ def eval_answers(
         ),
     ] = 0.5,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the absent draw.")] = 0,
+    absent_scope: Annotated[
+        str,
+        typer.Option(
+            "--absent-scope",
+            help="drawn: one copy of the index without every drawn question's gold documents; "
+            "question: each drawn question searched without only its own (its article's other "
+            "paragraphs stay).",
+        ),
+    ] = "drawn",
     llm: Annotated[
         str | None,
         typer.Option(
@@ -222,6 +231,8 @@ def eval_answers(
     from ragstrata.eval.answers import answer_markdown, gate, run_answer_eval
 
     try:
+        if absent_scope not in ("drawn", "question"):
+            raise ConfigError(f"--absent-scope {absent_scope!r}: choose drawn or question")
         cfg = RagConfig.load(config_file=config, overrides=_llm_overrides(llm))
         cases, documents, name, cfg = _answer_cases(dataset, split, max_queries, index, cfg)
         err.print(
@@ -240,6 +251,7 @@ def eval_answers(
             documents=documents,
             absent_fraction=absent,
             seed=seed,
+            absent_scope="question" if absent_scope == "question" else "drawn",
             progress=progress,
         )
     except RagError as exc:

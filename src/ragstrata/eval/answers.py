@@ -64,7 +64,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragstrata.eval.answer_metrics import contains_answer, max_token_f1
 from ragstrata.eval.datasets import EvalDataset, GoldenQuery
@@ -80,6 +80,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "GATED_METRICS",
     "LOWER_IS_BETTER",
+    "AbsentScope",
     "AnswerCase",
     "AnswerOutcome",
     "AnswerReport",
@@ -118,6 +119,15 @@ LOWER_IS_BETTER = frozenset({"unverified_citations", "false_refusal_rate"})
 """Gated metrics where a rise, not a drop, is the regression."""
 
 ProgressFn = Callable[[str, int, int], None]
+
+AbsentScope = Literal["drawn", "question"]
+"""What a "paragraph absent" question is asked without. ``"drawn"``: a pruned copy of the index
+without the gold documents of every drawn question at once (they are really gone, BM25
+statistics included); when the questions cluster in a few articles (SQuAD's first questions
+come from 5 articles) this removes much of each article, the neighbouring paragraphs that make
+an absent question hard among them. ``"question"``: the full index, each question searched
+among every document but its own gold ones (a ``doc_id`` filter: the paragraph still counts
+in BM25's document frequencies), so only its own paragraph is missing, the realistic case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +456,7 @@ class AnswerReport:
     absent_removed_docs: int = 0
     seed: int = 0
     seconds: float = 0.0
+    absent_scope: AbsentScope | None = None
 
     def metrics(self) -> dict[str, Any]:
         """:func:`summarize` of the answerable questions, plus the refusal scores."""
@@ -478,6 +489,7 @@ class AnswerReport:
             "n_questions": len(self.outcomes),
             "n_absent": len(self.absent),
             "absent_removed_docs": self.absent_removed_docs,
+            "absent_scope": self.absent_scope,
             "seed": self.seed,
             "seconds": round(self.seconds, 1),
             "metrics": self.metrics(),
@@ -494,7 +506,10 @@ def _ask_all(
     *,
     stage: str,
     progress: ProgressFn | None,
+    without_gold: bool = False,
 ) -> list[AnswerOutcome]:
+    """Ask and score each case; with ``without_gold`` each question is searched among every
+    indexed document but its own gold ones (a ``doc_id`` filter)."""
     from ragstrata.generate.citations import CitationChecker
 
     checker = CitationChecker(engine.embedder, engine.analyzer)
@@ -502,10 +517,14 @@ def _ask_all(
     def chunk_texts(ids: Sequence[str]) -> dict[str, str]:
         return {c.chunk_id: c.text for c in engine.chunks(list(ids))}
 
+    indexed = sorted(engine.manifest().documents) if without_gold else []
     outcomes: list[AnswerOutcome] = []
     for n, case in enumerate(cases, start=1):
+        filters = (
+            {"doc_id": [d for d in indexed if d not in case.gold_docs]} if without_gold else None
+        )
         started = time.perf_counter()
-        answer = engine.ask(case.question)
+        answer = engine.ask(case.question, filters=filters)
         latency = (time.perf_counter() - started) * 1000
         unverified = unverified_citations(answer, checker, chunk_texts)
         outcomes.append(score_answer(answer, case, unverified=unverified, latency_ms=latency))
@@ -546,11 +565,16 @@ def run_answer_eval(
     documents: Iterable[Document] | None = None,
     absent_fraction: float = 0.5,
     seed: int = 0,
+    absent_scope: AbsentScope = "drawn",
     progress: ProgressFn | None = None,
 ) -> AnswerReport:
     """Ask ``cases`` on the index of ``config`` (``documents`` are added first when given;
-    unchanged ones are skipped), then the absent subset on a pruned copy of that index
-    (``absent_fraction`` 0 skips it). The answerer is the configuration's (``llm.provider``).
+    unchanged ones are skipped), then the absent subset (``absent_fraction`` 0 skips it):
+    ``absent_scope`` ``"drawn"`` asks it on a pruned copy of the index without the gold
+    documents of every drawn question; ``"question"`` asks each drawn question on the full index
+    searched among every document but its own gold ones, so that the rest of its article,
+    other drawn questions' paragraphs included, stays findable (see :data:`AbsentScope`). The
+    answerer is the configuration's (``llm.provider``).
 
     Raises:
         RuntimeError: some of ``documents`` failed to index.
@@ -569,10 +593,12 @@ def run_answer_eval(
         outcomes = _ask_all(engine, cases, stage="present", progress=progress)
         manifest = engine.manifest()
         embedder = engine.embedder
-    drawn = absent_subset(cases, fraction=absent_fraction, seed=seed) if absent_fraction else []
-    removed = sorted({d for c in drawn for d in c.gold_docs if d in manifest.documents})
-    absent: list[AnswerOutcome] = []
-    if drawn:
+        drawn = absent_subset(cases, fraction=absent_fraction, seed=seed) if absent_fraction else []
+        removed = sorted({d for c in drawn for d in c.gold_docs if d in manifest.documents})
+        absent: list[AnswerOutcome] = []
+        if drawn and absent_scope == "question":
+            absent = _ask_all(engine, drawn, stage="absent", progress=progress, without_gold=True)
+    if drawn and absent_scope == "drawn":
         sources = {manifest.documents[d].source for d in removed}
         reduced = absent_index(config.index_path, config.index_path.parent, sources)
         with Ragstrata(config.with_index(reduced), embedder=embedder) as engine:
@@ -591,6 +617,7 @@ def run_answer_eval(
         absent_removed_docs=len(removed),
         seed=seed,
         seconds=time.perf_counter() - started,
+        absent_scope=absent_scope if drawn else None,
     )
 
 
