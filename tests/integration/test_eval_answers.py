@@ -96,6 +96,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[AnswerReport, Path, P
         documents=dataset_documents(dataset),
         absent_fraction=0.5,
         seed=1,
+        absent_scope="drawn",
     )
     return report, tmp / "idx", path
 
@@ -144,6 +145,7 @@ def test_cli_json_table_and_gate(run: tuple[AnswerReport, Path, Path], tmp_path:
         json.dumps({"answerer": "extractive", "metrics": {"contains_gold": 1.5}}), "utf-8"
     )
     args = ["eval-answers", str(path), "--split", "all", "--index", str(index), "--seed", "1"]
+    args += ["--absent-scope", "drawn"]
     result = CliRunner().invoke(app, [*args, "--json", str(out), "--baseline", str(base)])
     assert result.exit_code == 4, result.output
     assert "| extractive | 7 |" in result.output

@@ -204,11 +204,11 @@ def eval_answers(
         str,
         typer.Option(
             "--absent-scope",
-            help="drawn: one copy of the index without every drawn question's gold documents; "
-            "question: each drawn question searched without only its own (its article's other "
-            "paragraphs stay).",
+            help="question (default): each drawn question searched among every document but its "
+            "own gold ones (its article's other paragraphs stay); drawn: one copy of the index "
+            "without every drawn question's gold documents.",
         ),
-    ] = "drawn",
+    ] = "question",
     llm: Annotated[
         str | None,
         typer.Option(
@@ -251,7 +251,7 @@ def eval_answers(
             documents=documents,
             absent_fraction=absent,
             seed=seed,
-            absent_scope="question" if absent_scope == "question" else "drawn",
+            absent_scope="drawn" if absent_scope == "drawn" else "question",
             progress=progress,
         )
     except RagError as exc:

@@ -140,8 +140,8 @@ def test_training_leaves_out_negatives_whose_hits_hold_the_answer() -> None:
 
     data = rows(1, 1.0, 120, False, "p") + rows(0, -1.0, 80, False, "a")
     data += rows(0, 1.0, 40, True, "d")
-    _, kept_report = train(data, family="t", target_precision=0.9, seed=0, drop_doubtful=False)
-    left, left_report = train(data, family="t", target_precision=0.9, seed=0)
+    _, kept_report = train(data, family="t", target_precision=0.9, seed=0)  # the default
+    left, left_report = train(data, family="t", target_precision=0.9, seed=0, drop_doubtful=True)
     assert left_report["doubtful_negatives"] == 40 and left_report["doubtful_left_out"]
     assert left_report["squad-es"]["rows"] == 200 and kept_report["squad-es"]["rows"] == 240
     assert left.trained["doubtful_negatives_left_out"] == 40
