@@ -195,7 +195,8 @@ def read_manifest(index_dir: Path) -> Manifest:
     path = index_dir / MANIFEST
     if not path.is_file():
         raise IndexNotFoundError(
-            f"no index at {index_dir} (missing {MANIFEST}); run `ragstrata ingest PATH` first"
+            f"no index at {index_dir} (missing {MANIFEST}); run `ragstrata ingest PATH --index "
+            f"{index_dir}` first (without --index, ingest and ask use the default index)"
         )
     try:
         return Manifest.from_json(json.loads(path.read_text(encoding="utf-8")))

@@ -178,3 +178,11 @@ def test_a_snapshot_that_does_not_open_is_retried_until_a_good_one_comes(tmp_pat
         publisher.retire()
         store.close()
         lock.release()
+
+
+def test_a_missing_index_names_the_directory_to_ingest_into(tmp_path: Path) -> None:
+    from ragstrata.errors import IndexNotFoundError
+
+    with pytest.raises(IndexNotFoundError) as info:
+        catalog.read_manifest(tmp_path / "nope")
+    assert f"--index {tmp_path / 'nope'}" in str(info.value)
