@@ -185,11 +185,20 @@ def load_many(
         )
 
     def submit_more(executor: ProcessPoolExecutor) -> None:
+        """Fill the window. A pool found broken here (a worker died after the last result was
+        taken) takes no more files: the path goes back to the front of its queue, and the
+        broken futures already pending get the pool rebuilt (CI once caught the submit
+        raising BrokenProcessPool out of the iterator)."""
         limit = 1 if suspects else window
         source = suspects if suspects else todo
         while source and len(pending) < limit:
             path = source.popleft()
-            pending.append((path, executor.submit(loader, path, max_file_bytes)))
+            try:
+                future = executor.submit(loader, path, max_file_bytes)
+            except BrokenProcessPool:
+                source.appendleft(path)
+                return
+            pending.append((path, future))
 
     current: list[ProcessPoolExecutor] = []  # the live pool, for ParseResults.close
 
@@ -197,6 +206,11 @@ def load_many(
         try:
             while todo or pending or suspects:
                 submit_more(executor)
+                if not pending:  # broken with nothing in flight: nothing to blame, rebuild
+                    _terminate(executor)
+                    executor = new_pool()
+                    current[:] = [executor]
+                    continue
                 path, future = pending.popleft()
                 try:
                     yield future.result(timeout=timeout_s)

@@ -31,6 +31,14 @@ def _hungry_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     return load_one(path, max_file_bytes)
 
 
+def _late_crash_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
+    """Top-level (picklable): ``late*`` files kill their worker after 1.5 s."""
+    if path.name.startswith("late"):
+        time.sleep(1.5)
+        os._exit(13)
+    return load_one(path, max_file_bytes)
+
+
 def _memory_error_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     """Top-level (picklable): ``hog*`` files fail as an allocation past RLIMIT_AS does."""
     if path.name.startswith("hog"):
@@ -161,3 +169,19 @@ def test_a_memory_error_in_the_worker_is_the_memory_limit(tmp_path: Path) -> Non
     [failed] = [r for r in results if isinstance(r, IngestFailure)]
     assert Path(failed.path).name == "hog.md" and failed.code == "RS212"
     assert "exceeded 300 MB" in failed.reason
+
+
+def test_a_worker_that_dies_between_two_results_costs_only_its_file(tmp_path: Path) -> None:
+    # a.md comes back; while the caller is busy with it, late.md's worker dies and breaks the
+    # pool; the next submit must not raise BrokenProcessPool out of the iterator (CI caught it)
+    names = ["a.md", "late.md", "b.md", "c.md"]
+    files = _files(tmp_path, names)
+    results = load_many(
+        files, max_file_bytes=10_000, workers=2, window=2, loader=_late_crash_loader
+    )
+    first = next(results)
+    time.sleep(4)  # the caller works on the first document; late.md's worker exits meanwhile
+    rest = list(results)
+    assert _names([first, *rest]) == names
+    failed = [r for r in [first, *rest] if isinstance(r, IngestFailure)]
+    assert [Path(r.path).name for r in failed] == ["late.md"] and failed[0].code == "RS200"
