@@ -88,10 +88,12 @@ def main() -> None:
     dense, coverage = FEATURES.index("dense_best"), FEATURES.index("coverage_best")
     cross = FEATURES.index("cross_language")
 
-    def measured(r: Row) -> tuple[Evidence, Evidence]:
+    def measure(r: Row) -> tuple[Evidence, Evidence]:
         f = r.features
         new = Evidence(f[dense], f[coverage], model.probability(f), cross=f[cross] == 1.0)
         return new, Evidence(f[dense], f[coverage], hand_score(f[dense], f[coverage]))
+
+    measured = {id(r): measure(r) for r in rows}  # each row's evidence, once
 
     result: dict[str, object] = {
         "model": str(args.model) if args.model else "shipped e5",
@@ -114,14 +116,14 @@ def main() -> None:
             if not items:
                 return None
             rule = (learned, old)[which]
-            return round(sum(rule.refuses(measured(r)[which]) for r in items) / len(items), 4)
+            return round(sum(rule.refuses(measured[id(r)][which]) for r in items) / len(items), 4)
 
         answered = [
             None if v is None else round(1 - v, 4)
             for v in (refused_share(pos, 0), refused_share(pos, 1))
         ]
         curve = evidence_curve(
-            [measured(r)[0].score for r in pos], [measured(r)[0].score for r in neg]
+            [measured[id(r)][0].score for r in pos], [measured[id(r)][0].score for r in neg]
         )
         line = {
             "answerable": len(pos),

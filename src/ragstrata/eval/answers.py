@@ -412,7 +412,7 @@ def evidence_curve(
     (score minus threshold; ``None``: no evidence measured, nothing retrieved, counted as
     refused at every threshold) of the answerable questions and of the absent-paragraph ones.
     Returns ``evidence_auc`` (the probability that an absent question's margin is below an
-    answerable one's, ties counted half: the Mann–Whitney U statistic over both sizes),
+    answerable one's, ties counted half: :func:`~ragstrata.eval.refusal.roc_auc`),
     ``evidence_recall_at_frr_C`` for each cap of :data:`FRR_CAPS` (the highest share of
     ``absent`` under a threshold that puts at most that share of ``present`` under it) and
     ``evidence_frr_at_recall_0.85`` (the lowest share of ``present`` under a threshold that
@@ -420,11 +420,12 @@ def evidence_curve(
     empty. Rounded to 4 places."""
     if not present or not absent:
         return {}
+    from ragstrata.eval.refusal import roc_auc
+
     low = float("-inf")
-    p = sorted(low if v is None else v for v in present)
-    a = sorted(low if v is None else v for v in absent)
-    below = sum(sum(1.0 if x < y else 0.5 if x == y else 0.0 for y in p) for x in a)
-    out = {"evidence_auc": round(below / (len(a) * len(p)), 4)}
+    p = [low if v is None else v for v in present]
+    a = [low if v is None else v for v in absent]
+    out = {"evidence_auc": round(roc_auc([*p, *a], [False] * len(p) + [True] * len(a)), 4)}
     # thresholds just above each margin, and one below all: refuse when margin < t
     cuts = [low, *(math.nextafter(v, math.inf) for v in sorted({*p, *a}))]
 

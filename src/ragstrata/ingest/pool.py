@@ -202,14 +202,22 @@ def load_many(
 
     current: list[ProcessPoolExecutor] = []  # the live pool, for ParseResults.close
 
+    def rebuild(
+        executor: ProcessPoolExecutor,
+    ) -> tuple[ProcessPoolExecutor, list[int | None]]:
+        """Stop an unusable pool and start a new one (the live one from now on); returns it
+        and the old workers' exit codes."""
+        exit_codes = _terminate(executor)
+        fresh = new_pool()
+        current[:] = [fresh]
+        return fresh, exit_codes
+
     def results(executor: ProcessPoolExecutor) -> Iterator[Document | IngestFailure]:
         try:
             while todo or pending or suspects:
                 submit_more(executor)
                 if not pending:  # broken with nothing in flight: nothing to blame, rebuild
-                    _terminate(executor)
-                    executor = new_pool()
-                    current[:] = [executor]
+                    executor, _ = rebuild(executor)
                     continue
                 path, future = pending.popleft()
                 try:
@@ -229,9 +237,7 @@ def load_many(
                     )
                     continue
                 # the pool is unusable (a worker died or is stuck): rebuild it
-                exit_codes = _terminate(executor)
-                executor = new_pool()
-                current[:] = [executor]
+                executor, exit_codes = rebuild(executor)
                 others = [p for p, _ in pending]
                 pending.clear()
                 if not crashed:
