@@ -20,7 +20,8 @@ Recipe (``python -m ragstrata.training.answerability --out FILE``), all seeded:
    (the article repeats the fact in another paragraph: 132 of the 600 SQuAD-es training
    negatives) has a doubtful label; it is kept as a negative, because leaving those rows out
    (``--drop-doubtful``) measured no better (out-of-fold AUC on the SQuAD-es rows 0.8228 kept,
-   0.8176 left out; on the rows without them 0.8461 and 0.8414).
+   0.8176 left out; on the rows without them 0.8461 and 0.8414:
+   ``bench/answerability_variants.py``).
 2. **Fit**: standardized features, L2-regularized logistic regression by Newton's method
    (plain numpy), classes weighted to balance.
 3. **Threshold**: 5-fold out-of-fold probabilities on the same training rows (folds by
