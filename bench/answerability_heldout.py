@@ -45,39 +45,19 @@ def main() -> None:
     ap.add_argument("--max-questions", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", type=Path, help="a model JSON (default: the shipped e5 model)")
+    ap.add_argument(
+        "--rows", type=Path, help="cache of the collected rows (read when it exists, else written)"
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results/answerability_heldout.json"))
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-
-    def cap(items: list[Question]) -> list[Question]:
-        return sorted(rng.sample(items, min(len(items), args.max_questions)))
-
-    sq = load_squad(DATA / "squad-es-dev-small/dev-v1.1-es_small.json.gz", split="test")
-    v2 = load_squad(DATA / "squad-es-dev-small/dev-v2.0-es_small.json.gz", split="test")
-
-    def gold(data: object, q: str) -> frozenset[str]:
-        return frozenset(d for d, g in data.qrels[q].items() if g > 0)  # type: ignore[attr-defined]
-
-    rows = collect(
-        args.squad_index,
-        cap([(q, sq.queries[q], gold(sq, q), sq.answers.get(q, ())) for q in sorted(sq.queries)]),
-        source="squad-es",
-        absent=True,
-    )
-    rows += collect(
-        args.squad_v2_index,
-        cap([(q, t, frozenset(), ()) for q, t in sorted(v2.unanswerable.items())]),
-        source="squad-es-v2-unanswerable",
-        absent=False,
-    )
-    for direction, index in (("es-en", args.es_en_index), ("en-es", args.en_es_index)):
-        xl = load_parallel_docs(DATA / "fastapi-docs-md", direction=f"{direction}:test")
-        rows += collect(
-            index,
-            cap([(q, xl.queries[q], gold(xl, q), ()) for q in sorted(xl.queries)]),
-            source=f"fastapi-{direction}",
-            absent=True,
-        )
+    if args.rows is not None and args.rows.is_file():
+        rows = [Row(*r[:3], tuple(r[3]), bool(r[4])) for r in json.loads(args.rows.read_text())]
+    else:
+        rows = _collect(args)
+        if args.rows is not None:
+            args.rows.write_text(
+                json.dumps([[r.source, r.qid, r.label, r.features, r.answer_in_hits] for r in rows])
+            )
     model = (
         AnswerabilityModel.from_json(json.loads(args.model.read_text(encoding="utf-8")))
         if args.model
@@ -138,6 +118,42 @@ def main() -> None:
         result[source] = line
         print(f"| {source} | " + " | ".join(str(v) for v in line.values()) + " |")
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def _collect(args: argparse.Namespace) -> list[Row]:
+    """The held-out rows of every source, searched on the four indexes."""
+    rng = random.Random(args.seed)
+
+    def cap(items: list[Question]) -> list[Question]:
+        return sorted(rng.sample(items, min(len(items), args.max_questions)))
+
+    sq = load_squad(DATA / "squad-es-dev-small/dev-v1.1-es_small.json.gz", split="test")
+    v2 = load_squad(DATA / "squad-es-dev-small/dev-v2.0-es_small.json.gz", split="test")
+
+    def gold(data: object, q: str) -> frozenset[str]:
+        return frozenset(d for d, g in data.qrels[q].items() if g > 0)  # type: ignore[attr-defined]
+
+    rows = collect(
+        args.squad_index,
+        cap([(q, sq.queries[q], gold(sq, q), sq.answers.get(q, ())) for q in sorted(sq.queries)]),
+        source="squad-es",
+        absent=True,
+    )
+    rows += collect(
+        args.squad_v2_index,
+        cap([(q, t, frozenset(), ()) for q, t in sorted(v2.unanswerable.items())]),
+        source="squad-es-v2-unanswerable",
+        absent=False,
+    )
+    for direction, index in (("es-en", args.es_en_index), ("en-es", args.en_es_index)):
+        xl = load_parallel_docs(DATA / "fastapi-docs-md", direction=f"{direction}:test")
+        rows += collect(
+            index,
+            cap([(q, xl.queries[q], gold(xl, q), ()) for q in sorted(xl.queries)]),
+            source=f"fastapi-{direction}",
+            absent=True,
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ Two parts, kept apart as ``bm25s`` keeps its math apart from its wiring:
   question/passage language relation and the best reranker logit when the hits were reranked.
 * :class:`AnswerabilityModel`: a logistic regression over those features (standardized), with
   the refusal threshold chosen on the training half, read from a small versioned JSON shipped per
-  embedder family (``generate/answerability_models/<family>.json``, loaded lazily by
-  :func:`answerability_model`).
+  embedder family (``generate/answerability_models/<family>.json``, and ``<family>.small.json``
+  for indexes under 500 chunks; loaded lazily by :func:`answerability_model`).
 
 Trained by :mod:`ragstrata.training.answerability` (``python -m
 ragstrata.training.answerability``) on training splits only; see docs/evaluation.md.
@@ -285,7 +285,10 @@ class AnswerabilityModel:
     ``target_precision`` of refusals, see the training module); ``cross_threshold``: the same
     for a question asked in another language than its hits (``cross_language`` = 1; ``None``:
     ``threshold``), chosen on the cross-lingual training rows; ``family``: the embedder family
-    it was trained for (``e5``); ``trained``: provenance (data, split, seed, counts)."""
+    it was trained for (``e5``); ``scope``: the indexes it is for (``"large"``: at least
+    :data:`~ragstrata.generate.evidence.LEARNED_MIN_CHUNKS` chunks; ``"small"``: fewer, trained
+    on per-article and page-group indexes without the corpus-scaled ``bm25_per_term``);
+    ``trained``: provenance (data, split, seed, counts)."""
 
     family: str
     features: tuple[str, ...]
@@ -297,9 +300,12 @@ class AnswerabilityModel:
     target_precision: float
     trained: dict[str, Any]
     cross_threshold: float | None = None
+    scope: str = "large"
 
     def __post_init__(self) -> None:
         n = len(self.features)
+        if self.scope not in SCOPES:
+            raise ConfigError(f"answerability model {self.family!r}: scope {self.scope!r}")
         if not (len(self.mean) == len(self.scale) == len(self.weights) == n):
             raise ConfigError(f"answerability model {self.family!r}: feature vectors differ")
         for name, value in (
@@ -323,6 +329,7 @@ class AnswerabilityModel:
         return {
             "version": MODEL_VERSION,
             "family": self.family,
+            "scope": self.scope,
             "features": list(self.features),
             "mean": list(self.mean),
             "scale": list(self.scale),
@@ -336,8 +343,9 @@ class AnswerabilityModel:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AnswerabilityModel:
-        """Read :meth:`to_json`'s layout. Raises ConfigError on another version or features
-        other than :data:`FEATURES`."""
+        """Read :meth:`to_json`'s layout (a file without ``scope`` is a large-index model).
+        Raises ConfigError on another version, features other than :data:`FEATURES` or an
+        unknown scope."""
         if data.get("version") != MODEL_VERSION:
             raise ConfigError(
                 f"answerability model version {data.get('version')!r} is not {MODEL_VERSION}; "
@@ -358,6 +366,7 @@ class AnswerabilityModel:
             ),
             target_precision=float(data["target_precision"]),
             trained=dict(data.get("trained", {})),
+            scope=str(data.get("scope", "large")),
         )
 
 
@@ -366,11 +375,22 @@ MODEL_FAMILIES: frozenset[str] = frozenset({"e5"})
 model; other embedders keep the hand-made rule of :mod:`ragstrata.generate.evidence`."""
 
 
+SCOPES = ("large", "small")
+"""Index sizes a model is trained for (:attr:`AnswerabilityModel.scope`)."""
+
+
 @cache
-def answerability_model(family: str) -> AnswerabilityModel:
-    """The shipped model of ``family`` (``generate/answerability_models/<family>.json``), read once
-    per process. Raises ConfigError when it is not shipped."""
-    path = resources.files("ragstrata.generate").joinpath("answerability_models", f"{family}.json")
+def answerability_model(family: str, scope: str = "large") -> AnswerabilityModel:
+    """The shipped model of ``family`` for ``scope`` (``generate/answerability_models/
+    <family>.json``, and ``<family>.small.json`` for small indexes), read once per process.
+    Raises ConfigError when it is not shipped or the file's scope is not ``scope``."""
+    name = f"{family}.json" if scope == "large" else f"{family}.{scope}.json"
+    path = resources.files("ragstrata.generate").joinpath("answerability_models", name)
     if not path.is_file():
-        raise ConfigError(f"no answerability model is shipped for embedder family {family!r}")
-    return AnswerabilityModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+        raise ConfigError(
+            f"no {scope}-index answerability model is shipped for embedder family {family!r}"
+        )
+    model = AnswerabilityModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+    if model.scope != scope:
+        raise ConfigError(f"{name}: scope {model.scope!r}, expected {scope!r}")
+    return model

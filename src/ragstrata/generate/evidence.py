@@ -156,9 +156,11 @@ _COVERAGE = FEATURES.index("coverage_best")
 _CROSS = FEATURES.index("cross_language")
 
 LEARNED_MIN_CHUNKS = 500
-"""Smallest index the learned rule is used on: its BM25 features (scores per question term,
-gaps) scale with the corpus's IDF, and its training indexes held about 2,000 passages each; a
-smaller index (a folder of a few files) gets the calibrated :class:`HandRule` instead."""
+"""Smallest index the large-index model is used on: its BM25 features (scores per question
+term) scale with the corpus's IDF, and its training indexes held about 2,000 passages each; a
+smaller index (a folder of a few files) gets the small-index model (``scope="small"``, trained on
+per-article and 8-page indexes without ``bm25_per_term``: :mod:`ragstrata.training.
+small_indexes`)."""
 
 STRONG_EVIDENCE = 1.30
 """Hand score (``dense + 0.5 × coverage``) at which :class:`LearnedRule` answers whatever the
@@ -193,7 +195,7 @@ class LearnedRule:
             features[0],
             features[_COVERAGE],
             self.model.probability(features),
-            model=f"answerability-{self.model.family}-v{MODEL_VERSION}",
+            model=_model_name(self.model),
             cross=features[_CROSS] == 1.0,
         )
 
@@ -207,6 +209,12 @@ class LearnedRule:
 
     def threshold_for(self, evidence: Evidence) -> float:
         return _threshold_for(evidence, self.threshold, self.cross_threshold)
+
+
+def _model_name(model: AnswerabilityModel) -> str:
+    """``answerability-e5-v2``, ``answerability-e5-small-v2`` for the small-index model."""
+    scope = "" if model.scope == "large" else f"-{model.scope}"
+    return f"answerability-{model.family}{scope}-v{MODEL_VERSION}"
 
 
 def check_evidence(
@@ -246,12 +254,13 @@ def evidence_rule_for(
 
     * ``min_evidence`` set (``llm.min_evidence``): the :class:`HandRule` at that threshold,
       with its old meaning, whatever the embedder;
-    * an embedder with a shipped answerability model (:data:`~ragstrata.generate.
-      answerability.MODEL_FAMILIES`) and an index of at least :data:`LEARNED_MIN_CHUNKS` chunks
-      (``n_chunks``; ``None``: unknown, taken as large): the :class:`LearnedRule`, at
-      ``min_answerable`` (``llm.min_answerable``) when set for every question, else the model's
-      thresholds (its own for a cross-lingual question), reading sentence vectors with
-      ``encoder`` (the index's embedder);
+    * an embedder with shipped answerability models (:data:`~ragstrata.generate.
+      answerability.MODEL_FAMILIES`): the :class:`LearnedRule` with the large-index model for an
+      index of at least :data:`LEARNED_MIN_CHUNKS` chunks (``n_chunks``; ``None``: unknown,
+      taken as large), else the small-index model; at ``min_answerable``
+      (``llm.min_answerable``) when set for every question, else the model's thresholds (its
+      own for a cross-lingual question), reading sentence vectors with ``encoder`` (the index's
+      embedder);
     * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold, and
       for a cross-lingual question at :data:`CROSS_MIN_EVIDENCE`'s (``min_answerable`` does not
       apply there: one warning per process says so).
@@ -259,9 +268,9 @@ def evidence_rule_for(
     if min_evidence is not None:
         return HandRule(min_evidence)
     family = embedder_family(embedder)
-    large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
-    if family is not None and family in MODEL_FAMILIES and large:
-        model = answerability_model(family)
+    if family is not None and family in MODEL_FAMILIES:
+        large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
+        model = answerability_model(family, "large" if large else "small")
         if min_answerable is not None:  # the user's threshold, for every question
             return LearnedRule(model, min_answerable, encoder=encoder)
         return LearnedRule(
@@ -269,13 +278,11 @@ def evidence_rule_for(
         )
     if min_answerable is not None and "min_answerable" not in _warned:
         _warned.add("min_answerable")
-        why = (
-            f"the index has {n_chunks} chunks, under the {LEARNED_MIN_CHUNKS} the answerability "
-            "model is used on"
-            if family in MODEL_FAMILIES
-            else f"no answerability model is shipped for embedder {embedder!r}"
+        logger.warning(
+            "llm.min_answerable is ignored: no answerability model is shipped for embedder %r "
+            "(llm.min_evidence's rule applies)",
+            embedder,
         )
-        logger.warning("llm.min_answerable is ignored: %s (llm.min_evidence's rule applies)", why)
     return HandRule(
         min_evidence_for(embedder, None),
         cross_threshold=CROSS_MIN_EVIDENCE.get(family or ""),

@@ -36,6 +36,13 @@ Recipe (``python -m ragstrata.training.answerability --out FILE``), all seeded:
 
 Indexes are built beforehand with the default ingest (``ragstrata eval DATASET --index DIR``);
 they are only read.
+
+``--scope small`` trains the small-index model instead (indexes under
+:data:`~ragstrata.generate.evidence.LEARNED_MIN_CHUNKS` chunks): rows collected on per-article,
+4-paragraph and 8-page indexes it builds under ``--work`` (:mod:`ragstrata.training.
+small_indexes`), fitted together with the large model's rows (``--large-rows``, the ``--rows``
+cache of a large run), ``bm25_per_term`` zeroed in all of them; same threshold rule, on the
+SQuAD small and tiny rows.
 """
 
 from __future__ import annotations
@@ -137,12 +144,14 @@ def collect(
     *,
     source: str,
     absent: bool,
+    embedder: Any = None,
 ) -> list[Row]:
     """Rows for ``questions`` searched on ``index``: a positive when a gold doc is retrieved,
     and with ``absent`` the negative of the same question without its gold docs; unanswerable
     questions give one negative. Each row records whether a gold answer string occurs in its
     hits (:func:`~ragstrata.eval.answer_metrics.contains_answer`, as ``eval-answers`` counts
-    ``answer_in_hits``)."""
+    ``answer_in_hits``). ``embedder``: the index's embedder, already loaded (``None``: the
+    engine loads it)."""
     from ragstrata.config import RagConfig
     from ragstrata.eval.answer_metrics import contains_answer
     from ragstrata.pipeline import Ragstrata
@@ -150,12 +159,12 @@ def collect(
 
     rows: list[Row] = []
     cfg = RagConfig.load(env={}).with_index(index)
-    with Ragstrata(cfg) as engine:
+    with Ragstrata(cfg, embedder=embedder) as engine:
         manifest = engine.manifest()
         store = engine._read_store()
-        embedder = _MemoEmbedder(engine.embedder)
+        memo = _MemoEmbedder(engine.embedder)
         analyzer = engine.analyzer
-        full = HybridRetriever(store, embedder, analyzer, cfg.retrieval)  # type: ignore[arg-type]
+        full = HybridRetriever(store, memo, analyzer, cfg.retrieval)  # type: ignore[arg-type]
         try:
             for n, (qid, text, gold, answers) in enumerate(questions):
 
@@ -164,11 +173,11 @@ def collect(
 
                 hits = full.search(text).hits
                 if not gold:
-                    vec = _vec(text, hits, analyzer, embedder)
+                    vec = _vec(text, hits, analyzer, memo)
                     rows.append(Row(source, qid, 0, vec, in_hits(hits)))
                     continue
                 if any(h.chunk.doc_id in gold for h in hits):
-                    vec = _vec(text, hits, analyzer, embedder)
+                    vec = _vec(text, hits, analyzer, memo)
                     rows.append(Row(source, qid, 1, vec, in_hits(hits)))
                 if absent:
                     excluded = frozenset(
@@ -179,13 +188,13 @@ def collect(
                     )
                     part = HybridRetriever(
                         ExcludingStore(store, excluded),  # type: ignore[arg-type]
-                        embedder,  # type: ignore[arg-type]
+                        memo,  # type: ignore[arg-type]
                         analyzer,
                         cfg.retrieval,
                     )
                     neg = part.search(text).hits
                     part.close()
-                    vec = _vec(text, neg, analyzer, embedder)
+                    vec = _vec(text, neg, analyzer, memo)
                     rows.append(Row(source, qid, 0, vec, in_hits(neg)))
                 if n % 200 == 0:
                     logger.info("%s: %d/%d questions", source, n, len(questions))
@@ -302,6 +311,7 @@ def train(
     source_weights: dict[str, float] | None = None,
     threshold_sources: Sequence[str] = THRESHOLD_SOURCES,
     drop_doubtful: bool = False,
+    scope: str = "large",
 ) -> tuple[AnswerabilityModel, dict[str, Any]]:
     """Fit on every row (weighted by ``source_weights``, default :data:`SOURCE_WEIGHTS`),
     choose the threshold on the out-of-fold probabilities of the ``threshold_sources`` rows;
@@ -369,6 +379,7 @@ def train(
         threshold=round(threshold, 4),
         cross_threshold=None if cross_threshold is None else round(cross_threshold, 4),
         target_precision=target_precision,
+        scope=scope,
         trained={
             "seed": seed,
             "l2": l2,
@@ -422,10 +433,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--squad-v2", type=Path, default=data / "squad-es-dev-small/dev-v2.0-es_small.json.gz"
     )
     ap.add_argument("--parallel", type=Path, default=data / "fastapi-docs-md")
-    ap.add_argument("--squad-index", type=Path, required=True)
-    ap.add_argument("--squad-v2-index", type=Path, required=True)
-    ap.add_argument("--es-en-index", type=Path, required=True)
-    ap.add_argument("--en-es-index", type=Path, required=True)
+    ap.add_argument("--squad-index", type=Path)
+    ap.add_argument("--squad-v2-index", type=Path)
+    ap.add_argument("--es-en-index", type=Path)
+    ap.add_argument("--en-es-index", type=Path)
+    ap.add_argument(
+        "--scope",
+        choices=("large", "small"),
+        default="large",
+        help="large: the model of indexes of LEARNED_MIN_CHUNKS chunks and more (the four "
+        "--*-index options); small: the model of smaller ones, from per-article and page-group "
+        "indexes built under --work (ragstrata.training.small_indexes)",
+    )
+    ap.add_argument("--work", type=Path, help="--scope small: folder of the small indexes")
+    ap.add_argument(
+        "--large-rows",
+        type=Path,
+        help="--scope small: the large-index rows cache (--rows of a --scope large run), fitted "
+        "too, with the corpus-scaled features zeroed",
+    )
     ap.add_argument("--family", default="e5")
     ap.add_argument("--target-precision", type=float, default=0.83)
     ap.add_argument(
@@ -450,11 +476,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         rng = random.Random(args.seed)
         return sorted(rng.sample(items, min(len(items), args.max_questions)))
 
+    if args.scope == "small":
+        _main_small(args)
+        return
+    if None in (args.squad_index, args.squad_v2_index, args.es_en_index, args.en_es_index):
+        ap.error(
+            "--scope large needs --squad-index, --squad-v2-index, --es-en-index, --en-es-index"
+        )
     if args.rows is not None and args.rows.is_file():
-        rows = [
-            Row(r[0], r[1], r[2], tuple(r[3]), bool(r[4]) if len(r) > 4 else False)
-            for r in json.loads(args.rows.read_text())
-        ]
+        rows = _read_rows(args.rows)
     else:
         rows = collect(
             args.squad_index,
@@ -481,9 +511,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             absent=True,
         )
         if args.rows is not None:
-            args.rows.write_text(
-                json.dumps([[r.source, r.qid, r.label, r.features, r.answer_in_hits] for r in rows])
-            )
+            _write_rows(rows, args.rows)
     model, report = train(
         rows,
         family=args.family,
@@ -499,11 +527,72 @@ def main(argv: Sequence[str] | None = None) -> None:
         "fastapi-en-es": "en-es:train",
         "max_questions_per_source": args.max_questions,
     }
-    args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
+    _write(model, report, args.out)
+
+
+def _write(model: AnswerabilityModel, report: dict[str, Any], out: Path) -> None:
+    out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=1))
     for name, w in sorted(zip(FEATURES, model.weights, strict=True), key=lambda p: -abs(p[1])):
         print(f"{name:22s} {w:+.3f}")
-    print(f"threshold {model.threshold}")
+    print(f"threshold {model.threshold} cross {model.cross_threshold}")
+
+
+def _read_rows(path: Path) -> list[Row]:
+    return [
+        Row(r[0], r[1], r[2], tuple(r[3]), bool(r[4]) if len(r) > 4 else False)
+        for r in json.loads(path.read_text())
+    ]
+
+
+def _write_rows(rows: Sequence[Row], path: Path) -> None:
+    path.write_text(
+        json.dumps([[r.source, r.qid, r.label, r.features, r.answer_in_hits] for r in rows])
+    )
+
+
+def _main_small(args: argparse.Namespace) -> None:
+    """``--scope small``: rows from small indexes (training halves fit, held-out halves kept in
+    the rows cache for ``bench/answerability_small.py``), the small-index model written."""
+    from ragstrata.training.small_indexes import (
+        SMALL_INDEX_EXCLUDED,
+        SMALL_SOURCE_WEIGHTS,
+        SMALL_THRESHOLD_SOURCES,
+        small_index_rows,
+        train_rows,
+        zeroed,
+    )
+
+    if args.large_rows is None or not args.large_rows.is_file():
+        raise SystemExit("--scope small needs --large-rows FILE (a --scope large run's --rows)")
+
+    if args.rows is not None and args.rows.is_file():
+        rows = _read_rows(args.rows)
+    else:
+        if args.work is None:
+            raise SystemExit("--scope small needs --work DIR (or a filled --rows cache)")
+        rows = small_index_rows(args.squad, args.parallel, args.work, seed=args.seed)
+        if args.rows is not None:
+            _write_rows(rows, args.rows)
+    model, report = train(
+        zeroed(_read_rows(args.large_rows)) + train_rows(rows),
+        family=args.family,
+        target_precision=args.target_precision,
+        max_false_refusal=args.max_false_refusal,
+        seed=args.seed,
+        source_weights={**SOURCE_WEIGHTS, **SMALL_SOURCE_WEIGHTS},
+        threshold_sources=SMALL_THRESHOLD_SOURCES,
+        scope="small",
+    )
+    model.trained["data"] = {
+        "large-index rows": "the large model's training rows (--split train / :train halves)",
+        "squad-es-small": f"{args.squad.name}: one index per --split train article",
+        "squad-es-tiny": f"{args.squad.name}: 4-paragraph runs of --split train articles",
+        "fastapi-es-en-small": "es-en:train questions, 8-page group indexes",
+        "fastapi-en-es-small": "en-es:train questions, 8-page group indexes",
+        "features_not_used": list(SMALL_INDEX_EXCLUDED),
+    }
+    _write(model, report, args.out)
 
 
 if __name__ == "__main__":

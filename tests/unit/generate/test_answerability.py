@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +23,7 @@ from ragstrata.generate.answerability import (
 )
 from ragstrata.generate.evidence import (
     CALIBRATED_MIN_EVIDENCE,
-    CROSS_MIN_EVIDENCE,
+    LEARNED_MIN_CHUNKS,
     HandRule,
     LearnedRule,
     check_evidence,
@@ -163,8 +164,19 @@ def test_the_shipped_e5_model_loads_and_scores(e5: Any) -> None:
     assert AnswerabilityModel.from_json(model.to_json()) == model
     with pytest.raises(ConfigError, match="version"):
         AnswerabilityModel.from_json({**model.to_json(), "version": 99})
-    with pytest.raises(ConfigError, match="no answerability model"):
+    with pytest.raises(ConfigError, match="no large-index answerability model"):
         answerability_model("nope")
+
+
+def test_the_shipped_small_index_model_leaves_out_the_corpus_scaled_feature() -> None:
+    model = answerability_model("e5", "small")
+    assert model.scope == "small" and model.features == FEATURES
+    assert model.weights[FEATURES.index("bm25_per_term")] == 0.0
+    assert "test" not in json.dumps(model.trained["data"])  # training halves only
+    assert "scifact" not in str(model.trained).lower()
+    assert AnswerabilityModel.from_json(model.to_json()) == model
+    with pytest.raises(ConfigError, match="scope"):
+        AnswerabilityModel.from_json({**model.to_json(), "scope": "huge"})
 
 
 def test_rule_choice_keeps_the_overrides() -> None:
@@ -181,11 +193,17 @@ def test_rule_choice_keeps_the_overrides() -> None:
         "minilm-onnx:all-MiniLM-L6-v2", min_evidence=None, min_answerable=None
     )
     assert minilm == HandRule(CALIBRATED_MIN_EVIDENCE["minilm"])
-    # a small e5 index: the hand rule, with its cross-lingual threshold
+    # a small e5 index: the small-index model, at its own thresholds
     small = evidence_rule_for(e5, min_evidence=None, min_answerable=None, n_chunks=100)
-    assert small == HandRule(
-        CALIBRATED_MIN_EVIDENCE["e5"], cross_threshold=CROSS_MIN_EVIDENCE["e5"]
+    assert isinstance(small, LearnedRule) and small.model == answerability_model("e5", "small")
+    assert small.model.scope == "small" and small.threshold == small.model.threshold
+    assert small.cross_threshold == small.model.cross_threshold is not None
+    at_floor = evidence_rule_for(
+        e5, min_evidence=None, min_answerable=None, n_chunks=LEARNED_MIN_CHUNKS
     )
+    assert isinstance(at_floor, LearnedRule) and at_floor.model.scope == "large"
+    tuned_small = evidence_rule_for(e5, min_evidence=None, min_answerable=0.4, n_chunks=10)
+    assert isinstance(tuned_small, LearnedRule) and tuned_small.threshold == 0.4
     with pytest.raises(ConfigError, match="min_answerable"):
         LLMConfig(min_answerable=1.5)
 

@@ -1,0 +1,67 @@
+"""A folder of a few files with the default embedder: the small-index answerability model
+decides, in both languages (real packaged e5 model, real store, real extractive answerer)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ragstrata.config import RagConfig
+from ragstrata.generate.answerability import answerability_model
+from ragstrata.pipeline import Ragstrata
+from ragstrata.render import diagnostics_json
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "backups.md": "# Backups\n\n## Schedule\n\nBackups run every night at two o'clock and are "
+    "kept for thirty days. The backup job copies the database and the uploaded files to the "
+    "object store, then checks every archive against its checksum.\n\n## Restore\n\nStop the "
+    "server, run the restore command with the backup date, start the server again.\n",
+    "servidor.md": "# Servidor\n\nEl servidor lee PORT y WORKERS al arrancar; sin ellas escucha "
+    "en el puerto 8000 con dos procesos de trabajo.\n\n## Registros\n\nLos registros rotan cada "
+    "día y se conservan dos semanas.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ragstrata]:
+    root = tmp_path_factory.mktemp("small-refusal")
+    (root / "docs").mkdir()
+    for name, text in DOCS.items():
+        (root / "docs" / name).write_text(text, encoding="utf-8")
+    eng = Ragstrata(RagConfig(home=root / "home"))
+    assert eng.ingest([root / "docs"]).added == 2
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize(
+    ("question", "source"),
+    [
+        ("How long are backups kept?", "backups.md"),
+        ("¿En qué puerto escucha el servidor por defecto?", "servidor.md"),
+    ],
+)
+def test_small_index_answers_with_the_small_index_model(
+    engine: Ragstrata, question: str, source: str
+) -> None:
+    answer = engine.ask(question)
+    meta = diagnostics_json(answer)
+    assert meta["evidence"]["model"] == "answerability-e5-small-v2"
+    assert not answer.refusal, meta
+    assert answer.citations[0].source.endswith(source)
+    small = answerability_model("e5", "small")
+    assert meta["min_evidence"] == small.threshold  # same language: the model's own threshold
+
+
+@pytest.mark.parametrize(
+    "question", ["What is the capital of Australia?", "¿Quién ganó el mundial de fútbol de 1986?"]
+)
+def test_small_index_refuses_off_topic_questions(engine: Ragstrata, question: str) -> None:
+    answer = engine.ask(question)
+    meta = diagnostics_json(answer)
+    assert answer.refusal and meta["refused_by"] == "evidence"
+    assert meta["evidence"]["model"] == "answerability-e5-small-v2"
+    assert meta["evidence"]["score"] < meta["min_evidence"]
