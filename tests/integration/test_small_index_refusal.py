@@ -15,10 +15,10 @@ from ragstrata.render import diagnostics_json
 pytestmark = pytest.mark.slow
 
 DOCS = {
-    "backups.md": "# Backups\n\n## Schedule\n\nBackups run every night at two o'clock and are "
-    "kept for thirty days. The backup job copies the database and the uploaded files to the "
-    "object store, then checks every archive against its checksum.\n\n## Restore\n\nStop the "
-    "server, run the restore command with the backup date, start the server again.\n",
+    "backups.md": "# Backups\n\n## Retention\n\nEvery nightly backup is retained for "
+    "thirty days, then deleted. Each archive holds the database dump and the uploaded "
+    "files.\n\n## Restoring\n\nTo restore, stop the service and run the restore tool "
+    "with the date of the backup.\n",
     "servidor.md": "# Servidor\n\nEl servidor lee PORT y WORKERS al arrancar; sin ellas escucha "
     "en el puerto 8000 con dos procesos de trabajo.\n\n## Registros\n\nLos registros rotan cada "
     "día y se conservan dos semanas.\n",
