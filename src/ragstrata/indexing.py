@@ -28,7 +28,8 @@ from ragstrata.errors import (
     UnsupportedFormatError,
 )
 from ragstrata.index import catalog
-from ragstrata.index.writer import ProgressCallback, file_sha256, skip_unchanged_files
+from ragstrata.index.report import ProgressCallback
+from ragstrata.index.writer import file_sha256, skip_unchanged_files
 from ragstrata.optional import require
 from ragstrata.paths import path_text
 from ragstrata.types import Document, IngestFailure

@@ -27,14 +27,8 @@ from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.catalog import Manifest
 from ragstrata.index.edge import EdgeStore
 from ragstrata.index.reader import IndexReader
-from ragstrata.index.writer import (
-    IndexWriter,
-    IngestReport,
-    ProgressCallback,
-    count_new,
-    index_signature,
-    new_manifest,
-)
+from ragstrata.index.report import IngestReport, ProgressCallback, count_new
+from ragstrata.index.writer import IndexWriter, index_signature, new_manifest
 from ragstrata.indexing import parse_paths
 from ragstrata.paths import display_path
 from ragstrata.rerank.base import Reranker, rerank_result

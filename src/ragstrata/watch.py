@@ -44,7 +44,7 @@ from ragstrata.errors import (
     SourceNotFoundError,
 )
 from ragstrata.index import catalog
-from ragstrata.index.writer import IngestReport
+from ragstrata.index.report import IngestReport
 from ragstrata.ingest.loader import FORMATS
 from ragstrata.optional import require
 from ragstrata.paths import path_text

@@ -1,5 +1,5 @@
 """What ``ingest`` prints while it runs: counts of the work really done, taken from the
-engine's progress events (:data:`~ragstrata.index.writer.ProgressCallback`), shown as two bars
+engine's progress events (:data:`~ragstrata.index.report.ProgressCallback`), shown as two bars
 on a terminal and as plain periodic lines anywhere else (a log file, CI, a service wrapper).
 
 A file is *parsed* when the writer has taken its document (read, decoded, parsed, chunked); a
@@ -28,7 +28,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ragstrata.index.writer import ProgressCallback
+from ragstrata.index.report import ProgressCallback
 
 __all__ = ["DEFAULT_PROGRESS_EVERY_S", "IngestProgress", "show_progress"]
 
@@ -45,7 +45,7 @@ def _clock_text(seconds: float) -> str:
 @dataclass(slots=True)
 class IngestProgress:
     """Running counts of one ingest, fed by its progress events (call the instance as the
-    :data:`~ragstrata.index.writer.ProgressCallback`); times in seconds of ``clock``.
+    :data:`~ragstrata.index.report.ProgressCallback`); times in seconds of ``clock``.
 
     ``files_total`` is known from the first ``discover``/``parse`` event; ``chunks_queued``
     grows as documents are chunked, so the number of chunks still to come is known only once

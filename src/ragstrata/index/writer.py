@@ -25,10 +25,9 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -40,9 +39,10 @@ from ragstrata.index import catalog
 from ragstrata.index.base import VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, FailureEntry, Manifest
+from ragstrata.index.report import IngestReport, ProgressCallback
 from ragstrata.index.snapshots import SnapshotPublisher
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Chunk, Document, FloatArray, IngestFailure, IngestWarning
+from ragstrata.types import Chunk, Document, FloatArray, IngestFailure
 
 COMMIT_CHUNKS = 256
 """Chunks embedded and committed together (one journal/flush/manifest cycle); also the size of
@@ -51,65 +51,6 @@ the slices a large document is committed in."""
 EMBED_PROGRESS_TEXTS = 32
 """Texts embedded per call inside a commit, so progress moves while a commit embeds (the
 default int8 embedders encode one text per pass: the grouping does not change a vector)."""
-
-ProgressCallback = Callable[[str, int, int], None]
-"""``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
-``bytes`` (bytes parsed of total), ``parse`` (documents taken by the writer of total),
-``chunk`` (chunks a document just added to the work, as done and total), ``embed`` (chunks of
-a commit whose vectors just became ready, embedded or reused, as done and the commit's
-total) and ``commit`` (chunks just committed, journal closed, as done and total). Consumers
-ignore events they do not know."""
-
-
-@dataclass(slots=True)
-class IngestReport:
-    """Outcome of one ``ingest`` run; ``status`` is ``ok``, ``partial`` or ``failed``.
-
-    ``updated`` counts documents whose content changed, ``reindexed`` unchanged documents
-    re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
-    chunks written, ``embedded`` how many of them had to be embedded (the others reused the
-    stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
-    ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
-    """
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    pruned: int = 0
-    reindexed: int = 0
-    chunks: int = 0
-    embedded: int = 0
-    bytes_read: int = 0
-    failures: list[IngestFailure] = field(default_factory=list)
-    seconds: float = 0.0
-    warnings: list[IngestWarning] = field(default_factory=list)
-
-    @property
-    def status(self) -> str:
-        if not self.failures:
-            return "ok"
-        return "partial" if (self.added + self.updated + self.unchanged) else "failed"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "pruned": self.pruned,
-            "reindexed": self.reindexed,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "reused_vectors": self.chunks - self.embedded,
-            "bytes_read": self.bytes_read,
-            "seconds": round(self.seconds, 3),
-            "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
-            "failures": [_failure_json(f) for f in self.failures],
-            "warnings": [
-                {"path": w.path, "kind": w.kind, "message": w.message, "share": round(w.share, 6)}
-                for w in self.warnings
-            ],
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +64,6 @@ class Slice:
     chunks: tuple[Chunk, ...]
     append: bool = False
     last: bool = True
-
-
-def _failure_json(failure: IngestFailure) -> dict[str, Any]:
-    return {
-        "path": failure.path,
-        "code": failure.code,
-        "reason": failure.reason,
-        "unchanged": failure.unchanged,
-    }
 
 
 def embed_hash(text: str) -> str:
@@ -216,18 +148,6 @@ def skip_unchanged_files(
         ):
             keep.append(path)
     return keep, len(files) - len(keep)
-
-
-def count_new(documents: Iterable[Document | IngestFailure]) -> IngestReport:
-    """The dry-run report of ``documents`` against no index: each one would be added."""
-    report = IngestReport()
-    for item in documents:
-        if isinstance(item, IngestFailure):
-            report.failures.append(item)
-        else:
-            report.added += 1
-            report.warnings.extend(item.warnings)
-    return report
 
 
 def forget(index_dir: Path, store: VectorStore, manifest: Manifest, doc_ids: Sequence[str]) -> None:

@@ -49,7 +49,7 @@ from ragstrata.generate.answerer import AnswerEvent, TokenEvent, refusal, word_t
 from ragstrata.generate.base import ChatModel
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
-from ragstrata.index.writer import IngestReport, ProgressCallback
+from ragstrata.index.report import IngestReport, ProgressCallback
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import Mode, SearchResult
 from ragstrata.service.errors import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ragstrata.index.writer import IngestReport
+from ragstrata.index.report import IngestReport
 from ragstrata.service.errors import RateLimitedError
 from ragstrata.service.jobs import JobLog, JobManager
 from ragstrata.service.keys import Principal

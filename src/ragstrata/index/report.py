@@ -1,0 +1,94 @@
+"""What one ingest run reports, and the progress events it emits on the way.
+
+:class:`IngestReport` is the outcome the writer (:mod:`ragstrata.index.writer`) fills and the
+CLI, the service and the watcher print; :data:`ProgressCallback` the events they show as it
+runs; :func:`count_new` the dry-run report against no index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragstrata.types import Document, IngestFailure, IngestWarning
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
+``bytes`` (bytes parsed of total), ``parse`` (documents taken by the writer of total),
+``chunk`` (chunks a document just added to the work, as done and total), ``embed`` (chunks of
+a commit whose vectors just became ready, embedded or reused, as done and the commit's
+total) and ``commit`` (chunks just committed, journal closed, as done and total). Consumers
+ignore events they do not know."""
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """Outcome of one ``ingest`` run; ``status`` is ``ok``, ``partial`` or ``failed``.
+
+    ``updated`` counts documents whose content changed, ``reindexed`` unchanged documents
+    re-chunked because the chunking/BM25 configuration changed; ``chunks`` is the number of
+    chunks written, ``embedded`` how many of them had to be embedded (the others reused the
+    stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
+    ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
+    """
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    reindexed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    bytes_read: int = 0
+    failures: list[IngestFailure] = field(default_factory=list)
+    seconds: float = 0.0
+    warnings: list[IngestWarning] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if not self.failures:
+            return "ok"
+        return "partial" if (self.added + self.updated + self.unchanged) else "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "pruned": self.pruned,
+            "reindexed": self.reindexed,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "reused_vectors": self.chunks - self.embedded,
+            "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 3),
+            "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,
+            "failures": [_failure_json(f) for f in self.failures],
+            "warnings": [
+                {"path": w.path, "kind": w.kind, "message": w.message, "share": round(w.share, 6)}
+                for w in self.warnings
+            ],
+        }
+
+
+def _failure_json(failure: IngestFailure) -> dict[str, Any]:
+    return {
+        "path": failure.path,
+        "code": failure.code,
+        "reason": failure.reason,
+        "unchanged": failure.unchanged,
+    }
+
+
+def count_new(documents: Iterable[Document | IngestFailure]) -> IngestReport:
+    """The dry-run report of ``documents`` against no index: each one would be added."""
+    report = IngestReport()
+    for item in documents:
+        if isinstance(item, IngestFailure):
+            report.failures.append(item)
+        else:
+            report.added += 1
+            report.warnings.extend(item.warnings)
+    return report
