@@ -38,7 +38,9 @@ class Block:
     title: str = ""
 
 
-WarningKind = Literal["replaced_bytes", "mixed_encoding", "mojibake", "html_depth"]
+WarningKind = Literal[
+    "replaced_bytes", "mixed_encoding", "legacy_encoding", "mojibake", "html_depth"
+]
 """What an :class:`IngestWarning` is about: undecodable bytes replaced by U+FFFD, lines in a
 legacy encoding inside a UTF-8 file, UTF-8 text that was once read as cp1252/Latin-1 ("mÃ¡s"),
 or HTML nested too deep (tags removed, text kept)."""

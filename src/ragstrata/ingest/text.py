@@ -11,6 +11,7 @@ import codecs
 import logging
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,12 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 
 # Non-ASCII characters that Western (Spanish, French, German...) text is made of.
 _WESTERN_EXTRA = set("¡¿«»°ºª€…–—‘’‚“”„•·§©®±×÷¢£¥¬¨´¸µ¶¹²³¼½¾ ")
+_USUAL_LEGACY = set("áéíóúüñçàèìòùâêîôûäëïöãõåæøœßÁÉÍÓÚÜÑÇÀÈÌÒÙÂÊÎÔÛÄËÏÖÅÆØŒ") | (
+    _WESTERN_EXTRA - set("×÷¦¬¨´¸µ¶¹²³¼½¾¤")
+)
+"""Non-ASCII characters of ordinary Western-European text read as cp1252; a file read as cp1252
+that holds others (``ÿ``, ``þ``, ``Ã``, ``Â``: what stray bytes in an ASCII file become) gets a
+``legacy_encoding`` warning."""
 _MAX_REPLACED_RATIO = 0.05
 """Above this share of replaced (undecodable) characters a mostly-UTF-8 reading is given up for
 whole-file encoding detection (which may reject the file with RS202)."""
@@ -120,15 +127,21 @@ def _looks_western(text: str) -> bool:
     return non_ascii == 0 or non_ascii <= 0.3 * max(letters, 1)
 
 
-def _decode_detected(data: bytes, *, path: str) -> str:
+def _decode_detected(data: bytes, *, path: str) -> DecodedText:
     """Decode bytes that are not UTF-8: cp1252 when the result reads as Western text (the
-    detector mislabels short Spanish Latin-1 text as cp1006/cp775), else charset-normalizer."""
+    detector mislabels short Spanish Latin-1 text as cp1006/cp775), else charset-normalizer.
+    Either way with a ``legacy_encoding`` warning naming the encoding read: the guess is right
+    for a Latin-1/cp1252 file and wrong for stray bytes in an ASCII one, and only the user can
+    tell."""
     try:
         western = data.decode("cp1252")
     except UnicodeDecodeError:
         western = None
     if western is not None and _looks_western(western):
-        return western
+        unusual = sorted({ch for ch in western if not ch.isascii() and ch not in _USUAL_LEGACY})
+        if not unusual:  # a clean Latin-1/cp1252 file: nothing to say
+            return DecodedText(western, ())
+        return DecodedText(western, (_legacy_warning(western, "cp1252", unusual, path=path),))
 
     import charset_normalizer  # local import: only needed for non-UTF-8 files
 
@@ -136,7 +149,25 @@ def _decode_detected(data: bytes, *, path: str) -> str:
     if best is None:
         raise DecodeError(path, "not valid UTF-8 and no text encoding could be detected")
     logger.debug("%s: detected encoding %s", path, best.encoding)
-    return str(best)
+    text = str(best)
+    return DecodedText(text, (_legacy_warning(text, best.encoding, (), path=path),))
+
+
+def _legacy_warning(
+    text: str, encoding: str, unusual: Sequence[str], *, path: str
+) -> IngestWarning:
+    """The ``legacy_encoding`` warning of a file read as ``encoding`` instead of UTF-8, naming
+    up to 5 of its ``unusual`` characters."""
+    size = max(len(text), 1)
+    non_ascii = sum(not ch.isascii() for ch in text)
+    shown = f", among them {' '.join(unusual[:5])}" if unusual else ""
+    return IngestWarning(
+        path,
+        "legacy_encoding",
+        f"not UTF-8: read as {encoding} ({non_ascii} non-ASCII character(s){shown}); stray "
+        "bytes in a text file read this way too: if they look wrong, re-save the file as UTF-8",
+        share=non_ascii / size,
+    )
 
 
 def _has_multibyte(loose: str) -> bool:
@@ -265,7 +296,9 @@ def decode_text(data: bytes, *, path: str) -> DecodedText:
     decoded line by line (:func:`_decode_mixed`): a few bad bytes become U+FFFD
     (``replaced_bytes`` warning), Latin-1/cp1252 lines are read as cp1252 (``mixed_encoding``).
     Bytes without any (or with too many bad bytes, over 5 % of characters) are decoded as a
-    whole: cp1252 (Western text, Latin-1 included), else charset-normalizer. Any decoded text
+    whole: cp1252 (Western text, Latin-1 included; a ``legacy_encoding`` warning when it holds
+    characters outside :data:`_USUAL_LEGACY`, as stray bytes give), else charset-normalizer
+    (always a ``legacy_encoding`` warning, naming the encoding guessed). Any decoded text
     is checked for mojibake (:func:`find_mojibake`, ``mojibake`` warning; the text is kept).
 
     Raises:
@@ -294,7 +327,8 @@ def decode_text(data: bytes, *, path: str) -> DecodedText:
             if mixed is not None:
                 text, warnings = mixed.text, mixed.warnings
             else:
-                text = _decode_detected(data, path=path)
+                detected = _decode_detected(data, path=path)
+                text, warnings = detected.text, detected.warnings
     if text and len(_BINARY_CONTROL_RE.findall(text)) > _MAX_CONTROL_RATIO * len(text):
         raise DecodeError(path, "too many control characters; it looks like a binary file")
     text = normalize_text(text)

@@ -52,6 +52,18 @@ def test_a_mostly_undecodable_file_keeps_its_error() -> None:
     assert info.value.path == "junk.md"
 
 
+def test_stray_bytes_in_an_ascii_file_read_as_cp1252_are_reported() -> None:
+    # a new user's file: ASCII with the bytes FF FE C3 28 was read as "ÿþÃ(" without a word,
+    # and the garbled text reached a cited answer
+    data = b"The SMTP server \xff\xfe\xc3\x28 uses port 587 for outgoing mail.\n"
+    decoded = decode_text(data, path="smtp.md")
+    assert "ÿþÃ(" in decoded.text  # kept: the text is indexed, the user is told
+    [warning] = decoded.warnings
+    assert warning.kind == "legacy_encoding" and warning.path == "smtp.md"
+    assert "read as cp1252" in warning.message and "Ã þ ÿ" in warning.message
+    assert warning.share == pytest.approx(3 / len(decoded.text))
+
+
 def test_clean_utf8_and_clean_latin1_have_no_warning() -> None:
     assert decode_text(SPANISH.encode(), path="a.md").warnings == ()
     assert decode_text(SPANISH.encode("latin-1"), path="a.md").warnings == ()
