@@ -6,6 +6,7 @@ later the service) is a thin layer over it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -501,8 +502,13 @@ class Ragstrata:
         ``llm.min_answerable`` (see :func:`~ragstrata.generate.evidence.evidence_rule_for`). The
         engine's embedder name is the manifest's (the store refuses to open otherwise) and the
         index size was read when the store was opened, so no manifest is read here: on a
-        90k-chunk index that read cost about 190 ms per question."""
+        90k-chunk index that read cost about 190 ms per question. Called before any search,
+        it opens the store first (a rule chosen without the size would be the large-index
+        one)."""
         llm = self.config.llm
+        if self._index.n_chunks is None:  # not searched yet: the size decides the model
+            with contextlib.suppress(IndexNotFoundError):
+                self._read_store()
         return evidence_rule_for(
             self.embedder.name,
             min_evidence=llm.min_evidence,

@@ -4,11 +4,13 @@ decides, in both languages (real packaged e5 model, real store, real extractive 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from ragstrata.config import RagConfig
 from ragstrata.generate.answerability import answerability_model
+from ragstrata.generate.evidence import LearnedRule
 from ragstrata.pipeline import Ragstrata
 from ragstrata.render import diagnostics_json
 
@@ -65,3 +67,16 @@ def test_small_index_refuses_off_topic_questions(engine: Ragstrata, question: st
     assert answer.refusal and meta["refused_by"] == "evidence"
     assert meta["evidence"]["model"] == "answerability-e5-small-v2"
     assert meta["evidence"]["score"] < meta["min_evidence"]
+
+
+def test_the_rule_chosen_before_any_search_already_knows_the_index_is_small(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "backups.md").write_text(DOCS["backups.md"], encoding="utf-8")
+    config = RagConfig(home=tmp_path / "home")
+    with Ragstrata(config) as writer:
+        writer.ingest([tmp_path / "docs"])
+    with Ragstrata(config) as fresh:  # nothing searched yet
+        rule = fresh._evidence_rule()
+        assert isinstance(rule, LearnedRule) and rule.model.scope == "small"
