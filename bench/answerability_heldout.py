@@ -31,7 +31,7 @@ from ragstrata.eval.datasets import load_squad
 from ragstrata.eval.parallel_docs import load_parallel_docs
 from ragstrata.generate.answerability import FEATURES, AnswerabilityModel, answerability_model
 from ragstrata.generate.evidence import HandRule, LearnedRule, hand_score
-from ragstrata.training.answerability import Question, Row, collect
+from ragstrata.training.answerability import Question, Row, collect, read_rows, write_rows
 from ragstrata.types import Evidence
 
 DATA = Path("../shared/data")
@@ -51,13 +51,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench/results/answerability_heldout.json"))
     args = ap.parse_args()
     if args.rows is not None and args.rows.is_file():
-        rows = [Row(*r[:3], tuple(r[3]), bool(r[4])) for r in json.loads(args.rows.read_text())]
+        rows = read_rows(args.rows)
     else:
         rows = _collect(args)
         if args.rows is not None:
-            args.rows.write_text(
-                json.dumps([[r.source, r.qid, r.label, r.features, r.answer_in_hits] for r in rows])
-            )
+            write_rows(rows, args.rows)
     model = (
         AnswerabilityModel.from_json(json.loads(args.model.read_text(encoding="utf-8")))
         if args.model

@@ -9,10 +9,12 @@ directions): per source, the share of answerable questions answered, of absent-p
 questions refused, refusal precision/F1 and the AUC of each score (``--half train`` gives the
 same on the training rows). Decisions, all as :mod:`ragstrata.generate.evidence` takes them:
 
-* ``hand``: ``max(dense, 0) + 0.5 × coverage`` under 1.10, or 0.94 for a question in another
-  language than its hits (the old small-index default);
-* ``large``: the shipped large-index model at its thresholds, with the strong-evidence guard;
-* ``small``: the shipped small-index model at its thresholds, with the guard (the new default).
+* ``hand``: :class:`~ragstrata.generate.evidence.HandRule`, ``max(dense, 0) + 0.5 × coverage``
+  under 1.10, or 0.94 for a question in another language than its hits (the old small-index
+  default);
+* ``large``: :class:`~ragstrata.generate.evidence.LearnedRule` with the shipped large-index
+  model at its thresholds, strong-evidence guard included;
+* ``small``: the same with the shipped small-index model (the new default).
 
 Rows come from the training script's cache (``python -m ragstrata.training.answerability
 --scope small --work DIR --rows ROWS --large-rows LARGE_ROWS --out FILE``, which builds the
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,9 +37,13 @@ from ragstrata.generate.answerability import FEATURES, answerability_model
 from ragstrata.generate.evidence import (
     CALIBRATED_MIN_EVIDENCE,
     CROSS_MIN_EVIDENCE,
-    STRONG_EVIDENCE,
+    EvidenceRule,
+    HandRule,
+    LearnedRule,
     hand_score,
 )
+from ragstrata.training.answerability import read_rows, refusal_scores
+from ragstrata.types import Evidence
 
 DENSE = FEATURES.index("dense_best")
 COVERAGE = FEATURES.index("coverage_best")
@@ -49,39 +56,38 @@ def main() -> None:
     ap.add_argument("--half", default="test", choices=("train", "test"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/answerability_small.json"))
     args = ap.parse_args()
-    rows = [r for r in json.loads(args.rows.read_text()) if r[0].endswith("/" + args.half)]
+    rows = [r for r in read_rows(args.rows) if r.source.endswith("/" + args.half)]
     models = {"large": answerability_model("e5"), "small": answerability_model("e5", "small")}
+    # each decision: the rule itself, and the score it reads from a row's features
+    rules: dict[str, tuple[EvidenceRule, Callable[[Sequence[float]], float]]] = {
+        "hand": (
+            HandRule(CALIBRATED_MIN_EVIDENCE["e5"], cross_threshold=CROSS_MIN_EVIDENCE["e5"]),
+            lambda f: hand_score(f[DENSE], f[COVERAGE]),
+        )
+    }
+    for name, model in models.items():
+        rule = LearnedRule(model, model.threshold, cross_threshold=model.cross_threshold)
+        rules[name] = (rule, model.probability)
     results: dict[str, dict[str, dict[str, float]]] = {}
-    for source in sorted({r[0] for r in rows}):
-        sel = [r for r in rows if r[0] == source]
-        x = np.array([r[3] for r in sel], dtype=float)
-        y = np.array([r[2] for r in sel])
-        hand = np.array([hand_score(v[DENSE], v[COVERAGE]) for v in x])
-        cross = x[:, CROSS] == 1.0
-        strong = hand >= STRONG_EVIDENCE
-        scores = {"hand": hand}
-        refused = {
-            "hand": hand < np.where(cross, CROSS_MIN_EVIDENCE["e5"], CALIBRATED_MIN_EVIDENCE["e5"])
-        }
-        for name, model in models.items():
-            p = np.array([model.probability(v) for v in x])
-            thr = np.where(cross, model.cross_threshold or model.threshold, model.threshold)
-            scores[name] = p
-            refused[name] = (p < thr) & ~strong
+    for source in sorted({r.source for r in rows}):
+        sel = [r for r in rows if r.source == source]
+        y = np.array([r.label for r in sel])
         results[source] = {}
-        for name, r in refused.items():
-            tp = int((r & (y == 0)).sum())
-            precision = tp / max(1, int(r.sum()))
-            recall = tp / max(1, int((y == 0).sum()))
-            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        for name, (rule, score) in rules.items():
+            evidence = [
+                Evidence(f[DENSE], f[COVERAGE], score(f), cross=f[CROSS] == 1.0)
+                for f in (r.features for r in sel)
+            ]
+            refused = np.array([rule.refuses(ev) for ev in evidence])
+            scores = refusal_scores((~refused).astype(float), y, 0.5)
             results[source][name] = {
                 "answerable": int((y == 1).sum()),
                 "absent": int((y == 0).sum()),
-                "answered": round(1 - float(r[y == 1].mean()), 4),
-                "absent_refused": round(recall, 4),
-                "refusal_precision": round(precision, 4),
-                "refusal_f1": round(f1, 4),
-                "auc": round(roc_auc(list(scores[name]), list(y == 0)), 4),
+                "answered": round(1 - scores["false_refusal"], 4),
+                "absent_refused": scores["recall"],
+                "refusal_precision": scores["precision"],
+                "refusal_f1": scores["f1"],
+                "auc": round(roc_auc([ev.score for ev in evidence], list(y == 0)), 4),
             }
     print(f"held-out half: {args.half}; rows {args.rows}")
     print(

@@ -30,7 +30,7 @@ import numpy as np
 
 from ragstrata.eval.answers import evidence_curve
 from ragstrata.generate.answerability import FEATURES
-from ragstrata.training.answerability import SOURCE_WEIGHTS, Row, _predict, fit_logistic
+from ragstrata.training.answerability import SOURCE_WEIGHTS, _predict, fit_logistic, read_rows
 
 
 def main() -> None:
@@ -40,10 +40,7 @@ def main() -> None:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("bench/results/answerability_variants.json"))
     args = ap.parse_args()
-    rows = [
-        Row(s, q, label, tuple(f), bool(a))
-        for s, q, label, f, a in json.loads(args.rows.read_text(encoding="utf-8"))
-    ]
+    rows = read_rows(args.rows)
     x = np.array([r.features for r in rows], dtype=float)
     y = np.array([r.label for r in rows], dtype=float)
     sw = np.array([SOURCE_WEIGHTS.get(r.source, 1.0) for r in rows])

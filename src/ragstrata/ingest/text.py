@@ -130,9 +130,10 @@ def _looks_western(text: str) -> bool:
 def _decode_detected(data: bytes, *, path: str) -> DecodedText:
     """Decode bytes that are not UTF-8: cp1252 when the result reads as Western text (the
     detector mislabels short Spanish Latin-1 text as cp1006/cp775), else charset-normalizer.
-    Either way with a ``legacy_encoding`` warning naming the encoding read: the guess is right
-    for a Latin-1/cp1252 file and wrong for stray bytes in an ASCII one, and only the user can
-    tell."""
+    A ``legacy_encoding`` warning names the encoding read when the cp1252 text holds characters
+    outside :data:`_USUAL_LEGACY` (right for a Latin-1 file, wrong for stray bytes in an ASCII
+    one: only the user can tell) and always for charset-normalizer's guess; a clean
+    Latin-1/cp1252 file gets none."""
     try:
         western = data.decode("cp1252")
     except UnicodeDecodeError:

@@ -484,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "--scope large needs --squad-index, --squad-v2-index, --es-en-index, --en-es-index"
         )
     if args.rows is not None and args.rows.is_file():
-        rows = _read_rows(args.rows)
+        rows = read_rows(args.rows)
     else:
         rows = collect(
             args.squad_index,
@@ -511,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             absent=True,
         )
         if args.rows is not None:
-            _write_rows(rows, args.rows)
+            write_rows(rows, args.rows)
     model, report = train(
         rows,
         family=args.family,
@@ -538,14 +538,17 @@ def _write(model: AnswerabilityModel, report: dict[str, Any], out: Path) -> None
     print(f"threshold {model.threshold} cross {model.cross_threshold}")
 
 
-def _read_rows(path: Path) -> list[Row]:
+def read_rows(path: Path) -> list[Row]:
+    """The rows of a ``--rows`` cache (:func:`write_rows`)."""
     return [
         Row(r[0], r[1], r[2], tuple(r[3]), bool(r[4]) if len(r) > 4 else False)
         for r in json.loads(path.read_text())
     ]
 
 
-def _write_rows(rows: Sequence[Row], path: Path) -> None:
+def write_rows(rows: Sequence[Row], path: Path) -> None:
+    """Write ``rows`` as a ``--rows`` cache: a JSON list of ``[source, qid, label, features,
+    answer_in_hits]``."""
     path.write_text(
         json.dumps([[r.source, r.qid, r.label, r.features, r.answer_in_hits] for r in rows])
     )
@@ -567,15 +570,15 @@ def _main_small(args: argparse.Namespace) -> None:
         raise SystemExit("--scope small needs --large-rows FILE (a --scope large run's --rows)")
 
     if args.rows is not None and args.rows.is_file():
-        rows = _read_rows(args.rows)
+        rows = read_rows(args.rows)
     else:
         if args.work is None:
             raise SystemExit("--scope small needs --work DIR (or a filled --rows cache)")
         rows = small_index_rows(args.squad, args.parallel, args.work, seed=args.seed)
         if args.rows is not None:
-            _write_rows(rows, args.rows)
+            write_rows(rows, args.rows)
     model, report = train(
-        zeroed(_read_rows(args.large_rows)) + train_rows(rows),
+        zeroed(read_rows(args.large_rows)) + train_rows(rows),
         family=args.family,
         target_precision=args.target_precision,
         max_false_refusal=args.max_false_refusal,

@@ -163,15 +163,11 @@ def build_index(group: Group, work: Path, embedder: Any = None) -> Path:
     return index
 
 
-def collect_small(groups: Iterable[Group], work: Path, *, source: str) -> list[Row]:
+def collect_small(groups: Iterable[Group], work: Path, *, source: str, embedder: Any) -> list[Row]:
     """Rows of every group's questions on its own small index; a row's source is
-    ``f"{source}/{half}"``. One embedder serves every group."""
-    from ragstrata.config import RagConfig
-    from ragstrata.pipeline import Ragstrata
-
+    ``f"{source}/{half}"``. ``embedder`` (the default one, loaded once) serves every group: an
+    engine per group loading its own grew this process to 5.8 GB within minutes."""
     rows: list[Row] = []
-    with Ragstrata(RagConfig.load(env={}).with_index(work / "_embedder")) as loader:
-        embedder = loader.embedder
     for group in groups:
         if not group.questions:
             continue
@@ -198,14 +194,24 @@ def small_index_rows(
     seed: int = 0,
 ) -> list[Row]:
     """Training (``…/train``) and held-out (``…/test``) rows of the small-index model from
-    SQuAD-es per-article indexes and FastAPI page groups in both directions."""
+    SQuAD-es per-article indexes, their 4-paragraph runs and FastAPI page groups in both
+    directions, all embedded with one loaded default embedder."""
+    from ragstrata.config import RagConfig
+    from ragstrata.pipeline import Ragstrata
+
+    with Ragstrata(RagConfig.load(env={}).with_index(work / "_embedder")) as loader:
+        embedder = loader.embedder
     rows = collect_small(
-        squad_groups(squad, per_article=per_article, seed=seed), work, source="squad-es-small"
+        squad_groups(squad, per_article=per_article, seed=seed),
+        work,
+        source="squad-es-small",
+        embedder=embedder,
     )
     rows += collect_small(
         squad_groups(squad, per_article=per_tiny, seed=seed, paragraphs=TINY_PARAGRAPHS),
         work,
         source="squad-es-tiny",
+        embedder=embedder,
     )
     for direction in ("es-en", "en-es"):
         rows += collect_small(
@@ -214,6 +220,7 @@ def small_index_rows(
             ),
             work,
             source=f"fastapi-{direction}-small",
+            embedder=embedder,
         )
     return rows
 
