@@ -195,34 +195,49 @@ def refusal_run(indexes: list[tuple[Path, set[str], set[str]]]) -> dict[str, Any
     }
 
 
+DIRECTIONS = (  # (direction, index pages, gold prefix, headings of direction)
+    ("es-en", "a", "en/", "es-en"),  # Spanish headings of the English pages
+    ("en-es", "b", "es/", "en-es"),  # English headings of the Spanish pages
+    ("es-es", "b", "es/", "es-en"),  # Spanish headings of the Spanish pages
+    ("en-en", "a", "en/", "en-es"),  # English headings of the English pages
+)
+
+
 def retrieval_run(indexes: list[tuple[Path, set[str], set[str]]]) -> dict[str, Any]:
-    """hit@5 and MRR@10 of the gold page per fusion weights (train headings)."""
-    qs = headings("train")
+    """hit@5 and MRR@10 of the gold page per fusion weights, page half and direction
+    (the question's language against its page's: the first two cross-lingual)."""
     stats: dict[str, dict[str, list[float]]] = {}
-    for index, a, b in indexes:
-        config = RagConfig.load(env={}).with_index(index)
-        with Ragstrata(config) as engine:
-            engine.search("x")
-            store = engine._read_store()
-            for name, weights in WEIGHTS.items():
-                r = HybridRetriever(store, engine.read_embedder, engine.analyzer, config.retrieval)
-                if weights is not None:
-                    r.weights = weights
-                for direction, pages, prefix in (("es-en", a, "en/"), ("en-es", b, "es/")):
-                    for text, page in qs[direction]:
-                        if page not in pages:
-                            continue
-                        docs = [h.chunk.doc_id for h in r.search(text, top_k=10).hits]
-                        rank = docs.index(prefix + page) + 1 if prefix + page in docs else 0
-                        s = stats.setdefault(name, {}).setdefault(direction, [0, 0, 0.0])
-                        s[0] += 1
-                        s[1] += 0 < rank <= 5
-                        s[2] += 1 / rank if rank else 0.0
-                r.close()
+    for half in ("train", "test"):
+        qs = headings(half)
+        for index, a, b in indexes:
+            config = RagConfig.load(env={}).with_index(index)
+            with Ragstrata(config) as engine:
+                engine.search("x")
+                store = engine._read_store()
+                for name, weights in WEIGHTS.items():
+                    r = HybridRetriever(
+                        store, engine.read_embedder, engine.analyzer, config.retrieval
+                    )
+                    if weights is not None:
+                        r.weights = weights
+                    for direction, which, prefix, asked in DIRECTIONS:
+                        pages = a if which == "a" else b
+                        for text, page in qs[asked]:
+                            if page not in pages:
+                                continue
+                            docs = [h.chunk.doc_id for h in r.search(text, top_k=10).hits]
+                            gold = prefix + page
+                            rank = docs.index(gold) + 1 if gold in docs else 0
+                            key = f"{direction}:{half}"
+                            s = stats.setdefault(name, {}).setdefault(key, [0, 0, 0.0])
+                            s[0] += 1
+                            s[1] += 0 < rank <= 5
+                            s[2] += 1 / rank if rank else 0.0
+                    r.close()
     return {
         name: {
             d: {"queries": s[0], "hit@5": round(s[1] / s[0], 4), "mrr@10": round(s[2] / s[0], 4)}
-            for d, s in by.items()
+            for d, s in sorted(by.items())
         }
         for name, by in stats.items()
     }

@@ -24,10 +24,10 @@ class RetrievalConfig:
     FastAPI ES/EN pages (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`,
     docs/evaluation.md). ``max_chunks_per_doc``: before fusion, each retriever's candidates keep
     at most this many chunks of one document (0: no cap), so that one long document cannot
-    fill a candidate list. ``language_shift``: a query asked in another language than its
-    passages is searched by the dense arm with its vector moved to the passages' language
-    (:mod:`ragstrata.retrieve.language_shift`; embedders with shipped offsets only: the e5
-    family).
+    fill a candidate list. ``language_shift``: the dense arm scores passages in another
+    language than the query's with the query's vector moved into their language, so that a
+    question finds an answer in either language (:mod:`ragstrata.retrieve.language_shift`;
+    embedders with shipped offsets only: the e5 family).
     """
 
     top_k: int = 5

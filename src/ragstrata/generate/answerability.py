@@ -87,7 +87,7 @@ FEATURES: tuple[str, ...] = (
 * ``identifiers``: 1 when the question holds code-like tokens (:data:`IDENTIFIER`);
   ``identifier_match``: share of them found verbatim in some hit (0 without any).
 * ``cross_language``: 1 when the question is asked in another language than its hits
-  (:func:`~ragstrata.text.language.language_relation` over the hits in dense order);
+  (:func:`~ragstrata.text.language.language_relation` over the hits in the dense arm's rank order);
   ``cross_x_dense``/``cross_x_coverage``: that flag times ``dense_best``/``coverage_best``.
 * ``question_terms``: log(1 + the question's analysed term count).
 * ``reranked``: 1 when a hit carries a cross-encoder score; ``rerank_best``: the best one (0
@@ -229,7 +229,12 @@ def answerability_features(
             identifiers = 1.0
             texts = [h.chunk.rendered for h in hits]
             identifier_match = sum(any(i in t for t in texts) for i in found) / len(found)
-        languages = [h.chunk.language for _, h in dense] or [h.chunk.language for h in hits]
+        # in the dense arm's own order (its ranks): the cosines above are of the question as
+        # asked, which a language-neutral search does not rank by (retrieve.hybrid)
+        by_rank = sorted(
+            (e.rank, i) for i, h in enumerate(hits) for e in h.explain if e.retriever == "dense"
+        )
+        languages = [hits[i].chunk.language for _, i in by_rank] or [h.chunk.language for h in hits]
         cross = 1.0 if language_relation(question, languages) == "cross" else 0.0
     return [
         dense_best,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -21,7 +21,6 @@ from ragstrata.retrieve.language_shift import LanguageOffsets, language_offsets_
 from ragstrata.retrieve.weights import fusion_weights_for
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import (
-    UNDETERMINED,
     LanguageRelation,
     language_relation,
     query_language,
@@ -31,7 +30,8 @@ from ragstrata.types import Chunk, Hit
 Mode = Literal["hybrid", "dense", "bm25"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "bm25")
 RELATION_DEPTH = 10
-"""Dense hits whose languages decide the query's :func:`language_relation`."""
+"""Dense hits whose languages are read for :func:`language_relation` (it uses the first
+:data:`~ragstrata.text.language.RELATION_HITS` of them with a known language)."""
 CAP_FETCH = 4
 """With a per-document cap (``retrieval.max_chunks_per_doc``), each arm reads this many times
 ``candidates`` hits from the store, so that ``candidates`` remain after the cap."""
@@ -46,9 +46,8 @@ class SearchResult:
     """Ranked hits (best first) and per-stage wall-clock milliseconds.
 
     ``language_relation``: in ``hybrid`` and ``dense`` mode, whether the query was asked in the
-    language of the dense arm's top passages (``"same"``), another (``"cross"``: the query
-    vector was shifted to the passages' language when the embedder has language offsets, and
-    in ``hybrid`` the cross-lingual RRF weights were used) or could not tell (``"unknown"``);
+    language of the dense arm's first passages (``"same"``), another (``"cross"``: in
+    ``hybrid`` the cross-lingual RRF weights were used) or could not tell (``"unknown"``);
     ``"unknown"`` in ``bm25`` mode.
     """
 
@@ -75,6 +74,11 @@ class Retriever(Protocol):
     def close(self) -> None: ...
 
 
+def _allows(value: Any, language: str) -> bool:
+    """Whether a ``language`` filter value (one code or a sequence of them) admits ``language``."""
+    return value == language if isinstance(value, str) else language in value
+
+
 def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
     """Query-side BM25 vector: term id → query term frequency (Lucene sums repeated terms)."""
     vector: dict[int, float] = {}
@@ -88,10 +92,10 @@ class HybridRetriever:
     """Dense + BM25 over one :class:`VectorStore`, fused with weighted RRF.
 
     The RRF weights depend on the query's language against its passages'
-    (:func:`ragstrata.text.language.language_relation` over the dense arm's top 10, whose languages
-    do not depend on word overlap): ``dense_weight``/``bm25_weight`` when they match or it
-    cannot tell, ``cross_dense_weight``/``cross_bm25_weight`` when a query is asked in another
-    language than the passages that answer it; unset, the embedder's calibrated weights
+    (:func:`ragstrata.text.language.language_relation` over the dense arm's first passages,
+    whose languages do not depend on word overlap): ``dense_weight``/``bm25_weight`` when they
+    match or it cannot tell, ``cross_dense_weight``/``cross_bm25_weight`` when a query is asked
+    in another language than the passages that answer it; unset, the embedder's calibrated weights
     (:func:`ragstrata.retrieve.weights.fusion_weights_for`).
 
     Each retriever returns ``candidates`` (default ``config.candidates``) hits; in ``hybrid``
@@ -99,11 +103,16 @@ class HybridRetriever:
     ``CAP_FETCH × candidates`` hits once each document keeps its best ``max_chunks_per_doc``
     (:func:`~ragstrata.retrieve.fusion.cap_per_document`); fusion keeps ``top_k``.
 
-    Cross-lingual queries (``dense`` and ``hybrid`` modes, ``config.language_shift``, an
-    embedder with shipped :class:`~ragstrata.retrieve.language_shift.LanguageOffsets`): when
-    the relation is ``"cross"``, the dense arm searches again with the query vector moved from
-    the query's language to the most common language of the top passages, and ranks by that
-    search. Scores in ``Hit.explain``: the cosine similarity of the *unshifted* query for
+    A language-neutral dense arm (``dense`` and ``hybrid`` modes, ``config.language_shift``, an
+    embedder with shipped :class:`~ragstrata.retrieve.language_shift.LanguageOffsets`, a query
+    whose language has an offset): for each other language with an offset, the dense arm also
+    searches the passages in that language (a filter on the chunk's ``language``) with the
+    query vector moved into it, and those passages are ranked by the shifted cosine; passages
+    in the query's language keep the cosine of the query as asked. In a one-language index of
+    the query's language the extra search finds nothing and the ranking is unchanged; in an
+    index of another language it is the shifted search; in a folder that mixes them a Spanish
+    question can find an English page among Spanish ones (docs/evaluation.md, "Mixed folders").
+    Scores in ``Hit.explain``: the cosine similarity of the *unshifted* query for
     ``dense`` (so that scores mean the same for every query), BM25 for ``bm25``. Raises
     RetrievalError for an empty query or unknown mode.
     """
@@ -156,6 +165,7 @@ class HybridRetriever:
 
         bm25_future = self._pool.submit(run_bm25) if mode in ("hybrid", "bm25") else None
         rankings: dict[str, list[tuple[str, float]]] = {}
+        shifted = False
         if mode in ("hybrid", "dense"):
             t = time.perf_counter()
             vector = self.embedder.embed_query(query)
@@ -163,6 +173,12 @@ class HybridRetriever:
             t = time.perf_counter()
             rankings["dense"] = self.store.dense_search_ids(vector, limit=fetch, filters=filters)
             timings["dense"] = (time.perf_counter() - t) * 1000
+            if self.offsets is not None:
+                t = time.perf_counter()
+                rankings["dense"], shifted = self._language_neutral(
+                    query, vector, rankings["dense"], limit=fetch, filters=filters
+                )
+                timings["dense_shift"] = (time.perf_counter() - t) * 1000
         if bm25_future is not None:
             rankings["bm25"] = bm25_future.result()
 
@@ -170,21 +186,11 @@ class HybridRetriever:
         relation: LanguageRelation = "unknown"
         chunks: dict[str, Chunk] = {}
         weights = None
-        shifted = False
         if mode in ("hybrid", "dense"):
             head = [item for item, _ in rankings["dense"][:RELATION_DEPTH]]
             chunks = {c.chunk_id: c for c in self.store.get(head)}
             languages = [chunks[i].language for i in head if i in chunks]
             relation = language_relation(query, languages)
-            if relation == "cross" and self.offsets is not None:
-                t_shift = time.perf_counter()
-                moved = self._shift(query, vector, languages)
-                if moved is not None:
-                    rankings["dense"] = self.store.dense_search_ids(
-                        moved, limit=fetch, filters=filters
-                    )
-                    shifted = True
-                timings["dense_shift"] = (time.perf_counter() - t_shift) * 1000
         if mode == "hybrid":
             weights = self.weights.pick(relation)
             if per_doc:
@@ -215,17 +221,41 @@ class HybridRetriever:
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(query, hits, timings, relation)
 
-    def _shift(self, query: str, vector: Any, languages: Sequence[str]) -> Any:
-        """The query vector moved from the query's language to the most common other language
-        of ``languages`` (the dense head's), or ``None`` when either is unknown or has no
-        offset."""
+    def _language_neutral(
+        self,
+        query: str,
+        vector: Any,
+        ranking: list[tuple[str, float]],
+        *,
+        limit: int,
+        filters: Filters | None,
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """The dense ``ranking`` of ``vector`` made language-neutral: for each other language
+        with an offset, the passages in it are searched again with the query moved from the
+        query's language to that one (a search filtered on the chunk's language), and those
+        shifted cosines replace their raw ones; the result is re-sorted and cut to ``limit``.
+        Passages in the query's language, or in a language without an offset, keep their raw
+        cosine. Returns ``(ranking, shifted)``; unchanged (``False``) when the query's language
+        is unknown or has no offset, or the index holds no passage in another language."""
         assert self.offsets is not None
         source = query_language(query)
-        others = Counter(lang for lang in languages if lang not in (source, UNDETERMINED, ""))
-        if source is None or not others:
-            return None
-        target = min(others, key=lambda lang: (-others[lang], lang))
-        return self.offsets.shift(vector, source=source, target=target)
+        if source is None or source not in self.offsets.means:
+            return ranking, False
+        moved: dict[str, float] = {}
+        for target in sorted(self.offsets.means):
+            shifted = self.offsets.shift(vector, source=source, target=target)
+            if shifted is None:
+                continue
+            if filters and "language" in filters and not _allows(filters["language"], target):
+                continue
+            only = {**(filters or {}), "language": target}
+            moved.update(self.store.dense_search_ids(shifted, limit=limit, filters=only))
+        if not moved:
+            return ranking, False
+        scores = dict(ranking)
+        scores.update(moved)
+        merged = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        return merged[:limit], True
 
     def _unshifted_scores(self, top: list[FusedHit], vector: Any) -> list[FusedHit]:
         """``top`` with each dense score replaced by the cosine of the unshifted query (the

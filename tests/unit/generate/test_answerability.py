@@ -114,6 +114,22 @@ def test_cross_language_is_a_feature() -> None:
     assert cross[F["cross_x_dense"]] == cross[F["dense_best"]]
 
 
+def test_cross_language_reads_the_dense_ranks_not_the_cosines() -> None:
+    """A language-neutral search ranks an English passage first for a Spanish question while
+    a Spanish passage has the higher cosine of the question as asked: the relation follows
+    the ranks (the first three hits of a known language: en, en, es -> cross)."""
+    analyzer = Analyzer()
+    rows = [("en", 1, 0.80), ("es", 2, 0.84), ("en", 3, 0.78), ("es", 4, 0.83)]
+    hits = []
+    for lang, rank, cosine in rows:
+        hit = make_hit(f"h{rank}", "texto text", rank)
+        hit = replace(hit, chunk=replace(hit.chunk, language=lang))
+        hits.append(_hybrid(hit, dense=(rank, cosine), bm25=None))
+    x = answerability_features("¿Cuándo se congelan los despliegues?", hits, analyzer)
+    assert x[F["cross_language"]] == 1.0
+    assert x[F["dense_best"]] == 0.84  # the features themselves still read the cosines
+
+
 def test_fit_separates_a_toy_problem_and_threshold_meets_precision() -> None:
     rng = np.random.default_rng(0)
     x = np.vstack([rng.normal(1.0, 0.5, (200, 3)), rng.normal(-1.0, 0.5, (200, 3))])
