@@ -10,7 +10,8 @@ from ragstrata.types import Chunk, FloatArray
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 Filters = Mapping[str, FilterValue]
 """Payload path → required value (a sequence means "any of"); all entries must match.
-Paths: ``doc_id``, ``source``, ``title``, and ``meta.<key>`` for chunk metadata."""
+Paths: ``doc_id``, ``source``, ``title``, ``language`` (the chunk's detected language, ``und`` when
+unknown), and ``meta.<key>`` for chunk metadata."""
 
 SparseVector = Mapping[int, float]
 """Term id → weight (BM25 term-frequency component; the store applies IDF)."""
