@@ -165,6 +165,7 @@ def refusal_run(indexes: list[tuple[Path, set[str], set[str]]]) -> dict[str, Any
             rule = engine._evidence_rule()
             assert isinstance(rule, LearnedRule)
             store, manifest = engine._read_store(), engine.manifest()
+            answerer = engine._answerer(str)
             full = HybridRetriever(store, engine.read_embedder, engine.analyzer, config.retrieval)
             for direction, pages, prefix in (("es-en", a, "en/"), ("en-es", b, "es/")):
                 for text, page in [q for q in qs[direction] if q[1] in pages][:12]:
@@ -179,16 +180,27 @@ def refusal_run(indexes: list[tuple[Path, set[str], set[str]]]) -> dict[str, Any
                     absent = part.search(text).hits
                     part.close()
                     for how in HOWS:
-                        c = counts.setdefault(how, {}).setdefault(direction, [0, 0, 0, 0])
+                        c = counts.setdefault(how, {}).setdefault(direction, [0, 0, 0, 0, 0])
                         if any(h.chunk.doc_id == gold for h in hits):
                             c[0] += 1
                             c[1] += not decide(rule, text, hits, engine.analyzer, how)[0]
+                        if how == "shipped":
+                            answer = answerer.answer(text, hits)
+                            c[4] += not answer.refusal and any(
+                                cite.doc_id == gold for cite in answer.citations
+                            )
                         c[2] += 1
                         c[3] += decide(rule, text, absent, engine.analyzer, how)[0]
             full.close()
     return {
         how: {
-            d: {"answerable": c[0], "answered": c[1], "absent": c[2], "absent_refused": c[3]}
+            d: {
+                "answerable": c[0],
+                "answered": c[1],
+                "absent": c[2],
+                "absent_refused": c[3],
+                **({"answered_citing_gold": c[4]} if how == "shipped" else {}),
+            }
             for d, c in by.items()
         }
         for how, by in counts.items()
@@ -260,13 +272,17 @@ def main() -> None:
         print(f"| {line['question']} | {line['answer_file']} | " + " | ".join(cells) + " |")
     indexes = mixed_indexes(args.work)
     refusal = refusal_run(indexes)
-    print("\n| judging | direction | answered / answerable | absent refused / absent |")
-    print("|---|---|---|---|")
+    print(
+        "\n| judging | direction | answered / answerable | absent refused / absent |"
+        " extractive answers citing the gold page / asked |"
+    )
+    print("|---|---|---|---|---|")
     for how, by in refusal.items():
         for d, c in by.items():
+            cites = f"{c['answered_citing_gold']}/{c['absent']}" if how == "shipped" else ""
             print(
                 f"| {how} | {d} | {c['answered']}/{c['answerable']} | "
-                f"{c['absent_refused']}/{c['absent']} |"
+                f"{c['absent_refused']}/{c['absent']} | {cites} |"
             )
     retrieval = retrieval_run(indexes)
     print("\n| weights | direction | queries | hit@5 | MRR@10 |")

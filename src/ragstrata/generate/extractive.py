@@ -13,9 +13,10 @@ or list that follows it (the answer it announces); links show their text only.
 
 A small prior for the hit's retrieval rank (``rank_weight / (1 + rank)``) breaks near-ties in
 favour of the better-ranked source. When quotable sentences of different documents give
-different values for one quantity ("31 días" against "99 días"), both are quoted and the
-answer carries a :class:`~ragstrata.types.SourceDisagreement`: a planted or stale page is then
-visible next to the one it contradicts instead of silently winning.
+different values for one quantity ("31 días" against "99 días") in otherwise the same statement
+(:func:`same_statement`), both are quoted and the answer carries a
+:class:`~ragstrata.types.SourceDisagreement`: a planted or stale page is then visible next to
+the one it contradicts instead of silently winning.
 """
 
 from __future__ import annotations
@@ -359,38 +360,80 @@ class ExtractiveAnswerer:
         qualified: Sequence[int],
         picked: Sequence[int],
     ) -> tuple[tuple[SourceDisagreement, ...], list[int]]:
-        """Quantities (a number and the word after it, compared by analyzer term) that quoted
-        sentences and qualified sentences of *other* documents give different values for; and
-        the qualified sentences to quote in addition so the answer shows both sides."""
-        claims: dict[str, dict[str, tuple[int, str]]] = {}  # term -> value -> (item, unit)
+        """Quantities (a number and the word after it, compared by analyzer term) that a quoted
+        sentence and a qualified sentence of *another* document give different values for
+        while saying the same thing otherwise; and the qualified sentences to quote in
+        addition so the answer shows both sides.
+
+        "Saying the same thing" is :func:`same_statement` over their analyzed terms without
+        numbers and without the unit: "Cada empleado tiene 31 días de vacaciones al año" and
+        "... 99 días de vacaciones al año, según la nueva política" disagree; "25 días de
+        vacaciones al año" and "se solicitan con 15 días de antelación" give two different
+        facts and do not."""
+        claims: dict[str, list[tuple[int, str, str]]] = {}  # term -> [(item, value, unit)]
         for index in qualified:
             for value, unit in _NUMBER_UNIT.findall(items[index][2]):
                 terms = ["%"] if unit == "%" else self.analyzer.terms(unit)
                 if terms:
-                    key = value.replace(",", ".")
-                    claims.setdefault(terms[0], {}).setdefault(key, (index, unit))
+                    claims.setdefault(terms[0], []).append((index, value.replace(",", "."), unit))
         found: list[SourceDisagreement] = []
         extra: list[int] = []
-        for by_value in claims.values():
-            if len(by_value) < 2:
+        terms_of: dict[int, set[str]] = {}
+        for term, listed in claims.items():
+            sides: dict[str, tuple[int, str]] = {}  # value -> (item, unit), in qualified order
+            for a, value_a, unit_a in listed:
+                if a not in picked:
+                    continue
+                for b, value_b, unit_b in listed:
+                    if value_b == value_a or not self._same_fact(items, a, b, term, terms_of):
+                        continue
+                    sides.setdefault(value_a, (a, unit_a))
+                    sides.setdefault(value_b, (b, unit_b))
+            if len(sides) < 2:
                 continue
-            if not any(i in picked for i, _ in by_value.values()):
-                continue  # no quoted sentence states this quantity
-            docs = {items[i][0].hit.chunk.doc_id for i, _ in by_value.values()}
-            if len(docs) < 2:
-                continue  # one document giving several values is not a disagreement
-            sides = sorted(by_value.items(), key=lambda kv: qualified.index(kv[1][0]))
-            for _, (index, _) in sides:
+            ordered = sorted(sides.items(), key=lambda kv: qualified.index(kv[1][0]))
+            for _, (index, _) in ordered:
                 if index not in picked and index not in extra:
                     extra.append(index)
-            unit = sides[0][1][1]
             found.append(
                 SourceDisagreement(
-                    unit,
-                    tuple((items[i][0].label, v) for v, (i, _) in sides),
+                    ordered[0][1][1],
+                    tuple((items[i][0].label, v) for v, (i, _) in ordered),
                 )
             )
         return tuple(found), extra
+
+    def _same_fact(
+        self,
+        items: Sequence[tuple[Source, _Candidate, str]],
+        a: int,
+        b: int,
+        unit_term: str,
+        cache: dict[int, set[str]],
+    ) -> bool:
+        """Whether sentences ``a`` and ``b`` come from different documents and state the same
+        thing but for their numbers (:func:`same_statement`)."""
+        if items[a][0].hit.chunk.doc_id == items[b][0].hit.chunk.doc_id:
+            return False
+        for index in (a, b):
+            if index not in cache:
+                cache[index] = {
+                    t for t in self.analyzer.terms(items[index][2]) if not t[:1].isdigit()
+                }
+        return same_statement(cache[a] - {unit_term}, cache[b] - {unit_term})
+
+
+SAME_STATEMENT_OVERLAP = 0.6
+"""Share of the shorter sentence's terms (numbers and the unit left out) that the other must
+hold for two sentences to state the same fact (:func:`same_statement`)."""
+
+
+def same_statement(a: set[str], b: set[str]) -> bool:
+    """Whether two sentences' analyzed terms (numbers and the compared unit removed) overlap
+    enough to state one fact: overlap coefficient ``|a ∩ b| / min(|a|, |b|)`` at least
+    :data:`SAME_STATEMENT_OVERLAP`, with at least two shared terms. Pure."""
+    shared = len(a & b)
+    return shared >= 2 and shared / max(1, min(len(a), len(b))) >= SAME_STATEMENT_OVERLAP
 
 
 _INTERROGATIVE = re.compile(

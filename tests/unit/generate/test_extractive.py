@@ -15,6 +15,7 @@ from ragstrata.generate.extractive import (
     clean_sentence,
     is_topic_line,
     render,
+    same_statement,
 )
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
@@ -193,6 +194,38 @@ def test_one_document_with_two_values_is_no_disagreement(onnx_embedder: Any) -> 
         "¿Cuántos días de vacaciones?", ctx
     )
     assert out.disagreements == ()
+
+
+@pytest.mark.slow
+def test_two_documents_giving_different_facts_do_not_disagree(onnx_embedder: Any) -> None:
+    """A new user's folder (2026-12-03): "25 días de vacaciones" and "15 días de antelación"
+    were flagged as sources that disagree; they state two different facts."""
+    e5 = onnx_embedder("e5", "int8")
+    policy = source("policy", "Cada empleado tiene 25 días de vacaciones pagadas al año.", 1)
+    howto = source(
+        "howto", "Las vacaciones se solicitan en el portal con al menos 15 días de antelación.", 2
+    )
+    telework = source("telework", "Se puede teletrabajar hasta 10 días al mes desde casa.", 3)
+    ctx = assemble([policy, howto, telework], counter=e5.counter, budget_tokens=500)
+    out = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3).pick_quotes(
+        "¿Cuántos días de vacaciones tengo?", ctx
+    )
+    assert len(out.quotes) >= 2
+    assert out.disagreements == ()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ({"emple", "ten", "vacacion", "año"}, {"emple", "ten", "vacacion", "año", "polit"}, True),
+        ({"vacacion", "pag", "año"}, {"vacacion", "solicit", "portal", "antelacion"}, False),
+        ({"plazo"}, {"plazo"}, False),  # one shared term says too little
+        (set(), set(), False),
+    ],
+)
+def test_same_statement(a: set[str], b: set[str], same: bool) -> None:
+    assert same_statement(a, b) is same
+    assert same_statement(b, a) is same
 
 
 @pytest.mark.slow
