@@ -33,6 +33,7 @@ from ragstrata.embed.base import Embedder
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, refusal, word_tokens
 from ragstrata.generate.evidence import NO_EVIDENCE_RULE, EvidenceRule, check_evidence
 from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.language import query_language
 from ragstrata.text.spans import Fence, find_fences, join_split_code, sentence_spans
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Answer, Citation, Hit, SourceDisagreement
@@ -183,8 +184,13 @@ class ExtractiveAnswerer:
     """The :class:`~ragstrata.generate.answerer.Answerer` that quotes the best
     ``max_sentences`` sentences of the hits with their labels.
 
-    A sentence is kept when its score is at least ``relative_floor`` × the best sentence score;
-    ``rank_weight`` weighs the retrieval-rank prior (see the module docstring).
+    A sentence is kept when its score is at least ``relative_floor`` × the best sentence score,
+    except a sentence of another document than the best sentence's that shares no analysed term
+    with the question and is written in the question's language: with e5 every sentence's
+    cosine sits within a few hundredths of the best, so nothing else ties it to the question
+    (a Spanish sentence about laptops after the English rollback command a Spanish question
+    asked for). Sentences in another language share no term by nature and are not dropped for
+    it. ``rank_weight`` weighs the retrieval-rank prior (see the module docstring).
     ``context_tokens``: budget of the assembled sources, counted with ``counter`` (default: the
     embedder's); ``evidence_rule``/``min_rerank``: the refusal rule and rerank threshold of
     :func:`~ragstrata.generate.evidence.check_evidence` (default: no refusal on evidence);
@@ -322,12 +328,14 @@ class ExtractiveAnswerer:
         vectors = self.embedder.embed_documents([shown for *_, shown in items])
         cosine = vectors @ self.embedder.embed_query(question)
         scores: list[float] = []
+        covers: list[float] = []
         for (source, _cand, shown), cos in zip(items, cosine, strict=True):
             coverage = (
                 len(query_terms & set(self.analyzer.terms(shown))) / len(query_terms)
                 if query_terms
                 else 0.0
             )
+            covers.append(coverage)
             score = 0.7 * float(cos) + 0.3 * coverage
             score += self.rank_weight / (1 + rank[source.label])
             scores.append(score)
@@ -336,9 +344,14 @@ class ExtractiveAnswerer:
         qualified = [i for i in order if scores[i] >= self.relative_floor * best]
         picked: list[int] = []
         seen: set[str] = set()
+        lead = items[order[0]][0].hit.chunk.doc_id
+        language = query_language(question)
         for index in qualified:
             if len(picked) >= self.max_sentences:
                 break
+            chunk = items[index][0].hit.chunk
+            if chunk.doc_id != lead and covers[index] == 0.0 and chunk.language == language:
+                continue  # only the flat cosine ties it to the question: padding
             shown = items[index][2].lower()
             if shown not in seen:
                 seen.add(shown)

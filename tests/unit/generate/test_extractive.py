@@ -21,7 +21,7 @@ from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 
-def source(doc: str, text: str, rank: int) -> Hit:
+def source(doc: str, text: str, rank: int, *, language: str = "und") -> Hit:
     chunk = Chunk(
         chunk_id=doc,
         doc_id=doc,
@@ -36,6 +36,7 @@ def source(doc: str, text: str, rank: int) -> Hit:
         token_count=1,
         parent_id="p",
         content_hash="h",
+        language=language,
     )
     return Hit(chunk, rank, 1.0, (RetrieverHit("bm25", rank, 1.0),))
 
@@ -212,6 +213,41 @@ def test_two_documents_giving_different_facts_do_not_disagree(onnx_embedder: Any
     )
     assert len(out.quotes) >= 2
     assert out.disagreements == ()
+
+
+@pytest.mark.slow
+def test_another_documents_sentence_sharing_no_word_is_not_quoted(onnx_embedder: Any) -> None:
+    """A new user's mixed folder (2026-12-03): a Spanish question about an English runbook got
+    the rollback sentence, then Spanish sentences of unrelated files (laptops, vacation
+    approval) that share no word with the question. Sentences of the best sentence's document,
+    and sentences in another language than the question's, are still quoted."""
+    e5 = onnx_embedder("e5", "int8")
+    runbook = source(
+        "runbook",
+        "If error rates rise after a deploy, roll back with `kubectl rollout undo deployment/api`."
+        " Then page the on-call engineer.",
+        1,
+        language="en",
+    )
+    office = source(
+        "office",
+        "Si tu portátil no arranca, abre una incidencia en soporte o llama a la extensión 4444.",
+        2,
+        language="es",
+    )
+    leave = source(
+        "leave",
+        "El responsable directo debe aprobar la solicitud en un plazo de cinco días.",
+        3,
+        language="es",
+    )
+    ctx = assemble([runbook, office, leave], counter=e5.counter, budget_tokens=500)
+    out = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3).pick_quotes(
+        "¿Cómo revierto un despliegue que falla?", ctx
+    )
+    labels = {s.hit.chunk.doc_id: s.label for s in ctx.sources}
+    assert {q.label for q in out.quotes} == {labels["runbook"]}
+    assert any("kubectl rollout undo" in q.text for q in out.quotes)
 
 
 @pytest.mark.parametrize(
