@@ -4,7 +4,9 @@ when no LLM is configured.
 It refuses on the evidence check (:func:`~ragstrata.generate.evidence.check_evidence`, the LLM
 answerer's too), assembles the hits into numbered sources, then picks the sentences of the
 context that best answer the question, scored by ``0.7 · cosine(question, sentence) + 0.3 ·
-lexical coverage`` (share of the question's BM25 terms present in the sentence), tags each with
+lexical coverage`` (the rarity-weighted share of the question's BM25 terms present in the
+sentence, :func:`term_weights`: a term every candidate sentence shares, such as the article's
+subject, counts little, the one that singles out the answer's sentence much), tags each with
 its source label ``[n]``, and never cites a source it did not quote (refusing with
 ``no_quotes`` when no sentence can be quoted). Cited sources are renumbered 1..n in order of
 first citation. Code inside fences, headings and table separators are not answer sentences;
@@ -21,6 +23,7 @@ the one it contradicts instead of silently winning.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -325,16 +328,15 @@ class ExtractiveAnswerer:
         ranked = sorted(context.sources, key=lambda src: (-src.hit.score, src.label))
         rank = {src.label: i for i, src in enumerate(ranked)}
         query_terms = set(self.analyzer.terms(question))
+        sentence_terms = [set(self.analyzer.terms(shown)) for *_, shown in items]
+        weight = term_weights(query_terms, sentence_terms)
+        total = sum(weight.values())
         vectors = self.embedder.embed_documents([shown for *_, shown in items])
         cosine = vectors @ self.embedder.embed_query(question)
         scores: list[float] = []
         covers: list[float] = []
-        for (source, _cand, shown), cos in zip(items, cosine, strict=True):
-            coverage = (
-                len(query_terms & set(self.analyzer.terms(shown))) / len(query_terms)
-                if query_terms
-                else 0.0
-            )
+        for (source, _cand, _shown), terms, cos in zip(items, sentence_terms, cosine, strict=True):
+            coverage = sum(weight[t] for t in query_terms & terms) / total if total else 0.0
             covers.append(coverage)
             score = 0.7 * float(cos) + 0.3 * coverage
             score += self.rank_weight / (1 + rank[source.label])
@@ -439,6 +441,19 @@ class ExtractiveAnswerer:
 SAME_STATEMENT_OVERLAP = 0.6
 """Share of the shorter sentence's terms (numbers and the unit left out) that the other must
 hold for two sentences to state the same fact (:func:`same_statement`)."""
+
+
+def term_weights(terms: set[str], sentences: Sequence[set[str]]) -> dict[str, float]:
+    """Rarity weight of each question term among the candidate ``sentences`` (each a set of
+    analysed terms): ``log(1 + n / (df + 0.5))``, ``n`` sentences, ``df`` of them holding the
+    term (the inverse document frequency of Robertson & Spärck Jones, 1976, over the sentences
+    instead of the index, as the answerability check's ``sentence_coverage`` does over the
+    hits). Every weight is positive, so a sentence's weighted coverage is 0 exactly when it
+    shares no term with the question. Measured against the plain share on 300 SQuAD-es
+    questions (docs/generation.md, "Sentence choice"): answers containing a gold answer 0.800 →
+    0.840 (train articles), 0.760 → 0.810 (test articles)."""
+    n = len(sentences)
+    return {t: math.log1p(n / (sum(t in s for s in sentences) + 0.5)) for t in terms}
 
 
 def same_statement(a: set[str], b: set[str]) -> bool:

@@ -13,6 +13,7 @@ from ragstrata.generate.extractive import (
     ExtractiveAnswerer,
     Quote,
     clean_sentence,
+    term_weights,
     is_topic_line,
     render,
     same_statement,
@@ -320,3 +321,51 @@ def test_a_topic_line_is_quoted_only_when_nothing_else_can_be(onnx_embedder: Any
     assert "crea uno nuevo" in " ".join(texts)
     only_goals = assemble([goals], counter=e5.counter, budget_tokens=500)
     assert answerer.pick_quotes(question, only_goals).quotes  # better than nothing
+
+
+def test_term_weights_favour_the_rare_term() -> None:
+    sentences = [{"super", "bowl", "panther"}, {"super", "bowl"}, {"practic", "panther", "super"}]
+    weight = term_weights({"super", "panther", "practic", "dond"}, sentences)
+    assert weight["practic"] > weight["panther"] > weight["super"] > 0
+    assert weight["dond"] == max(weight.values())  # in no sentence: the rarest
+    assert term_weights(set(), sentences) == {}
+
+
+def test_a_sentence_matching_the_rare_term_beats_one_repeating_the_common_ones(
+    onnx_embedder: Any,
+) -> None:
+    """SQuAD-es (CC BY 4.0, "Super Bowl _ 50"): every paragraph names the Super Bowl and the
+    Panthers; only the answer's sentence says where they practised. The plain share of the
+    question's terms preferred a sentence repeating "Super Bowl" and "Panthers"."""
+    e5 = onnx_embedder("e5", "int8")
+    practice = source(
+        "practice",
+        "Los Panthers utilizaron las instalaciones de práctica del Estado de San José y se "
+        "quedaron en el San José Marriott. Los Broncos practicaron en la Universidad de Stanford "
+        "y se quedaron en Santa Clara Marriott.",
+        1,
+        language="es",
+    )
+    seeds = source(
+        "seeds",
+        "Por tercera temporada consecutiva, las semillas número uno de ambas conferencias se "
+        "reunieron en el Super Bowl. Los Broncos hicieron su segunda aparición en el Super Bowl "
+        "en tres años, después de haber alcanzado el Super Bowl XLVIII, mientras que los "
+        "Panthers hicieron su segunda aparición en el Super Bowl XXXVIII.",
+        2,
+        language="es",
+    )
+    game = source(
+        "game",
+        "El Super Bowl 50 fue un partido de fútbol americano para determinar al campeón de la "
+        "NFL para la temporada 2015. El campeón de la American Football Conference (AFC) Denver "
+        "Broncos derrotó al campeón de la National Football Conference (NFC) Carolina Panthers "
+        "24-10 para ganar su tercer título de Super Bowl.",
+        3,
+        language="es",
+    )
+    ctx = assemble([practice, seeds, game], counter=e5.counter, budget_tokens=800)
+    out = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1).pick_quotes(
+        "¿Dónde practicaron los Panthers para el Super Bowl 50?", ctx
+    )
+    assert "Estado de San José" in out.quotes[0].text
