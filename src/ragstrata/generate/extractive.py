@@ -9,7 +9,8 @@ sentence, :func:`term_weights`: a term every candidate sentence shares, such as 
 subject, counts little, the one that singles out the answer's sentence much), tags each with
 its source label ``[n]``, and never cites a source it did not quote (refusing with
 ``no_quotes`` when no sentence can be quoted). Cited sources are renumbered 1..n in order of
-first citation. Code inside fences, headings and table separators are not answer sentences;
+first citation. Code inside fences and headings are not answer sentences; a table's data row
+is one, read with its header ("setting: port; default: 8000");
 a sentence is never cut inside inline code; a sentence that ends in ``:`` brings the code block
 or list that follows it (the answer it announces); links show their text only.
 
@@ -54,6 +55,8 @@ _MAX_BLOCK_LINES = 30
 """Longest code block or list a sentence ending in ``:`` brings along (lines)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+"""A pipe table's delimiter row (GFM: hyphens, optional colons, one hyphen is enough)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,60 @@ class _Candidate:
     start: int
     end: int
     block_end: int
+    shown: str = ""
+    """Display text when it is not the cleaned span (a table row read with its header)."""
+
+
+def _table_rows(text: str, fenced: Sequence[tuple[int, int]]) -> list[_Candidate]:
+    """The data rows of the pipe tables of ``text`` (a header row, a separator row, then rows
+    starting with ``|``; not inside a fenced block), each shown as ``header: cell`` pairs
+    joined by ``; `` (empty cells left out, a cell under an empty header shown alone), so that
+    a row says what its numbers are: ``| Run 11 | 12.5 | 103.4 |`` under ``| Run | U (m/s) |
+    T (°C) |`` reads "Run: Run 11; U (m/s): 12.5; T (°C): 103.4". The quote's offsets are the
+    row's, so its citation is the row verbatim. A table without its header in the chunk gives
+    no rows (they would not say what they hold)."""
+    lines: list[tuple[int, int]] = []
+    pos = 0
+    for line in text.split("\n"):
+        lines.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    out: list[_Candidate] = []
+    i = 0
+    while i + 1 < len(lines):
+        a, b = lines[i]
+        row, sep = text[a:b].strip(), text[lines[i + 1][0] : lines[i + 1][1]]
+        inside = any(f0 <= a <= f1 for f0, f1 in fenced)
+        if inside or not row.startswith("|") or not _TABLE_SEPARATOR.match(sep) or "|" not in sep:
+            i += 1
+            continue
+        header = [clean_sentence(c) for c in _cells(row)]
+        i += 2
+        while i < len(lines) and text[lines[i][0] : lines[i][1]].strip().startswith("|"):
+            a, b = lines[i]
+            cells = [clean_sentence(c) for c in _cells(text[a:b].strip())]
+            pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False) if c]
+            if pairs:
+                out.append(_Candidate(a, b, b, "; ".join(pairs)))
+            i += 1
+    return out
+
+
+def _cells(row: str) -> list[str]:
+    """The cells of a pipe-table row (outer pipes optional, ``\\|`` and pipes inside inline
+    code kept in their cell)."""
+    parts = _INLINE_CODE.split(row.strip().removeprefix("|").removesuffix("|"))
+    cells, current = [], ""
+    for n, part in enumerate(parts):
+        if n % 2:  # inline code: a pipe in it is no separator
+            current += part
+            continue
+        pieces = re.split(r"(?<!\\)\|", part)
+        current += pieces[0]
+        for piece in pieces[1:]:
+            cells.append(current.strip())
+            current = piece
+    cells.append(current.strip())
+    return [c.replace("\\|", "|") for c in cells]
 
 
 def _candidates(source: Source) -> list[_Candidate]:
@@ -98,8 +155,9 @@ def _candidates(source: Source) -> list[_Candidate]:
 
     Consecutive text lines form one paragraph, so sentences of hard-wrapped Markdown are not cut
     at line ends, nor inside inline code; a list item starts a new paragraph. Fenced code,
-    headings, table rows, HTML/MDX lines and admonition markers (``/// note``, ``!!! tip``,
-    ``:::``) are not prose. A sentence ending in ``:`` takes the
+    headings, HTML/MDX lines and admonition markers (``/// note``, ``!!! tip``, ``:::``) are
+    not prose; a table's data rows are candidates of their own, read with their header
+    (:func:`_table_rows`). A sentence ending in ``:`` takes the
     fenced block or the list right after it (up to :data:`_MAX_BLOCK_LINES` lines).
     """
     text = source.hit.chunk.text
@@ -131,7 +189,8 @@ def _candidates(source: Source) -> list[_Candidate]:
         else:
             para = (para[0], end)
     flush()
-    return [_Candidate(a, b, _announced_block(text, b, fences)) for a, b in spans]
+    sentences = [_Candidate(a, b, _announced_block(text, b, fences)) for a, b in spans]
+    return sorted(sentences + _table_rows(text, fenced), key=lambda c: c.start)
 
 
 def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
@@ -313,7 +372,7 @@ class ExtractiveAnswerer:
         for source in context.sources:
             text = source.hit.chunk.text
             for cand in _candidates(source):
-                shown = clean_sentence(text[cand.start : cand.end])
+                shown = cand.shown or clean_sentence(text[cand.start : cand.end])
                 # a sentence quoting the question itself (a command line, an FAQ index) does
                 # not answer it
                 if len(shown.split()) >= 3 and not (echo and echo in shown.lower()):

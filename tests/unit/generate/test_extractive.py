@@ -12,11 +12,12 @@ from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.extractive import (
     ExtractiveAnswerer,
     Quote,
+    _table_rows,
     clean_sentence,
-    term_weights,
     is_topic_line,
     render,
     same_statement,
+    term_weights,
 )
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Hit, RetrieverHit
@@ -369,3 +370,43 @@ def test_a_sentence_matching_the_rare_term_beats_one_repeating_the_common_ones(
         "¿Dónde practicaron los Panthers para el Super Bowl 50?", ctx
     )
     assert "Estado de San José" in out.quotes[0].text
+
+
+def test_a_table_row_is_quoted_with_its_header(onnx_embedder: Any) -> None:
+    """A new user's PDFs, HTML and the project's own docs (2026-12-03): every line starting with
+    ``|`` was skipped, so an answer held in a table was never quoted (the caption was, or the
+    question was refused). A data row is now a candidate, shown with its header's names; its
+    citation is the row verbatim."""
+    e5 = onnx_embedder("e5", "int8")
+    table = source(
+        "accounts",
+        "Órdenes para gestionar cuentas.\n\n"
+        "| orden | función |\n"
+        "|---|---|\n"
+        "| `passwd` | cambia la contraseña del usuario |\n"
+        "| `passwd -e` | asigna una contraseña de un solo uso para la activación de la cuenta |\n"
+        "| `chage` | cambia la caducidad de la contraseña |\n",
+        1,
+        language="es",
+    )
+    ctx = assemble([table], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1)
+    question = "¿Qué orden asigna una contraseña de un solo uso para activar la cuenta?"
+    out = answerer.pick_quotes(question, ctx)
+    assert out.quotes[0].text == (
+        "orden: `passwd -e`; función: asigna una contraseña de un solo uso para la activación "
+        "de la cuenta"
+    )
+    answer = answerer.answer(question, [table])
+    assert answer.citations[0].quote.startswith("| `passwd -e` |")
+
+
+def test_table_rows_need_a_header_and_are_not_read_inside_code() -> None:
+    text = (
+        "```\n| a | b |\n|---|---|\n| 1 | 2 |\n```\n\n"
+        "| x | 3 |\n| y | 4 |\n\n"  # no separator row: no header, not read
+        "| key | value |\n| :-- | --: |\n| `a|b` | c \\| d |\n| e |  |\n"
+    )
+    rows = _table_rows(text, [(0, text.index("```\n\n") + 3)])
+    assert [r.shown for r in rows] == ["key: `a|b`; value: c | d", "key: e"]
+    assert [text[r.start : r.end] for r in rows] == ["| `a|b` | c \\| d |", "| e |  |"]
