@@ -392,12 +392,13 @@ class JobManager:
     def _work(self) -> None:
         while True:
             with self._lock:
-                picked = self._next_slice()
-                while picked is None and not self._closing:
-                    self._wake.wait()
+                picked = None
+                while picked is None:
+                    if self._closing:  # checked before every pick: a stop drains nothing
+                        return
                     picked = self._next_slice()
-                if picked is None:
-                    return
+                    if picked is None:
+                        self._wake.wait()
             pending, files = picked
             try:
                 self._run_slice(pending, files)

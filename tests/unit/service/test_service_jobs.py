@@ -121,3 +121,34 @@ def test_records_survive_and_unfinished_jobs_fail_after_restart(tmp_path: Path) 
         _wait_idle(manager)
         manager.shutdown()
         restarted.shutdown()
+
+
+def test_shutdown_finishes_the_running_slice_and_cancels_the_rest(tmp_path: Path) -> None:
+    """A new user's run (2026-12-03): SIGTERM with two upload jobs queued ran both to the end
+    (the server exited two minutes later): a worker that finished its slice picked the next
+    one before it looked at the stop."""
+    calls: list[tuple[str, list[str]]] = []
+    a = _Collection("acme", "kb", calls)
+    b = _Collection("acme", "kb2", calls)
+    manager = JobManager(workers=1, batch_files=2)
+    a.gate.clear()  # the first slice runs until the stop is under way
+    manager.submit("1" * 16, a, _stage(tmp_path, "first", 6))  # type: ignore[arg-type]
+    manager.submit("2" * 16, b, _stage(tmp_path, "second", 2))  # type: ignore[arg-type]
+    for _ in range(500):  # until the worker holds the first slice
+        if manager.get(Principal("k", "acme", ("read",)), "1" * 16)["state"] == "running":
+            break
+        threading.Event().wait(0.01)
+    stopper = threading.Thread(target=manager.shutdown)
+    stopper.start()
+    threading.Event().wait(0.2)  # shutdown() is waiting for the running slice
+    a.gate.set()
+    stopper.join(10)
+    assert not stopper.is_alive()
+    assert calls == [("acme", ["first-0.md", "first-1.md"])]  # nothing started after the stop
+    viewer = Principal("k", "acme", ("read",))
+    first, second = manager.get(viewer, "1" * 16), manager.get(viewer, "2" * 16)
+    assert first["state"] == second["state"] == "cancelled"
+    assert (
+        first["error"]["code"] == "RS710"
+        and "2 of 6 files were indexed" in (first["error"]["message"])
+    )
