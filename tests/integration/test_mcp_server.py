@@ -152,6 +152,16 @@ def test_tools_and_resources_over_stdio(index: Path) -> None:
         # bad arguments come back as tool errors naming the problem
         bad = await session.call_tool("search", {"query": "x", "filters": {"path": "/etc"}})
         assert bad.is_error and "RS707" in bad.content[0].text  # type: ignore[union-attr]
+        # ... arguments the input schema refuses too, without pydantic's text and link
+        for args, named in (
+            ({"query": "x", "top_k": 0}, "top_k: Input should be greater than or equal to 1"),
+            ({"query": "x", "mode": "semantic"}, "mode: Input should be"),
+            ({"top_k": 3}, "query: Field required"),
+        ):
+            bad = await session.call_tool("search", args)
+            text = bad.content[0].text  # type: ignore[union-attr]
+            assert bad.is_error and "[RS707] invalid arguments for search" in text, text
+            assert named in text and "pydantic" not in text, text
 
         # resources: the catalog, one document's text, one cited chunk
         listed = {str(r.uri) for r in (await session.list_resources()).resources}

@@ -255,6 +255,17 @@ class IndexTools:
         return chunk_json(found[0])
 
 
+def _schema_errors(tool: str, error: Any) -> str:
+    """One line per failed argument of ``tool`` from a pydantic ``ValidationError``:
+    ``top_k: Input should be greater than or equal to 1 (got 0)``."""
+    parts = []
+    for e in error.errors(include_url=False):
+        where = ".".join(str(p) for p in e.get("loc", ())) or "arguments"
+        got = "" if e.get("type") == "missing" else f" (got {e.get('input')!r})"
+        parts.append(f"{where}: {e.get('msg', 'invalid')}{got}")
+    return f"invalid arguments for {tool}: " + "; ".join(parts)
+
+
 def _require_sdk() -> None:
     """Raise MissingDependencyError unless the SDK (extra ``mcp``) can be imported."""
     require("mcp.server.mcpserver", extra="mcp")
@@ -274,12 +285,23 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
         ToolError,
     )
     from mcp_types import Resource, ToolAnnotations
-    from pydantic import Field
+    from pydantic import Field, ValidationError
 
     from ragstrata import __version__
 
     class Server(MCPServer[Any]):
-        """Lists every indexed document as a resource, read fresh on each ``resources/list``."""
+        """Lists every indexed document as a resource, read fresh on each ``resources/list``;
+        arguments that fail the tools' input schema come back as ``RS707`` like the library's
+        own argument errors (the SDK's text is pydantic's, with a link to its docs)."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, ValidationError):
+                    raise
+                raise ToolError(str(InvalidRequestError(_schema_errors(name, cause)))) from cause
 
         async def list_resources(self) -> list[Resource]:
             listed: list[Resource] = await super().list_resources()
