@@ -213,7 +213,9 @@ def test_ctrl_c_stops_cleanly_without_worker_tracebacks(tmp_path: Path) -> None:
     assert data["index"]["documents"] == 100 and catalog.read_journal(index) is None
 
 
-def test_cli_ingest_waits_for_a_search_holding_the_index(tmp_path: Path, minilm_env: None) -> None:
+def test_cli_ingest_waits_for_a_search_holding_the_index(
+    tmp_path: Path, minilm_env: None, caplog: pytest.LogCaptureFixture
+) -> None:
     # a search holds the idle index for about the second it runs: an ingest started then
     # waits for it instead of failing at once with RS503
     import threading
@@ -234,3 +236,7 @@ def test_cli_ingest_waits_for_a_search_holding_the_index(tmp_path: Path, minilm_
         timer.join()
     assert result.exit_code == 0, result.output
     assert "RS503" not in result.output
+    # the wait is announced (a warning: the command line shows it on stderr): a silent wait
+    # looked like a hang to a new user (2026-12-03)
+    said = [r for r in caplog.records if "is open in another process" in r.getMessage()]
+    assert said and said[0].levelname == "WARNING" and "waiting up to 30 s" in said[0].getMessage()

@@ -134,7 +134,8 @@ def ingest(
             + (f", {result.reindexed} re-indexed (new configuration)" if result.reindexed else "")
             + f"; {result.chunks} chunks written ({result.embedded} embedded) "
             f"in {result.seconds:.1f}s; "
-            f"index has {stats['documents']} documents, {stats['chunks']} chunks "
+            f"index has {_count(stats['documents'], 'document')}, "
+            f"{_count(stats['chunks'], 'chunk')} "
             f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(_term(str(stats['index'])))}"
         )
         if not (result.added or result.updated or result.unchanged or result.failures):
@@ -207,7 +208,8 @@ def watch(
                 counts = outcome.state
             out.print(
                 f"{stamp} sync {outcome.number} ({what}): {counts} in {outcome.seconds:.2f}s; "
-                f"index has {outcome.documents} documents, {outcome.chunks} chunks",
+                f"index has {_count(outcome.documents, 'document')}, "
+                f"{_count(outcome.chunks, 'chunk')}",
                 highlight=False,
             )
             if outcome.error is not None:
@@ -278,3 +280,8 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
         f"size:      {data['size_bytes'] / 1e6:.1f} MB",
     ]
     out.print("\n".join(lines), highlight=False)
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 document"``, ``"2 documents"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +35,8 @@ from typing import IO, Any
 
 from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFoundError, StoreError
 from ragstrata.paths import path_text
+
+logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.json"
@@ -328,11 +331,21 @@ class IndexLock:
                 "location with --index or RAGSTRATA_HOME"
             ) from exc
         deadline = time.monotonic() + wait_s
+        told = False
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return cls(index_dir, handle)
             except BlockingIOError as exc:
+                if not told and wait_s > 0:
+                    told = True  # a write that waits says so: a silent wait looks like a hang
+                    logger.log(
+                        logging.WARNING if purpose == "write" else logging.INFO,
+                        "the index at %s is open in another process (an ingest, or a "
+                        "search/ask still running); waiting up to %.0f s for it",
+                        index_dir,
+                        wait_s,
+                    )
                 if time.monotonic() >= deadline:
                     handle.close()
                     raise IndexLockedError(

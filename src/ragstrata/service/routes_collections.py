@@ -277,7 +277,10 @@ def _write(target: Path, content: UploadFile | bytes) -> None:
 
 
 def _nothing_accepted(rejected: Sequence[FileOutcome]) -> RagError:
-    detail = "; ".join(f"{r.name}: {r.reason}" for r in rejected[:10])
+    detail = "; ".join(  # a reason that already names its file is not prefixed again
+        r.reason if r.reason.startswith(f"{r.name}: ") else f"{r.name}: {r.reason}"
+        for r in rejected[:10]
+    )
     if rejected and all(r.code == UnsupportedMediaTypeError.code for r in rejected):
         return UnsupportedMediaTypeError(f"no file of the upload can be ingested: {detail}")
     return InvalidRequestError(f"no file of the upload can be ingested: {detail}")
