@@ -199,6 +199,10 @@ class Ragstrata:
                 dry_run=dry_run,
                 lock_wait_s=lock_wait_s,
             )
+            if not prune:  # what --prune would have removed: the command line says so
+                with contextlib.suppress(IndexNotFoundError, StoreError, OSError, ValueError):
+                    manifest = catalog.read_manifest(self.index_dir)
+                    report.stale = sum(parsed.gone(e.source) for e in manifest.documents.values())
         report.bytes_read = parsed.bytes_read
         report.unchanged += parsed.skipped
         return report

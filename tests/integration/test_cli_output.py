@@ -107,3 +107,27 @@ def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:
     )
     assert narrow.exit_code == 0, narrow.output
     assert "│ El servidor lee PORT y WORKERS al arrancar; sin ellas" in narrow.output, narrow.output
+
+
+def test_files_gone_without_prune_are_named(tmp_path: Path) -> None:
+    """A new user deleted a file, ran ``ingest`` again, read "0 pruned" and kept getting
+    answers from it (2026-12-03): the run now says how many indexed documents lost their file
+    and that ``--prune`` removes them."""
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nAlpha page about quotas.\n", encoding="utf-8")
+    (corpus / "b.md").write_text("# B\n\nBeta page about invoices.\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(corpus), "--index", str(index)]).exit_code == 0
+    (corpus / "b.md").unlink()
+    again = runner.invoke(app, ["ingest", str(corpus), "--index", str(index)])
+    assert again.exit_code == 0, again.output
+    assert "1 indexed document from files that no longer exist" in again.stderr
+    assert "add --prune to remove it" in again.stderr
+    data = json.loads(
+        runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--json"]).stdout
+    )
+    assert data["stale"] == 1 and data["pruned"] == 0
+    pruned = runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--prune"])
+    assert pruned.exit_code == 0 and "no longer exist" not in pruned.stderr

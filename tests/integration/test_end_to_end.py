@@ -301,11 +301,13 @@ def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     (corpus / "guia.md").unlink()
     (corpus / "new.md").write_text("# New\n\nA new page about quotas.\n", encoding="utf-8")
     (corpus / "guide.md").write_text("# Operations guide\n\nRewritten.\n", encoding="utf-8")
+    kept = engine.ingest([corpus], dry_run=True)  # without --prune: counted, not removed
+    assert (kept.pruned, kept.stale) == (0, 1)
     dry = engine.ingest([corpus], prune=True, dry_run=True)
     assert (dry.added, dry.updated, dry.unchanged, dry.pruned, dry.chunks) == (1, 1, 1, 1, 0)
     assert engine.stats()["chunks"] == chunks_before  # nothing written
     real = engine.ingest([corpus], prune=True)
-    assert (real.added, real.updated, real.pruned) == (1, 1, 1)
+    assert (real.added, real.updated, real.pruned, real.stale) == (1, 1, 1, 0)
     sources = {Path(e.source).name for e in engine.manifest().documents.values()}
     assert sources == {"guide.md", "new.md", "page.html"}
     manifest = engine.manifest()

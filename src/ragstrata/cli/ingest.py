@@ -138,6 +138,15 @@ def ingest(
             f"{_count(stats['chunks'], 'chunk')} "
             f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(_term(str(stats['index'])))}"
         )
+        if result.stale:
+            err.print(
+                f"note: {_count(result.stale, 'indexed document')} from files that no longer "
+                "exist under these paths "
+                + ("is" if result.stale == 1 else "are")
+                + " still searched and cited; add --prune to remove "
+                + ("it" if result.stale == 1 else "them"),
+                highlight=False,
+            )
         if not (result.added or result.updated or result.unchanged or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for warning in result.warnings:

@@ -31,12 +31,15 @@ class IngestReport:
     chunks written, ``embedded`` how many of them had to be embedded (the others reused the
     stored vector of an identical embedded text); ``bytes_read`` the size of the files parsed.
     ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
+    ``stale``: indexed documents whose file lies under the paths but no longer exists, kept
+    because ``prune`` was not asked (still searched and cited until ``--prune`` removes them).
     """
 
     added: int = 0
     updated: int = 0
     unchanged: int = 0
     pruned: int = 0
+    stale: int = 0
     reindexed: int = 0
     chunks: int = 0
     embedded: int = 0
@@ -58,6 +61,7 @@ class IngestReport:
             "updated": self.updated,
             "unchanged": self.unchanged,
             "pruned": self.pruned,
+            "stale": self.stale,
             "reindexed": self.reindexed,
             "chunks": self.chunks,
             "embedded": self.embedded,
