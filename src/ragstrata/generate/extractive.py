@@ -45,6 +45,11 @@ from ragstrata.types import Answer, Citation, Hit, SourceDisagreement
 _MDX = re.compile(
     r"\{/\*.*?\*/\}|</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>"
     r"|\{\s*#[\w-]+\s*\}"  # MkDocs heading anchors: { #path-parameters }
+    # HTML elements left in Markdown/MDX prose (<div>(Traducción)</div>); by name, so that a
+    # placeholder such as <path> stays
+    r"|</?(?:a|abbr|b|br|center|details|div|em|figcaption|figure|font|hr|i|img|kbd|li|ol|p"
+    r"|section|small|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|u|ul)"
+    r"(?:\s[^<>]*)?/?>"
 )
 _INLINE_CODE = re.compile(r"(`+[^`]*?`+)")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")

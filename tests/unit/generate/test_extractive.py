@@ -48,6 +48,14 @@ def test_clean_sentence_strips_markup_but_keeps_placeholders() -> None:
         clean_sentence("- Use <Sandpack>the hook</Sandpack> {/*x*/} here.") == "Use the hook here."
     )
     assert clean_sentence("Set RAGSTRATA_<SECTION>_<FIELD>.") == "Set RAGSTRATA_<SECTION>_<FIELD>."
+    # HTML left in MDX prose goes, a lower-case placeholder stays (a new user's run, 2026-12-03)
+    assert (
+        clean_sentence('Hola <div class="x">(Traducción)</div> mundo.')
+        == "Hola (Traducción) mundo."
+    )
+    assert (
+        clean_sentence("Run ragstrata ingest <path> again.") == "Run ragstrata ingest <path> again."
+    )
 
 
 def test_render_renumbers_the_markers_and_not_the_quoted_text() -> None:

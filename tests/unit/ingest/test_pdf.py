@@ -18,6 +18,7 @@ from pdf_builder import Page, build_pdf
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.errors import (
     CorruptFileError,
+    EmptyDocumentError,
     EncryptedDocumentError,
     IngestError,
     MissingDependencyError,
@@ -277,7 +278,6 @@ def test_code_block_keeps_indentation_and_list_items() -> None:
 def test_corrupt_inputs_raise_corrupt_file_error() -> None:
     good = build_pdf([Page().lines(72, 700, PROSE)])
     for data, reason in (
-        (b"", "empty"),
         (b"plain text, not a PDF at all", "not a PDF"),
         (good[: len(good) // 2], "truncated"),
         (b"%PDF-1.4\n" + bytes(range(256)) * 4, "damaged"),
@@ -285,6 +285,13 @@ def test_corrupt_inputs_raise_corrupt_file_error() -> None:
         with pytest.raises(CorruptFileError, match=reason) as info:
             parse(data)
         assert info.value.code == "RS206" and info.value.path == "test.pdf"
+
+
+def test_an_empty_pdf_is_an_empty_document_as_in_every_format() -> None:
+    # RS203 like an empty .md (a new user's run found RS206 for a 0-byte .pdf, 2026-12-03)
+    with pytest.raises(EmptyDocumentError, match=r"empty \(0 bytes\)") as info:
+        parse(b"")
+    assert info.value.code == "RS203"
 
 
 def test_unloadable_page_raises_corrupt_file_error() -> None:

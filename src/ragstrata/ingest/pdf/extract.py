@@ -21,6 +21,7 @@ from typing import Any
 
 from ragstrata.errors import (
     CorruptFileError,
+    EmptyDocumentError,
     EncryptedDocumentError,
     NoTextLayerError,
     ParserLimitError,
@@ -108,6 +109,7 @@ def read_pdf(data: bytes, *, source: str) -> Extracted:
         MissingDependencyError: pypdfium2 is not installed (``pip install 'ragstrata[pdf]'``).
         CorruptFileError: not a PDF, truncated or damaged beyond what PDFium can repair,
             without pages, or with a page that cannot be loaded.
+        EmptyDocumentError: the file is empty (0 bytes), RS203 as for every format.
         EncryptedDocumentError: the PDF needs a password to open.
         NoTextLayerError: no page has a text layer (scanned or image-only PDF).
         ParserLimitError: past a cap (module constants ``_MAX_*``).
@@ -116,7 +118,7 @@ def read_pdf(data: bytes, *, source: str) -> Extracted:
     pdfium_c = require("pypdfium2.raw", extra="pdf", package="pypdfium2")
 
     if not data:
-        raise CorruptFileError(source, "the file is empty (0 bytes)")
+        raise EmptyDocumentError(source, "the file is empty (0 bytes)")  # RS203, as any format
     if b"%PDF-" not in data[:1024]:
         raise CorruptFileError(source, "not a PDF file: no '%PDF-' header in the first 1024 bytes")
 
