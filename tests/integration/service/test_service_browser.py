@@ -254,3 +254,36 @@ def test_api_reference_renders_offline(server: tuple[str, str, Path]) -> None:
         finally:
             browser.close()
     assert outside == [] and errors == [], (outside, errors)
+
+
+def test_the_page_speaks_spanish_to_a_spanish_browser(
+    server: tuple[str, str, Path], tmp_path: Path
+) -> None:
+    """A Spanish user's browser gets the page in Spanish (a new user's run, 2026-12-03: it was
+    English only, with "No answer found." above the Spanish refusal); an English one keeps it
+    in English (the test above)."""
+    chromium = _chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    base, key, _ = server
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True)
+        try:
+            context = browser.new_context(locale="es-ES")
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(base + "/")
+            assert page.evaluate("document.documentElement.lang") == "es"
+            expect(page.locator("#status")).to_have_text("Introduce una clave de API para empezar.")
+            assert page.get_attribute("#question", "placeholder") == (
+                "Haz una pregunta sobre tus documentos"
+            )
+            expect(page.locator("#ask")).to_have_text("Preguntar")
+            expect(page.locator("#refusal strong")).to_have_text("No se encontró respuesta.")
+            page.fill("#api-key", key)
+            page.click("#key-save")
+            expect(page.locator("#status")).to_contain_text("Aún no hay colecciones")
+            assert errors == []
+        finally:
+            browser.close()

@@ -7,6 +7,117 @@
 const $ = (id) => document.getElementById(id);
 const KEY_STORAGE = "ragstrata.apiKey";
 
+// ------------------------------------------------------------------ language
+// The page speaks the browser's language when it is Spanish, English otherwise; answers and
+// refusals come from the server in the question's language.
+const STRINGS = {
+  en: {
+    apiKey: "API key",
+    useKey: "Use key",
+    collection: "Collection",
+    question: "Question",
+    askPlaceholder: "Ask a question about your documents",
+    ask: "Ask",
+    noAnswer: "No answer found.",
+    sources: "Sources",
+    explain: "Explain retrieval: each retriever's rank",
+    colSource: "source > heading",
+    colFused: "fused score",
+    colDense: "dense rank / cosine",
+    colBm25: "BM25 rank / score",
+    addDocuments: "Add documents",
+    uploadCollection: "collection (e.g. docs)",
+    upload: "Upload",
+    enterKey: "Enter an API key to start.",
+    noCollection: "No collection yet: add documents below.",
+    document: "document",
+    documents: "documents",
+    tenant: "tenant",
+    notVerified: "not verified",
+    notVerifiedTitle: "The sentence citing this source was not found to be supported by it.",
+    chars: "chars",
+    denseRank: "dense rank",
+    bm25Rank: "BM25 rank",
+    chooseCollection: "Choose a collection first.",
+    searching: "Searching…",
+    answering: "Answering…",
+    doneIn: "Done in {ms} ms.",
+    done: "Done.",
+    tokens: "{generator}: {prompt} prompt + {completion} answer tokens.",
+    disagree: "Sources disagree across versions; used the newest ({kept}).",
+    error: "Error",
+    chooseUpload: "Choose a collection name and files.",
+    jobProgress: "{state}: {done}/{total} files, {chunks} chunks",
+    uploadDone: "Upload {state}.",
+    failed: "failed",
+    indexed: "indexed",
+  },
+  es: {
+    apiKey: "Clave de API",
+    useKey: "Usar clave",
+    collection: "Colección",
+    question: "Pregunta",
+    askPlaceholder: "Haz una pregunta sobre tus documentos",
+    ask: "Preguntar",
+    noAnswer: "No se encontró respuesta.",
+    sources: "Fuentes",
+    explain: "Explicar la búsqueda: el puesto de cada buscador",
+    colSource: "fuente > sección",
+    colFused: "puntuación fusionada",
+    colDense: "puesto denso / coseno",
+    colBm25: "puesto BM25 / puntuación",
+    addDocuments: "Añadir documentos",
+    uploadCollection: "colección (p. ej. docs)",
+    upload: "Subir",
+    enterKey: "Introduce una clave de API para empezar.",
+    noCollection: "Aún no hay colecciones: añade documentos abajo.",
+    document: "documento",
+    documents: "documentos",
+    tenant: "inquilino",
+    notVerified: "sin verificar",
+    notVerifiedTitle: "No se comprobó que esta fuente respalde la frase que la cita.",
+    chars: "caracteres",
+    denseRank: "puesto denso",
+    bm25Rank: "puesto BM25",
+    chooseCollection: "Elige primero una colección.",
+    searching: "Buscando…",
+    answering: "Respondiendo…",
+    doneIn: "Hecho en {ms} ms.",
+    done: "Hecho.",
+    tokens: "{generator}: {prompt} tokens de prompt + {completion} de respuesta.",
+    disagree: "Las versiones de las fuentes no coinciden; se usó la más reciente ({kept}).",
+    error: "Error",
+    chooseUpload: "Elige un nombre de colección y archivos.",
+    jobProgress: "{state}: {done}/{total} archivos, {chunks} fragmentos",
+    uploadDone: "Subida: {state}.",
+    failed: "falló",
+    indexed: "indexado",
+  },
+};
+
+function pageLanguage() {
+  for (const tag of navigator.languages || [navigator.language || "en"]) {
+    const base = String(tag).toLowerCase().split("-")[0];
+    if (base in STRINGS) return base;
+  }
+  return "en";
+}
+
+const LANG = pageLanguage();
+
+function t(key, vars) {
+  const text = STRINGS[LANG][key] ?? STRINGS.en[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (_, name) => String((vars || {})[name] ?? ""));
+}
+
+function translatePage() {
+  document.documentElement.lang = LANG;
+  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+  for (const el of document.querySelectorAll("[data-i18n-placeholder]")) {
+    el.placeholder = t(el.dataset.i18nPlaceholder);
+  }
+}
+
 function apiKey() {
   return sessionStorage.getItem(KEY_STORAGE) || "";
 }
@@ -32,7 +143,7 @@ function setStatus(text) {
 async function loadCollections() {
   const select = $("collection");
   if (!apiKey()) {
-    setStatus("Enter an API key to start.");
+    setStatus(t("enterKey"));
     return;
   }
   const response = await fetch("/v1/collections", { headers: headers() });
@@ -46,13 +157,13 @@ async function loadCollections() {
   for (const c of data.collections) {
     const option = document.createElement("option");
     option.value = c.name;
-    const noun = c.documents === 1 ? "document" : "documents";
+    const noun = c.documents === 1 ? t("document") : t("documents");
     option.textContent = `${c.name} (${c.documents} ${noun})`;
     select.append(option);
   }
   if (previous) select.value = previous;
-  $("tenant").textContent = `tenant: ${data.tenant}`;
-  setStatus(data.collections.length ? "" : "No collection yet: add documents below.");
+  $("tenant").textContent = `${t("tenant")}: ${data.tenant}`;
+  setStatus(data.collections.length ? "" : t("noCollection"));
 }
 
 // ------------------------------------------------------------------ server-sent events
@@ -128,8 +239,8 @@ function citationCard(c) {
     // an LLM claim citing this source was not supported by it (docs/generation.md)
     const flag = document.createElement("span");
     flag.className = "unverified";
-    flag.textContent = "not verified";
-    flag.title = "The sentence citing this source was not found to be supported by it.";
+    flag.textContent = t("notVerified");
+    flag.title = t("notVerifiedTitle");
     head.append(" ", flag);
   }
 
@@ -154,8 +265,8 @@ function citationCard(c) {
   const foot = document.createElement("footer");
   foot.className = "ranks muted";
   foot.textContent =
-    `chars ${c.start}-${c.end} · dense rank ${rankText(c.explain, "dense")}` +
-    ` · BM25 rank ${rankText(c.explain, "bm25")}`;
+    `${t("chars")} ${c.start}-${c.end} · ${t("denseRank")} ${rankText(c.explain, "dense")}` +
+    ` · ${t("bm25Rank")} ${rankText(c.explain, "bm25")}`;
   card.append(head, passage, foot);
   return card;
 }
@@ -202,12 +313,12 @@ async function ask(event) {
   const collection = $("collection").value;
   if (!question) return;
   if (!collection) {
-    setStatus("Choose a collection first.");
+    setStatus(t("chooseCollection"));
     return;
   }
   resetAnswer();
   $("ask").disabled = true;
-  setStatus("Searching…");
+  setStatus(t("searching"));
   try {
     const response = await fetch(`/v1/collections/${encodeURIComponent(collection)}/ask`, {
       method: "POST",
@@ -225,7 +336,7 @@ async function ask(event) {
       if (name === "token") {
         text += data.text;
         $("answer").textContent = text;
-        setStatus("Answering…");
+        setStatus(t("answering"));
       } else if (name === "citations") {
         for (const c of data.citations) $("citations").append(citationCard(c));
         $("citations-title").hidden = data.citations.length === 0;
@@ -242,14 +353,17 @@ async function ask(event) {
           document.body.dataset.state = "answered";
         }
         const total = data.timings_ms && data.timings_ms.total;
-        let status = total ? `Done in ${Math.round(total)} ms.` : "Done.";
+        let status = total ? t("doneIn", { ms: Math.round(total) }) : t("done");
         if (data.usage) {
-          status += ` ${data.generator}: ${data.usage.prompt_tokens} prompt + ` +
-            `${data.usage.completion_tokens} answer tokens.`;
+          status += " " + t("tokens", {
+            generator: data.generator,
+            prompt: data.usage.prompt_tokens,
+            completion: data.usage.completion_tokens,
+          });
         }
         if (data.conflict) {
           const kept = (data.conflicts || []).map((c) => c.kept).join(", ");
-          status += ` Sources disagree across versions; used the newest (${kept}).`;
+          status += " " + t("disagree", { kept });
         }
         setStatus(status);
       } else if (name === "error") {
@@ -259,7 +373,7 @@ async function ask(event) {
       }
     }
   } catch (err) {
-    setStatus(`Error: ${err}`);
+    setStatus(`${t("error")}: ${err}`);
     document.body.dataset.state = "error";
   } finally {
     $("ask").disabled = false;
@@ -272,7 +386,7 @@ async function upload(event) {
   const collection = $("upload-collection").value.trim() || $("collection").value;
   const files = $("upload-files").files;
   if (!collection || !files.length) {
-    $("upload-status").textContent = "Choose a collection name and files.";
+    $("upload-status").textContent = t("chooseUpload");
     return;
   }
   const form = new FormData();
@@ -291,8 +405,12 @@ async function upload(event) {
     let job = await response.json();
     while (!["succeeded", "partial", "failed", "cancelled"].includes(job.state)) {
       const p = job.progress;
-      $("upload-status").textContent =
-        `${job.state}: ${p.files_done}/${p.files_total} files, ${p.chunks_embedded} chunks`;
+      $("upload-status").textContent = t("jobProgress", {
+        state: job.state,
+        done: p.files_done,
+        total: p.files_total,
+        chunks: p.chunks_embedded,
+      });
       await new Promise((resolve) => setTimeout(resolve, 500));
       const poll = await fetch(`/v1/jobs/${job.job_id}`, { headers: headers() });
       if (!poll.ok) {
@@ -301,15 +419,15 @@ async function upload(event) {
       }
       job = await poll.json();
     }
-    $("upload-status").textContent = `Upload ${job.state}.`;
+    $("upload-status").textContent = t("uploadDone", { state: job.state });
     const list = $("upload-files-status");
     list.replaceChildren();
     for (const f of job.files) {
       const item = document.createElement("li");
       item.className = f.status;
       item.textContent = f.status === "failed"
-        ? `${f.name}: failed (${f.code}) ${f.reason}`
-        : `${f.name}: indexed`;
+        ? `${f.name}: ${t("failed")} (${f.code}) ${f.reason}`
+        : `${f.name}: ${t("indexed")}`;
       list.append(item);
     }
     await loadCollections();
@@ -321,6 +439,7 @@ async function upload(event) {
 
 // ------------------------------------------------------------------ start
 document.addEventListener("DOMContentLoaded", () => {
+  translatePage();
   $("api-key").value = apiKey();
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
