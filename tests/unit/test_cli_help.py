@@ -40,3 +40,12 @@ def test_python_dash_m_runs_the_cli() -> None:
         [sys.executable, "-m", "ragstrata", "--help"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and "ingest" in done.stdout, done.stderr
+
+
+def test_the_command_list_keeps_each_summary_whole() -> None:
+    # the docstrings' hard line breaks cut the summaries mid-sentence ("... deleted files are" /
+    # "synced in batches"): a new user's run, 2026-12-03
+    result = CliRunner().invoke(app, ["--help"], terminal_width=200)
+    lines = [" ".join(line.strip("│ ").split()) for line in result.output.splitlines()]
+    watch = next(line for line in lines if line.startswith("watch "))
+    assert "deleted files are synced in batches" in watch, result.output

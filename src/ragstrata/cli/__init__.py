@@ -56,17 +56,27 @@ def _main(
     """Retrieval-augmented answers with citations over your documents (offline)."""
 
 
-app.command("ingest", cls=_Command)(ingest)
-app.command("watch", cls=_Command)(watch)
-app.command("search", cls=_Command)(search)
-app.command("ask", cls=_Command)(ask)
-app.command("stats", cls=_Command)(stats)
-app.command("eval", cls=_Command)(eval_cmd)
-app.command("eval-refusal", cls=_Command)(eval_refusal)
-app.command("eval-answers", cls=_Command)(eval_answers)
-app.command("eval-citations", cls=_Command)(eval_citations)
-app.command("serve", cls=_Command)(serve)
-app.command("mcp", cls=_Command)(mcp)
+def _summary(command: object) -> str:
+    """The first paragraph of ``command``'s docstring on one line: ``ragstrata --help`` lists
+    it, and the docstring's own line breaks cut its sentences mid-way there."""
+    paragraph = (getattr(command, "__doc__", None) or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
+
+
+for _name, _command in (
+    ("ingest", ingest),
+    ("watch", watch),
+    ("search", search),
+    ("ask", ask),
+    ("stats", stats),
+    ("eval", eval_cmd),
+    ("eval-refusal", eval_refusal),
+    ("eval-answers", eval_answers),
+    ("eval-citations", eval_citations),
+    ("serve", serve),
+    ("mcp", mcp),
+):
+    app.command(_name, cls=_Command, short_help=_summary(_command))(_command)
 app.add_typer(reranker_app)
 app.add_typer(keys_app)
 
