@@ -45,7 +45,7 @@ def test_python_dash_m_runs_the_cli() -> None:
 def test_the_command_list_keeps_each_summary_whole() -> None:
     # the docstrings' hard line breaks cut the summaries mid-sentence ("... deleted files are" /
     # "synced in batches"): a new user's run, 2026-12-03
-    result = CliRunner().invoke(app, ["--help"], terminal_width=200)
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "250"})
     lines = [" ".join(line.strip("│ ").split()) for line in result.output.splitlines()]
     watch = next(line for line in lines if line.startswith("watch "))
     assert "deleted files are synced in batches" in watch, result.output
