@@ -85,6 +85,7 @@ def test_sigkill_inside_a_large_document_resumes_to_a_clean_build(tmp_path: Path
     proc.wait()
     kept = committed(index)
     assert kept >= COMMIT_CHUNKS  # what was embedded before the kill survived it
+    assert catalog.index_stats(index)["partial_documents"] == 1  # `stats` says so
 
     resumed = ingest(corpus, index, env)
     out, err = resumed.communicate(timeout=600)
@@ -92,6 +93,7 @@ def test_sigkill_inside_a_large_document_resumes_to_a_clean_build(tmp_path: Path
     report = json.loads(out)
     total = committed(index)
     assert total > kept  # the kill came in the middle of the document
+    assert catalog.index_stats(index)["partial_documents"] == 0
     assert report["embedded"] == report["chunks"] == total - kept
 
     clean = ingest(corpus, tmp_path / "clean", env)

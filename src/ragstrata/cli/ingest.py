@@ -280,7 +280,12 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
     bm25 = data["bm25"]
     lines = [
         f"index:     {_term(data['index'])}",
-        f"documents: {data['documents']}",
+        f"documents: {data['documents']}"
+        + (
+            f" ({data['partial_documents']} only partly indexed: run ingest on them again)"
+            if data.get("partial_documents")
+            else ""
+        ),
         f"chunks:    {data['chunks']}",
         f"embedder:  {data['embedder']} (dim {data['dim']})",
         f"analyzer:  {data['analyzer']}",

@@ -208,13 +208,18 @@ def read_manifest(index_dir: Path) -> Manifest:
 
 
 def index_stats(index_dir: Path) -> dict[str, Any]:
-    """Documents, chunks, embedder, analyzer, chunker, BM25 parameters and on-disk size (bytes
-    allocated, not sparse) of the index at ``index_dir``; IndexNotFoundError without one."""
+    """Documents (and how many are only partly indexed: an ingest stopped between the slices of
+    a large document), chunks, embedder, analyzer, chunker, BM25 parameters and on-disk size
+    (bytes allocated, not sparse) of the index at ``index_dir``; IndexNotFoundError without
+    one."""
     manifest = read_manifest(index_dir)
     size = sum(p.stat().st_blocks * 512 for p in _walk_files(index_dir))
     return {
         "index": path_text(index_dir),
         "documents": len(manifest.documents),
+        # a large document interrupted between its slices: searchable in part until the next
+        # ingest of its file finishes it
+        "partial_documents": sum(not e.complete for e in manifest.documents.values()),
         "chunks": manifest.n_chunks,
         "embedder": manifest.embedder,
         "dim": manifest.dim,
