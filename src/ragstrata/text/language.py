@@ -94,6 +94,22 @@ _ES_HINTS = frozenset(
         "si",
         "también",
         "muy",
+        # typed without accents, and greetings: a short "hola" got the English refusal
+        "que",
+        "cual",
+        "donde",
+        "cuando",
+        "quien",
+        "cuanto",
+        "cuantos",
+        "hola",
+        "gracias",
+        "buenos",
+        "buenas",
+        "necesito",
+        "quiero",
+        "tengo",
+        "ayuda",
     ]
 )
 _EN_HINTS = frozenset(
@@ -132,6 +148,15 @@ _EN_HINTS = frozenset(
         "this",
         "that",
         "there",
+        "hello",
+        "hi",
+        "thanks",
+        "please",
+        "i",
+        "you",
+        "need",
+        "want",
+        "help",
     ]
 )
 

@@ -43,6 +43,10 @@ def test_hint_language_is_none_without_cues() -> None:
         ("What does ERR_CONN_RESET mean?", "en"),
         ("How do I declare a path parameter in FastAPI", "en"),
         ("useState", "en"),
+        # greetings and accentless questions (a new user's "hola" got the English refusal)
+        ("hola", "es"),
+        ("donde esta el manual de instalacion", "es"),
+        ("hello", "en"),
     ],
 )
 def test_question_language(question: str, lang: str) -> None:
