@@ -110,6 +110,7 @@ async def ask(request: Request, principal: Reader, name: CollectionName, body: A
 # ---------------------------------------------------------------------------- answers
 def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
     data = render.answer_json(outcome.answer, source=coll.display_name)
+    data.update(render.evidence_json(outcome.answer))  # why it answered or refused, as MCP says
     ranks: dict[str, dict[str, Any]] = {}
     if outcome.retrieval is not None:
         hits = [render.hit_json(h, source=coll.display_name) for h in outcome.retrieval]

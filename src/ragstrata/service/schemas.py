@@ -236,6 +236,16 @@ class AskResponse(_Response):
     retrieval: list[HitOut] | None = Field(
         default=None, description="The hits behind the answer (only with explain=true)."
     )
+    evidence: dict[str, Any] | None = Field(
+        default=None,
+        description="What the evidence check measured (dense, coverage, score, model, cross), "
+        "as under metadata in `ragstrata ask --json`; null when it did not run (empty index).",
+    )
+    min_evidence: float | None = Field(
+        default=None,
+        description="The threshold the evidence score was held to (a refusal with refused_by "
+        "'evidence' scored under it); null when the check did not run.",
+    )
 
 
 class CollectionOut(_Response):

@@ -92,6 +92,9 @@ def test_ask_refuses_when_the_documents_do_not_say(
     ).json()
     assert data["refusal"] is True and data["citations"] == []
     assert data["answer"].startswith("I could not find enough information")
+    # why, as `ask --json` and MCP say it (a new user's run found it missing here, 2026-12-03)
+    assert data["refused_by"] == "evidence"
+    assert data["evidence"]["score"] < data["min_evidence"] and "model" in data["evidence"]
 
 
 def test_ask_streams_server_sent_events(module_service: Service, acme: dict[str, str]) -> None:
