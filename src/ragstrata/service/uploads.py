@@ -38,6 +38,8 @@ def safe_filename(name: str) -> str:
     :data:`MAX_NAME_CHARS` characters (the extension is kept), never starts with ``.`` or ``-``,
     and contains no path separator or control character.
     """
+    # the HTML form encoding escapes these three in a multipart file name (curl and browsers)
+    name = re.sub(r"%0[aAdD]", " ", name.replace("%22", '"'))
     last = PurePosixPath(name.replace("\\", "/")).name
     cleaned = unicodedata.normalize("NFC", last)
     cleaned = "".join(ch for ch in cleaned if unicodedata.category(ch)[0] != "C")

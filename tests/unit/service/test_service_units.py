@@ -48,6 +48,9 @@ from ragstrata.service.uploads import MAX_NAME_CHARS, check_file_type, safe_file
         ("cancio\u0301n.md", "canción.md"),
         ("we;ird|name$.md", "we_ird_name_.md"),
         ("-rf.md", "rf.md"),
+        ("con%22quote.md", "con_quote.md"),  # a quote as the form encoding sends it
+        ("a%0Ab.md", "a b.md"),
+        ("100%25.md", "100_25.md"),  # only the three escapes the form encoding makes
     ],
 )
 def test_safe_filename_examples(raw: str, safe: str) -> None:
