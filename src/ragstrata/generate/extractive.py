@@ -88,6 +88,9 @@ class Generated:
     """Claims labelled with the sources' context labels (the answer renumbers them)."""
 
 
+_LONE_TAG = re.compile(r"[ \t]*</?[a-z][\w-]*(?:\s[^<>\n]*)?>[ \t]*(?:\n|$)")
+"""A line holding one HTML tag and nothing else (the ``<div class="termy">`` that wraps the
+FastAPI docs' console blocks): skipped between a sentence ending in ``:`` and its block."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
@@ -207,6 +210,9 @@ def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
     rest = text[end:]
     skipped = len(rest) - len(rest.lstrip())
     at = end + skipped
+    while wrapper := _LONE_TAG.match(text, at):  # <div class="termy"> around a console block
+        rest = text[wrapper.end() :]
+        at = wrapper.end() + len(rest) - len(rest.lstrip())
     for fence in fences:
         if fence.open_start <= at <= fence.open_end:
             closed = fence.close_start < len(text)
@@ -228,10 +234,9 @@ def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
 def clean_sentence(text: str) -> str:
     """Sentence for display: MDX/MkDocs anchors and components, images, bold markers and
     list/quote markers removed, links shown as their text (inline code is kept as written)."""
-    text = _MDX.sub("", text)
     parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
-    for i in range(0, len(parts), 2):
-        part = _IMAGE.sub(lambda m: m.group(1), parts[i])
+    for i in range(0, len(parts), 2):  # markup is removed outside code only: `<StrictMode>`
+        part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))
         part = _LINK.sub(lambda m: m.group(1) or m.group(2), part)
         parts[i] = _EMPHASIS.sub(lambda m: m.group(2), part)
     text = _MARKUP.sub("", "".join(parts))
@@ -241,7 +246,7 @@ def clean_sentence(text: str) -> str:
 def _clean_block(block: str) -> str:
     """A block for display: a code block verbatim (trimmed), list items one per line with
     their links shown as text."""
-    block = block.strip("\n")
+    block = _LONE_TAG.sub("", block).strip("\n")
     if block.lstrip().startswith(("```", "~~~")):
         return block.strip()
     return "\n".join(f"- {clean_sentence(line)}" for line in block.splitlines() if line.strip())

@@ -12,6 +12,7 @@ from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.extractive import (
     ExtractiveAnswerer,
     Quote,
+    _candidates,
     _table_rows,
     clean_sentence,
     is_topic_line,
@@ -55,6 +56,10 @@ def test_clean_sentence_strips_markup_but_keeps_placeholders() -> None:
     )
     assert (
         clean_sentence("Run ragstrata ingest <path> again.") == "Run ragstrata ingest <path> again."
+    )
+    # markup inside inline code is code: a new user's "envuelve tu componente raíz con ``"
+    assert clean_sentence("Envuélvelo con `<StrictMode>` y `<div>`.") == (
+        "Envuélvelo con `<StrictMode>` y `<div>`."
     )
 
 
@@ -418,3 +423,21 @@ def test_table_rows_need_a_header_and_are_not_read_inside_code() -> None:
     rows = _table_rows(text, [(0, text.index("```\n\n") + 3)])
     assert [r.shown for r in rows] == ["key: `a|b`; value: c | d", "key: e"]
     assert [text[r.start : r.end] for r in rows] == ["| `a|b` | c \\| d |", "| e |  |"]
+
+
+def test_an_announced_console_block_inside_a_div_comes_along(onnx_embedder: Any) -> None:
+    """The FastAPI docs wrap every console block in ``<div class="termy">``: "Añade `jinja2` a
+    tu proyecto:" lost its command (a new user's run, 2026-12-03)."""
+    text = (
+        'Añade `jinja2` a tu proyecto:\n\n<div class="termy">\n\n```console\n$ uv add jinja2\n'
+        "```\n\n</div>\n\nDespués importa `Jinja2Templates`."
+    )
+    hit = source("templates", text, 1, language="es")
+    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
+    first = _candidates(ctx.sources[0])[0]
+    block = text[first.end : first.block_end]
+    assert "$ uv add jinja2" in block and block.rstrip().endswith("```")
+    quote = ExtractiveAnswerer.__new__(ExtractiveAnswerer)._quote(
+        (ctx.sources[0], first, "Añade `jinja2` a tu proyecto:"), 1.0
+    )
+    assert quote.block == "```console\n$ uv add jinja2\n```"
