@@ -390,7 +390,14 @@ class ExtractiveAnswerer:
         # a question or a topic line ("Cómo actualizar un objeto en el estado", a list of
         # learning goals, an FAQ's questions) names what a page covers, it says nothing:
         # quoted only when nothing else can be
-        statements = [item for item in items if not is_topic_line(item[2])]
+        # and a lead-in ending in ":" whose list or code is not in the chunk (cut off by the
+        # chunk's end) announces what it cannot show
+        statements = [
+            item
+            for item in items
+            if not is_topic_line(item[2])
+            and not (item[2].endswith(":") and item[1].block_end == item[1].end)
+        ]
         items = statements or items
         if not items:
             return Generated("", ())

@@ -441,3 +441,25 @@ def test_an_announced_console_block_inside_a_div_comes_along(onnx_embedder: Any)
         (ctx.sources[0], first, "Añade `jinja2` a tu proyecto:"), 1.0
     )
     assert quote.block == "```console\n$ uv add jinja2\n```"
+
+
+def test_a_lead_in_whose_list_is_cut_off_is_not_quoted(onnx_embedder: Any) -> None:
+    """A chunk that ends on "... habilita los siguientes chequeos en desarrollo:" (its list is
+    in the next chunk) gave an answer that announced what it never showed (a new user's run,
+    2026-12-03); with nothing else to quote it still is."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "El Modo Estricto ayuda a encontrar errores comunes en tus componentes durante el "
+        "desarrollo. El Modo Estricto habilita los siguientes chequeos en desarrollo:"
+    )
+    hit = source("strict", text, 1, language="es")
+    ctx = assemble([hit], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3)
+    out = answerer.pick_quotes("¿Qué chequeos habilita el Modo Estricto?", ctx)
+    assert [q.text for q in out.quotes] == [
+        "El Modo Estricto ayuda a encontrar errores comunes en tus componentes durante el "
+        "desarrollo."
+    ]
+    alone = source("alone", "El Modo Estricto habilita los siguientes chequeos:", 1)
+    ctx = assemble([alone], counter=e5.counter, budget_tokens=500)
+    assert answerer.pick_quotes("¿Qué chequeos habilita el Modo Estricto?", ctx).quotes
