@@ -234,13 +234,16 @@ class Evidence:
     hold the answer, in [0, 1], when ``model`` names it (``answerability-e5-v2``), else
     (``model=None``) the hand-made blend ``dense + 0.5 × coverage`` (see
     :mod:`ragstrata.generate.evidence`); ``cross``: the question was asked in another language
-    than the hits and the rule's cross-lingual threshold applied."""
+    than the hits and the rule's cross-lingual threshold applied; ``strong``: the hand score
+    reached the learned rule's ``strong_evidence``, so it answers whatever ``score`` says (an
+    answer with ``score`` under ``min_evidence`` says why)."""
 
     dense: float
     coverage: float
     score: float
     model: str | None = None
     cross: bool = False
+    strong: bool = False
 
     def to_json(self) -> dict[str, float | str | bool | None]:
         return {
@@ -249,6 +252,7 @@ class Evidence:
             "score": round(self.score, 4),
             "model": self.model,
             "cross": self.cross,
+            "strong": self.strong,
         }
 
 

@@ -191,21 +191,22 @@ class LearnedRule:
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
         cosines = sentence_cosines(question, hits, self.encoder) if self.encoder else []
         features = answerability_features(question, hits, analyzer, cosines=cosines)
+        dense, coverage = features[0], features[_COVERAGE]
         return Evidence(
-            features[0],
-            features[_COVERAGE],
+            dense,
+            coverage,
             self.model.probability(features),
             model=_model_name(self.model),
             cross=features[_CROSS] == 1.0,
+            strong=bool(hits) and hand_score(dense, coverage) >= self.strong_evidence,
         )
 
     def refuses(self, evidence: Evidence) -> bool:
-        """Under the model's threshold, unless the hand score ``dense + 0.5 × coverage`` is at
-        least ``strong_evidence``: the model's BM25 features are scaled by the corpus (a small
-        index's IDF is tiny), so on a corpus unlike its training data it can refuse a passage
-        that holds every question term at a high cosine."""
-        strong = hand_score(evidence.dense, evidence.coverage) >= self.strong_evidence
-        return evidence.score < self.threshold_for(evidence) and not strong
+        """Under the model's threshold, unless ``evidence.strong`` (the hand score ``dense +
+        0.5 × coverage`` is at least ``strong_evidence``): the model's BM25 features are scaled
+        by the corpus (a small index's IDF is tiny), so on a corpus unlike its training data it
+        can refuse a passage that holds every question term at a high cosine."""
+        return evidence.score < self.threshold_for(evidence) and not evidence.strong
 
     def threshold_for(self, evidence: Evidence) -> float:
         return _threshold_for(evidence, self.threshold, self.cross_threshold)

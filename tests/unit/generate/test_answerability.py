@@ -390,3 +390,17 @@ def test_model_thresholds_must_be_probabilities() -> None:
     assert AnswerabilityModel.from_json({**model.to_json(), "cross_threshold": None}) == replace(
         model, cross_threshold=None
     )
+
+
+def test_strong_evidence_answers_and_says_so() -> None:
+    """The hand-score guard answers under the model's threshold; the evidence says it did (a
+    new user read an answer with score 0.26 < min_evidence 0.34 and no reason, 2026-12-03)."""
+    analyzer = Analyzer()
+    rule = evidence_rule_for("e5", min_evidence=None, min_answerable=None)
+    assert isinstance(rule, LearnedRule)
+    measured = rule.measure("How do I install the package with pip?", _hits(), analyzer)
+    assert measured.strong == (measured.dense + 0.5 * measured.coverage >= rule.strong_evidence)
+    weak = replace(measured, score=0.0, strong=False)
+    assert rule.refuses(weak) and not rule.refuses(replace(weak, strong=True))
+    assert replace(weak, strong=True).to_json()["strong"] is True
+    assert not rule.measure("How do I install the package with pip?", [], analyzer).strong

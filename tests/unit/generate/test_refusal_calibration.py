@@ -67,7 +67,14 @@ def test_check_evidence_is_the_refusal_decision_of_both_answerers() -> None:
     enough = check_evidence("installer needs Python", hits, analyzer, rule=HandRule(0.81))
     assert enough.refused_by is None and not enough.refuse
     assert enough.metadata() == {
-        "evidence": {"dense": 0.4, "coverage": 1.0, "score": 0.9, "model": None, "cross": False},
+        "evidence": {
+            "dense": 0.4,
+            "coverage": 1.0,
+            "score": 0.9,
+            "model": None,
+            "cross": False,
+            "strong": False,
+        },
         "min_evidence": 0.81,
     }
     weak = check_evidence("capital of Australia", hits, analyzer, rule=HandRule(0.81))
