@@ -236,7 +236,8 @@ def test_the_removed_min_dense_score_names_its_replacement(
 ) -> None:
     (tmp_path / "config.toml").write_text(toml, encoding="utf-8")
     with pytest.raises(
-        ConfigError, match=r"answer\.min_dense_score=0\.3 was removed.*llm\.min_evidence"
+        ConfigError,
+        match=r"answer\.min_dense_score=0\.3 was removed.*llm\.min_answerable.*llm\.min_evidence",
     ):
         RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), **env})
     unset = RagConfig.load(
@@ -312,3 +313,23 @@ def test_embedder_family_groups_the_runtimes_of_one_model() -> None:
     assert embedder_family("minilm-onnx:all-MiniLM-L6-v2") == "minilm"
     assert embedder_family("openai:text-embedding-3-small") is None
     assert embedder_family("unknown") is None
+
+
+def test_a_quoted_number_in_the_file_is_refused_and_a_bad_variable_is_named(
+    tmp_path: Path,
+) -> None:
+    # a new user's run (2026-12-03): top_k = "5" was taken silently, and a bad variable's
+    # error named the setting but not the variable to fix
+    write_toml(tmp_path / "config.toml", '[retrieval]\ntop_k = "5"\n')
+    with pytest.raises(ConfigError, match=r"retrieval\.top_k='5' is text; write a number"):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    write_toml(tmp_path / "config.toml", '[retrieval]\nlanguage_shift = "no"\n')
+    with pytest.raises(ConfigError, match="write true or false without quotes"):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    (tmp_path / "config.toml").unlink()
+    with pytest.raises(
+        ConfigError, match=r"RAGSTRATA_RETRIEVAL_TOP_K \(retrieval\.top_k\)='abc' is not a valid"
+    ):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_RETRIEVAL_TOP_K": "abc"})
+    ok = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_RETRIEVAL_TOP_K": "7"})
+    assert ok.retrieval.top_k == 7

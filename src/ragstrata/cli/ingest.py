@@ -205,7 +205,7 @@ def watch(
                 data["error"] = {"code": outcome.error.code, "message": str(outcome.error)}
             print(json.dumps(data, ensure_ascii=False), flush=True)
         else:
-            what = "initial sync" if outcome.number == 1 else f"{outcome.changes} changes"
+            what = "initial sync" if outcome.number == 1 else _count(outcome.changes, "change")
             stamp = time.strftime("%H:%M:%S")
             if report is not None:
                 counts = (

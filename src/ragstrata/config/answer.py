@@ -38,12 +38,13 @@ class AnswerConfig:
         if self.min_dense_score is not None:
             raise ConfigError(
                 f"answer.min_dense_score={self.min_dense_score!r} was removed: ask now refuses "
-                "when the evidence score (best dense cosine + 0.5 x best lexical coverage) is "
-                "under llm.min_evidence, for the extractive answerer as for the LLM. Delete "
+                "on one evidence check, for the extractive answerer as for the LLM. Delete "
                 "min_dense_score from the answer table of config.toml (or unset "
                 "RAGSTRATA_ANSWER_MIN_DENSE_SCORE); to change how often ask refuses, set "
-                "llm.min_evidence (unset: 0.81, calibrated for the MiniLM embedders; see "
-                "docs/configuration.md, 'Answer settings')"
+                "llm.min_answerable (the learned check's probability threshold, 0-1, with the "
+                "default e5 embedder) or, for the MiniLM embedders, llm.min_evidence (the "
+                "hand-made score best dense cosine + 0.5 x best lexical coverage, unset: 0.81); "
+                "see docs/configuration.md, 'Answer settings'"
             )
 
 

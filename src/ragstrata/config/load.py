@@ -89,7 +89,7 @@ class RagConfig:
             rest = key.removeprefix("RAGSTRATA_").lower()
             section, _, name = rest.partition("_")
             if section in _SECTIONS and name:
-                tree.setdefault(section, {})[name] = raw
+                tree.setdefault(section, {})[name] = _FromEnv(raw, key)
         for dotted, value in (overrides or {}).items():
             section, _, name = dotted.partition(".")
             tree.setdefault(section, {})[name] = value
@@ -152,9 +152,26 @@ def _check_type(name: str, type_name: str, value: Any) -> Any:
     return value
 
 
+class _FromEnv(str):
+    """A setting's text from a ``RAGSTRATA_*`` variable, which names it in errors; only such
+    text is parsed as a number or a flag (a TOML ``top_k = "5"`` is a string, refused)."""
+
+    variable: str
+
+    def __new__(cls, value: str, variable: str) -> _FromEnv:
+        text = super().__new__(cls, value)
+        text.variable = variable
+        return text
+
+
 def _coerce(name: str, type_name: str, value: Any) -> Any:
-    if not isinstance(value, str):
+    if not isinstance(value, _FromEnv):
+        if isinstance(value, str) and type_name.split("|")[0].strip() in ("int", "float", "bool"):
+            hint = "true or false" if type_name.startswith("bool") else "a number"
+            raise ConfigError(f"{name}={value!r} is text; write {hint} without quotes")
         return _check_type(name, type_name, value)
+    name = f"{value.variable} ({name})"
+    value = str(value)
     try:
         if type_name.startswith("int"):
             return None if value.lower() in ("", "none") and "None" in type_name else int(value)
