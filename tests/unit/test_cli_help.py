@@ -49,3 +49,12 @@ def test_the_command_list_keeps_each_summary_whole() -> None:
     lines = [" ".join(line.strip("│ ").split()) for line in result.output.splitlines()]
     watch = next(line for line in lines if line.startswith("watch "))
     assert "deleted files are synced in batches" in watch, result.output
+
+
+def test_a_commands_help_is_reflowed_to_the_terminal() -> None:
+    # the docstring's line breaks cut sentences mid-way on a narrow terminal (a new user's
+    # run, 2026-12-03): each help paragraph is one line for the terminal to wrap
+    root = typer.main.get_command(app)
+    for name, command in getattr(root, "commands", {}).items():
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph, (name, paragraph)

@@ -37,7 +37,14 @@ def _without_flag_types(params: list[Any]) -> list[Any]:
 
 
 class _Command(typer.core.TyperCommand):
-    """A typer command whose help shows no type for flags (see :func:`_without_flag_types`)."""
+    """A typer command whose help shows no type for flags (see :func:`_without_flag_types`)
+    and whose help paragraphs are re-flowed to the terminal (the docstring's own line breaks
+    cut sentences mid-way on a narrower one)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.help:
+            self.help = "\n\n".join(" ".join(p.split()) for p in self.help.split("\n\n"))
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _without_flag_types(super().get_params(ctx))
