@@ -63,23 +63,3 @@ def test_delete_without_an_index_raises(tmp_path: Path, minilm: MiniLMEmbedder) 
     with Ragstrata(config, embedder=minilm) as engine, pytest.raises(IndexNotFoundError):
         engine.delete(["x"])
     assert not index.exists()
-
-
-def test_a_lower_case_identifier_finds_its_page_with_bm25(
-    tmp_path: Path, minilm: MiniLMEmbedder
-) -> None:
-    corpus = tmp_path / "docs"
-    corpus.mkdir()
-    (corpus / "state.md").write_text(
-        "# useState\n\n`useState` devuelve un array con el estado actual y su función.\n",
-        encoding="utf-8",
-    )
-    (corpus / "reducer.md").write_text(
-        "# useReducer\n\nuseReducer devuelve el estado y una función dispatch.\n",
-        encoding="utf-8",
-    )
-    config = RagConfig(home=tmp_path / "home", index_dir=tmp_path / "index")
-    with Ragstrata(config, embedder=minilm) as engine:
-        engine.ingest([corpus])
-        hits = engine.search("que devuelve usestate", mode="bm25").hits
-        assert hits[0].chunk.source.endswith("state.md")  # a new user's query, 2026-12-03

@@ -80,10 +80,9 @@ def _allows(value: Any, language: str) -> bool:
 
 
 def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
-    """Query-side BM25 vector: term id → query term frequency (Lucene sums repeated terms),
-    over :meth:`~ragstrata.text.analyzer.Analyzer.query_terms`."""
+    """Query-side BM25 vector: term id → query term frequency (Lucene sums repeated terms)."""
     vector: dict[int, float] = {}
-    for term, count in Counter(analyzer.query_terms(query)).items():
+    for term, count in Counter(analyzer.terms(query)).items():
         key = term_id(term)
         vector[key] = vector.get(key, 0.0) + float(count)
     return vector

@@ -235,24 +235,6 @@ class Analyzer:
                 out.extend(self._word(raw))
         return out
 
-    def query_terms(self, text: str) -> list[str]:
-        """:meth:`terms` of a search query, plus each plain word's own folded lower-case form
-        where its stems differ from it: a user who types an identifier in lower case
-        ("usestate") then matches the whole-identifier term the documents' ``useState`` was
-        indexed under. A plain word's own form is never indexed, so for any other word the
-        extra term matches nothing and changes no score."""
-        out = self.terms(text)
-        for match in _TOKEN.finditer(text):
-            raw = match.group(0)
-            identifier = len(_PART.findall(raw)) != 1 or any(ch.isupper() for ch in raw[1:])
-            if _CJK.search(raw) or identifier or not raw.isalpha():
-                continue  # identifiers already give their whole form
-            stems = self._word(raw)
-            whole = fold_accents(raw.lower())
-            if stems and whole not in stems:
-                out.append(whole)
-        return out
-
     def term_frequencies(self, text: str) -> Counter[str]:
         """Term → count in ``text``."""
         return Counter(self.terms(text))
