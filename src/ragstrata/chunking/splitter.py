@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragstrata.errors import ChunkingError
-from ragstrata.text.spans import Fence, find_fences, sentence_spans, strip_span
+from ragstrata.text.spans import TABLE_DELIMITER, Fence, find_fences, sentence_spans, strip_span
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Block, Chunk, Document
 
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _METADATA_KEYS = ("modified", "language", "version", "date", "lang")
 
 TOO_LONG = 1 << 30
@@ -489,7 +488,7 @@ def _table_header_end(text: str, start: int, end: int) -> int | None:
         return None
     second = text.find("\n", first + 1, end)
     second = end if second == -1 else second
-    return second if _TABLE_SEP.match(text[first + 1 : second]) else None
+    return second if TABLE_DELIMITER.match(text[first + 1 : second]) else None
 
 
 def _decorations(

@@ -30,7 +30,7 @@ from typing import Any
 
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import ConfigError
-from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer, term_weights
 from ragstrata.text.language import language_relation
 from ragstrata.text.spans import sentence_spans
 from ragstrata.types import Hit
@@ -273,8 +273,7 @@ def _sentence_coverage(
     one of :func:`answer_sentences` of ``hits``; ``chunk_terms``: each hit's analysed terms."""
     if not terms or not hits:
         return 0.0
-    n = len(hits)
-    weight = {t: math.log1p(n / (sum(t in c for c in chunk_terms) + 0.5)) for t in terms}
+    weight = term_weights(terms, chunk_terms)
     total = sum(weight.values())
     best = 0.0
     for sentence in answer_sentences(hits):

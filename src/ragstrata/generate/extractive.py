@@ -5,8 +5,9 @@ It refuses on the evidence check (:func:`~ragstrata.generate.evidence.check_evid
 answerer's too), assembles the hits into numbered sources, then picks the sentences of the
 context that best answer the question, scored by ``0.7 · cosine(question, sentence) + 0.3 ·
 lexical coverage`` (the rarity-weighted share of the question's BM25 terms present in the
-sentence, :func:`term_weights`: a term every candidate sentence shares, such as the article's
-subject, counts little, the one that singles out the answer's sentence much), tags each with
+sentence, :func:`~ragstrata.text.analyzer.term_weights`: a term every candidate sentence
+shares, such as the article's subject, counts little, the one that singles out the answer's
+sentence much), tags each with
 its source label ``[n]``, and never cites a source it did not quote (refusing with
 ``no_quotes`` when no sentence can be quoted). Cited sources are renumbered 1..n in order of
 first citation. Code inside fences and headings are not answer sentences; a table's data row
@@ -24,7 +25,6 @@ the one it contradicts instead of silently winning.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,9 +36,15 @@ from ragstrata.assemble.context import Context, Source, assemble
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, refusal, word_tokens
 from ragstrata.generate.evidence import NO_EVIDENCE_RULE, EvidenceRule, check_evidence
-from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer, term_weights
 from ragstrata.text.language import query_language
-from ragstrata.text.spans import Fence, find_fences, join_split_code, sentence_spans
+from ragstrata.text.spans import (
+    TABLE_DELIMITER,
+    Fence,
+    find_fences,
+    join_split_code,
+    sentence_spans,
+)
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Answer, Citation, Hit, SourceDisagreement
 
@@ -60,8 +66,6 @@ _MAX_BLOCK_LINES = 30
 """Longest code block or list a sentence ending in ``:`` brings along (lines)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
-"""A pipe table's delimiter row (GFM: hyphens, optional colons, one hyphen is enough)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +129,7 @@ def _table_rows(text: str, fenced: Sequence[tuple[int, int]]) -> list[_Candidate
         a, b = lines[i]
         row, sep = text[a:b].strip(), text[lines[i + 1][0] : lines[i + 1][1]]
         inside = any(f0 <= a <= f1 for f0, f1 in fenced)
-        if inside or not row.startswith("|") or not _TABLE_SEPARATOR.match(sep) or "|" not in sep:
+        if inside or not row.startswith("|") or not TABLE_DELIMITER.match(sep) or "|" not in sep:
             i += 1
             continue
         header = [clean_sentence(c) for c in _cells(row)]
@@ -517,19 +521,6 @@ class ExtractiveAnswerer:
 SAME_STATEMENT_OVERLAP = 0.6
 """Share of the shorter sentence's terms (numbers and the unit left out) that the other must
 hold for two sentences to state the same fact (:func:`same_statement`)."""
-
-
-def term_weights(terms: set[str], sentences: Sequence[set[str]]) -> dict[str, float]:
-    """Rarity weight of each question term among the candidate ``sentences`` (each a set of
-    analysed terms): ``log(1 + n / (df + 0.5))``, ``n`` sentences, ``df`` of them holding the
-    term (the inverse document frequency of Robertson & Spärck Jones, 1976, over the sentences
-    instead of the index, as the answerability check's ``sentence_coverage`` does over the
-    hits). Every weight is positive, so a sentence's weighted coverage is 0 exactly when it
-    shares no term with the question. Measured against the plain share on 300 SQuAD-es
-    questions (docs/generation.md, "Sentence choice"): answers containing a gold answer 0.800 →
-    0.840 (train articles), 0.760 → 0.810 (test articles)."""
-    n = len(sentences)
-    return {t: math.log1p(n / (sum(t in s for s in sentences) + 0.5)) for t in terms}
 
 
 def same_statement(a: set[str], b: set[str]) -> bool:

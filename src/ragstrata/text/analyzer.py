@@ -17,6 +17,7 @@ Terms become sparse-vector ids and BM25 weights in :mod:`ragstrata.index.bm25`.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -254,3 +255,16 @@ def _cjk_bigrams(raw: str) -> list[str]:
             out.extend("".join(run[i : i + 2]) for i in range(len(run) - 1))
         run = []
     return out
+
+
+def term_weights(terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
+    """Rarity weight of each of ``terms`` among ``texts`` (each a set of analysed terms):
+    ``log(1 + n / (df + 0.5))``, ``n`` texts, ``df`` of them holding the term (the inverse
+    document frequency of Robertson & Spärck Jones, 1976, over the given texts instead of the
+    index: the extractive answerer's candidate sentences, the answerability check's hits).
+    Every weight is positive, so a text's weighted coverage is 0 exactly when it shares no
+    term. For quote choice, against the plain share on 300 SQuAD-es questions
+    (docs/generation.md): answers containing a gold answer 0.800 → 0.840 (train articles),
+    0.760 → 0.810 (test articles)."""
+    n = len(texts)
+    return {t: math.log1p(n / (sum(t in x for x in texts) + 0.5)) for t in terms}

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "TABLE_DELIMITER",
     "Fence",
     "find_fences",
     "inline_code_spans",
@@ -21,6 +22,10 @@ __all__ = [
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
+TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+"""A pipe table's delimiter row, the line under its header (GFM: cells of hyphens with optional
+colons, one hyphen is enough): the chunker repeats a table's header above each of its pieces,
+the extractive answerer reads each row under it."""
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
 
 

@@ -18,9 +18,8 @@ from ragstrata.generate.extractive import (
     is_topic_line,
     render,
     same_statement,
-    term_weights,
 )
-from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.analyzer import Analyzer, term_weights
 from ragstrata.types import Chunk, Hit, RetrieverHit
 
 
