@@ -196,13 +196,10 @@ class Ragstrata:
                 total=parsed.total,
                 progress=progress,
                 prune=parsed.gone if prune else None,
+                count_gone=None if prune else parsed.gone,  # the command line says so
                 dry_run=dry_run,
                 lock_wait_s=lock_wait_s,
             )
-            if not prune:  # what --prune would have removed: the command line says so
-                with contextlib.suppress(IndexNotFoundError, StoreError, OSError, ValueError):
-                    manifest = catalog.read_manifest(self.index_dir)
-                    report.stale = sum(parsed.gone(e.source) for e in manifest.documents.values())
         report.bytes_read = parsed.bytes_read
         report.unchanged += parsed.skipped
         return report
@@ -214,13 +211,15 @@ class Ragstrata:
         total: int | None = None,
         progress: ProgressCallback | None = None,
         prune: Callable[[str], bool] | None = None,
+        count_gone: Callable[[str], bool] | None = None,
         dry_run: bool = False,
         lock_wait_s: float = 0.0,
     ) -> IngestReport:
         """Chunk, embed and index already parsed documents (failures are passed through to the
         report). Same commit and skip rules as :meth:`ingest`.
 
-        ``prune(source)`` selects indexed documents to remove (their chunks go in one commit).
+        ``prune(source)`` selects indexed documents to remove (their chunks go in one commit);
+        ``count_gone(source)`` only counts them (``IngestReport.stale``).
         ``dry_run`` counts what would be added, updated and pruned without writing anything.
         ``lock_wait_s``: how long to wait for another process's hold on the index (a search in
         progress) before raising IndexLockedError; 0 fails at once.
@@ -233,7 +232,12 @@ class Ragstrata:
             writer = self._writer(lock_wait_s=lock_wait_s, create=True)
             try:
                 report = writer.add(
-                    documents, total=total, progress=progress, prune=prune, dry_run=dry_run
+                    documents,
+                    total=total,
+                    progress=progress,
+                    prune=prune,
+                    count_gone=count_gone,
+                    dry_run=dry_run,
                 )
             finally:
                 if writer.publisher is not None:

@@ -249,6 +249,7 @@ class IndexWriter:
         total: int | None = None,
         progress: ProgressCallback | None = None,
         prune: Callable[[str], bool] | None = None,
+        count_gone: Callable[[str], bool] | None = None,
         dry_run: bool = False,
     ) -> IngestReport:
         """Chunk, embed and commit ``documents`` (failures are passed through to the report);
@@ -260,8 +261,9 @@ class IndexWriter:
         ones are replaced in the commit that adds their new chunks, :data:`COMMIT_CHUNKS`
         chunks per commit; a larger document is committed in slices (see :class:`Slice`) and a
         document whose first slices a crash left committed resumes after them.
-        ``prune(source)`` selects indexed documents to remove in one more commit; ``dry_run``
-        only counts. The store is optimized when anything changed.
+        ``prune(source)`` selects indexed documents to remove in one more commit;
+        ``count_gone(source)`` only counts them (``report.stale``, from the manifest in hand);
+        ``dry_run`` only counts. The store is optimized when anything changed.
 
         A failure that carries a ``doc_id`` and ``retry_key`` is recorded in the manifest
         (:class:`~ragstrata.index.catalog.FailureEntry`), a document that is taken drops its
@@ -329,6 +331,8 @@ class IndexWriter:
             if stale and not dry_run:
                 self.delete(stale)  # writes the manifest, failure records included
                 failures_changed = False
+        if count_gone is not None:
+            report.stale = sum(count_gone(e.source) for e in manifest.documents.values())
         if failures_changed:  # no commit carried the failure records: persist them alone
             catalog.write_manifest(self.index_dir, manifest)
         if not dry_run and (report.chunks or report.updated or report.pruned):
