@@ -284,6 +284,14 @@ def _mojibake_warning(text: str, *, path: str) -> IngestWarning | None:
     )
 
 
+def _plausible_utf16(text: str) -> bool:
+    """Whether text read as UTF-16 can be text: real UTF-16 files hold line breaks, spaces
+    (ideographic ones included) or Latin characters (code points under U+0100); single-byte
+    text or binary behind a stray ``FF FE`` pairs its bytes into characters from U+2020 up,
+    none of which is whitespace."""
+    return not text or any(ch < "\u0100" or ch.isspace() for ch in text)
+
+
 def decode_bytes(data: bytes, *, path: str) -> str:
     """The normalized text of :func:`decode_text` (its warnings dropped)."""
     return decode_text(data, path=path).text
@@ -315,6 +323,13 @@ def decode_text(data: bytes, *, path: str) -> DecodedText:
                 text = data[len(bom) :].decode(encoding)
             except UnicodeDecodeError as exc:
                 raise DecodeError(path, f"has a {encoding} byte-order mark but {exc}") from exc
+            if encoding.startswith("utf-16") and not _plausible_utf16(text):
+                raise DecodeError(
+                    path,
+                    f"has a {encoding} byte-order mark but is not {encoding} text (no space, "
+                    "line break or Latin letter once decoded: bytes paired into CJK-looking "
+                    "characters)",
+                )
             break
     if text is None:
         if b"\x00" in data:

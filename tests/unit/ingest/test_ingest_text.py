@@ -33,6 +33,21 @@ def test_bom_is_stripped(bom: bytes, encoding: str) -> None:
     assert decode_bytes(data, path="a.txt") == SPANISH
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b"\xff\xfe\x00garbage\x80\x81", b"\xff\xfehello world\n", b"\xfe\xffplain texts."],
+)
+def test_a_stray_utf16_mark_before_bytes_that_are_not_utf16_is_refused(data: bytes) -> None:
+    # decoded as UTF-16 these pair into CJK-looking characters without a single space
+    with pytest.raises(DecodeError, match=r"not utf-16-.e text"):
+        decode_bytes(data, path="malo.md")
+
+
+def test_utf16_text_without_latin_letters_is_kept() -> None:
+    text = "你好世界。\n再见。"
+    assert decode_bytes(codecs.BOM_UTF16_LE + text.encode("utf-16-le"), path="a.txt") == text
+
+
 @pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
 @pytest.mark.parametrize(
     "text",
