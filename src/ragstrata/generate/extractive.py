@@ -95,6 +95,14 @@ class Generated:
 _LONE_TAG = re.compile(r"[ \t]*</?[a-z][\w-]*(?:\s[^<>\n]*)?>[ \t]*(?:\n|$)")
 """A line holding one HTML tag and nothing else (the ``<div class="termy">`` that wraps the
 FastAPI docs' console blocks): skipped between a sentence ending in ``:`` and its block."""
+_QUOTE_CONTINUATION = re.compile(r"\n[ \t]*(?:>[ \t]?)+")
+"""The blockquote markers of a sentence's second and later lines."""
+_ADMONITION_TITLE = re.compile(
+    r"(?:\[!\w+\]|\**(?:note|nota|tip|consejo|warning|advertencia|caution|precaución|important|"
+    r"importante|info|información|danger|peligro|pitfall|deep ?dive)\**:?)\s*$",
+    re.IGNORECASE,
+)
+"""A blockquote line that only titles it (``> Note``, ``> **Nota**``, ``> [!WARNING]``)."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
@@ -166,7 +174,8 @@ def _candidates(source: Source) -> list[_Candidate]:
     """Sentences (chunk-relative) of the chunk's prose.
 
     Consecutive text lines form one paragraph, so sentences of hard-wrapped Markdown are not cut
-    at line ends, nor inside inline code; a list item starts a new paragraph. Fenced code,
+    at line ends, nor inside inline code; a list item starts a new paragraph, and so does a
+    blockquote's empty ``>`` line (its title line, ``> Note``, is no prose). Fenced code,
     headings, HTML/MDX lines and admonition markers (``/// note``, ``!!! tip``, ``:::``) are
     not prose; a table's data rows are candidates of their own, read with their header
     (:func:`_table_rows`). A sentence ending in ``:`` takes the
@@ -187,9 +196,11 @@ def _candidates(source: Source) -> list[_Candidate]:
         start, end = pos, pos + len(line)
         pos = end + 1
         stripped = line.strip()
+        quoted = stripped.lstrip("> \t")  # a blockquote line without its markers
         prose = not (
             any(a <= start <= b for a, b in fenced)
-            or not stripped
+            or not quoted
+            or (quoted != stripped and _ADMONITION_TITLE.match(quoted) is not None)
             or stripped.startswith(("#", "|", "<", "{", "///", "!!!", ":::"))
             or _SEPARATOR.match(line)
         )
@@ -238,6 +249,7 @@ def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
 def clean_sentence(text: str) -> str:
     """Sentence for display: MDX/MkDocs anchors and components, images, bold markers and
     list/quote markers removed, links shown as their text (inline code is kept as written)."""
+    text = _QUOTE_CONTINUATION.sub("\n", text)
     parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
     for i in range(0, len(parts), 2):  # markup is removed outside code only: `<StrictMode>`
         part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))

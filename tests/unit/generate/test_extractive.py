@@ -462,3 +462,21 @@ def test_a_lead_in_whose_list_is_cut_off_is_not_quoted(onnx_embedder: Any) -> No
     alone = source("alone", "El Modo Estricto habilita los siguientes chequeos:", 1)
     ctx = assemble([alone], counter=e5.counter, budget_tokens=500)
     assert answerer.pick_quotes("¿Qué chequeos habilita el Modo Estricto?", ctx).quotes
+
+
+def test_a_blockquote_title_and_empty_quote_lines_are_no_prose(onnx_embedder: Any) -> None:
+    """A new user's quote read "Note > > `useId` no está diseñado ..." (React docs' ``> Note``
+    admonitions): the title line and the empty ``>`` line are skipped, later lines lose their
+    ``>``."""
+    text = (
+        "> Note\n>\n> `useId` **no está** diseñado para generar llaves.\n"
+        "> Las llaves deben ser generadas\n> a partir de tus datos.\n\n> [!WARNING]\n> Cuidado."
+    )
+    hit = source("react-v18", text, 1, language="es")
+    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
+    sentences = [clean_sentence(text[c.start : c.end]) for c in _candidates(ctx.sources[0])]
+    assert sentences == [
+        "`useId` no está diseñado para generar llaves.",
+        "Las llaves deben ser generadas a partir de tus datos.",
+        "Cuidado.",
+    ]
