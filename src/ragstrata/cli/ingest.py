@@ -3,8 +3,12 @@ and ``stats`` (what the index holds)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,16 +40,39 @@ def _print_warning(warning: IngestWarning) -> None:
     err.print(f"[yellow]warning[/] {where}: {what}", highlight=False)
 
 
-def _interrupted(done: IngestProgress) -> typer.Exit:
-    """Say what an ingest stopped by Ctrl-C left behind; the exit of status 130 (128 + SIGINT)."""
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``docker stop``, systemd) raised in the main thread: the same clean
+    stop as Ctrl-C (workers stopped, no leaked semaphores), exit status 143."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`_Terminated` in the main thread (elsewhere: no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(done: IngestProgress, *, terminated: bool = False) -> typer.Exit:
+    """Say what an ingest stopped by Ctrl-C (exit status 130, 128 + SIGINT) or SIGTERM (143)
+    left behind."""
     err.print(
         f"interrupted: {done.chunks_committed} chunks committed from "
-        f"{done.files_parsed} files parsed before Ctrl-C; every finished commit stays in the "
-        "index, an unfinished one is rolled back by the next run; run the same command again "
-        "to finish (unchanged files are skipped)",
+        f"{done.files_parsed} files parsed before {'SIGTERM' if terminated else 'Ctrl-C'}; "
+        "every finished commit stays in the index, an unfinished one is rolled back by the "
+        "next run; run the same command again to finish (unchanged files are skipped)",
         highlight=False,
     )
-    return typer.Exit(130)
+    return typer.Exit(143 if terminated else 130)
 
 
 def ingest(
@@ -100,16 +127,17 @@ def ingest(
             show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, done),
         ):
             try:
-                result = engine.ingest(
-                    paths,
-                    progress=on_progress,
-                    prune=prune,
-                    dry_run=dry_run,
-                    retry_failed=retry_failed,
-                    lock_wait_s=WRITE_WAIT_S,
-                )
-            except KeyboardInterrupt:
-                raise _interrupted(done) from None
+                with _sigterm_as_interrupt():
+                    result = engine.ingest(
+                        paths,
+                        progress=on_progress,
+                        prune=prune,
+                        dry_run=dry_run,
+                        retry_failed=retry_failed,
+                        lock_wait_s=WRITE_WAIT_S,
+                    )
+            except KeyboardInterrupt as exc:
+                raise _interrupted(done, terminated=isinstance(exc, _Terminated)) from None
             try:
                 stats = engine.stats()
             except IndexNotFoundError:  # a dry run on a new index writes nothing
