@@ -338,6 +338,12 @@ def test_golden_file_eval_against_an_existing_index(tmp_path: Path) -> None:
     assert report["n_queries"] == 10 and report["skipped_queries"] == 0
     assert report["modes"]["hybrid"]["hit@5"] >= 0.8
     assert "not in the index" not in result.output
+    # an empty golden file says so in its own words (it said "qrels hold no query ...")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("", encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(empty), "--index", str(index)])
+    assert result.exit_code == 2  # a configuration error, like a malformed entry
+    assert "empty.yaml: holds no entries" in result.output and "qrels" not in result.output
 
 
 def test_one_engine_at_a_time_holds_the_index(

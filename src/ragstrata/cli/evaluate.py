@@ -338,6 +338,11 @@ def _golden(
     from ragstrata.eval.runner import run_golden
 
     golden = load_golden(path)
+    if not golden:
+        raise ConfigError(
+            f"{path}: holds no entries; write one per question: '- query: ...' with "
+            "'expected: [source, ...]' (docs/evaluation.md, \"Your own corpus: golden files\")"
+        )
     engine = _engine(index, config)
     try:
         return run_golden(engine, golden, name=path.name, modes=modes)
