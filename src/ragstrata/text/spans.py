@@ -27,6 +27,24 @@ TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 colons, one hyphen is enough): the chunker repeats a table's header above each of its pieces,
 the extractive answerer reads each row under it."""
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|(?<=[。！？])")
+_ABBREVIATIONS = frozenset(
+    {
+        # English
+        *("vs", "e.g", "i.e", "cf", "approx", "mr", "mrs", "ms", "dr", "prof", "jr", "sr", "st"),
+        # Spanish ("p. ej." ends in "ej"; "EE. UU." has its first half here)
+        *("p.ej", "ej", "aprox", "sra", "srta", "dra", "lic", "ing", "ud", "uds", "vd", "vds"),
+        "ee",
+    }
+)
+"""Words that a period after does not end a sentence ("vs.", "e.g.", "p. ej.", "Sra."),
+compared in lower case."""
+_NUMBER_ABBREVIATIONS = frozenset(
+    {"no", "nos", "vol", "vols", "pp", "p", "fig", "figs", "eq", "eqs", "sec", "ch", "núm", "pág"}
+    | {"art", "cap"}
+)
+"""Words that a period after does not end a sentence when a digit follows ("No. 5", "pág. 12",
+"Fig. 3"): "no." also ends English sentences."""
+_WORD_BEFORE = re.compile(r"(\w+(?:\.\w+)*)\.$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +72,14 @@ def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Sentence spans of ``text[start:end]`` (absolute offsets, trimmed, non-empty), split after
-    ``. ! ? …`` and CJK full stops followed by whitespace."""
+    ``. ! ? …`` and CJK full stops followed by whitespace, except where the sentence goes on:
+    a lower-case letter follows a period or ellipsis, or the period ends an abbreviation
+    ("vs.", "e.g.", "p. ej.", "Sra.", "No. 5"; see :data:`_ABBREVIATIONS`)."""
     out = []
     pos = start
     for m in _SENTENCE_END.finditer(text, start, end):
+        if _continues(text, m.start(), m.end(), end):
+            continue
         a, b = strip_span(text, pos, m.end())
         if a < b:
             out.append((a, b))
@@ -66,6 +88,26 @@ def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     if a < b:
         out.append((a, b))
     return out
+
+
+def _continues(text: str, stop: int, after: int, end: int) -> bool:
+    """Whether the sentence goes on past the stop before ``text[stop]`` (``after``: where the
+    next sentence would start): a period or ellipsis followed by a lower-case letter, or a
+    period after an abbreviation (:data:`_ABBREVIATIONS`, or :data:`_NUMBER_ABBREVIATIONS`
+    before a digit)."""
+    mark = text[stop - 1]
+    if mark not in ".…" or after >= end:
+        return False
+    following = text[after]
+    if following.islower():
+        return True
+    if mark != ".":
+        return False
+    word = _WORD_BEFORE.search(text, max(0, stop - 12), stop)
+    if word is None:
+        return False
+    before = word.group(1).lower()
+    return before in _ABBREVIATIONS or (following.isdigit() and before in _NUMBER_ABBREVIATIONS)
 
 
 def find_fences(text: str) -> list[Fence]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +21,36 @@ def test_sentences_split_after_stops_followed_by_space() -> None:
         "«no split»x.y 終わり。",
         "次",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        (
+            "It memoizes the render based on props vs. state. Next one.",
+            ["It memoizes the render based on props vs. state.", "Next one."],
+        ),
+        ("Use a tool, e.g. Docker. Then run it.", ["Use a tool, e.g. Docker.", "Then run it."]),
+        ("Hay opciones, p. ej. Docker. Luego sí.", ["Hay opciones, p. ej. Docker.", "Luego sí."]),
+        (
+            "La Sra. García vive en EE. UU. desde 2010. Fin.",
+            ["La Sra. García vive en EE. UU. desde 2010.", "Fin."],
+        ),
+        (
+            "See No. 5 for details. The answer is no. But why?",
+            ["See No. 5 for details.", "The answer is no.", "But why?"],
+        ),
+        ("Smith et al. reported it. Done.", ["Smith et al. reported it.", "Done."]),
+        ("Está en la pág. 12. Otra.", ["Está en la pág. 12.", "Otra."]),
+        ("It ends here... and goes on. Yes.", ["It ends here... and goes on.", "Yes."]),
+        ("Fin. ¿Qué pasa? Nada.", ["Fin.", "¿Qué pasa?", "Nada."]),
+        ("Plan B. The rest.", ["Plan B.", "The rest."]),
+    ],
+)
+def test_sentences_go_on_past_abbreviations_and_lower_case_continuations(
+    text: str, sentences: list[str]
+) -> None:
+    assert [text[a:b] for a, b in sentence_spans(text, 0, len(text))] == sentences
 
 
 def test_sentence_offsets_are_absolute() -> None:
