@@ -3,6 +3,8 @@ error exit, the exit codes and the help classes that keep ``<bool>`` off flags."
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -114,3 +116,59 @@ def _fail(exc: RagError) -> typer.Exit:
         markup=True,
     )
     return typer.Exit(2 if isinstance(exc, ConfigError) else 1)
+
+
+def output_file(path: Path | None, option: str) -> Path | None:
+    """``path`` (an output file such as ``--json`` or ``--report``) once checked before the
+    work starts: not a folder, in a folder that exists and can be written. ``None`` passes.
+
+    Raises:
+        ConfigError: the path is a folder, or its folder is missing or read-only.
+    """
+    if path is None:
+        return None
+    folder, where = path.parent, f"{option} {path_text(path)}"
+    if path.is_dir():
+        raise ConfigError(f"{where}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise ConfigError(f"{where}: the folder {path_text(folder)} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"{where}: the folder {path_text(folder)} is not writable")
+    return path
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write an output file checked by :func:`output_file`; a failure now (disk full, the
+    folder removed meanwhile) is an ``error`` line and exit status 1, not a traceback."""
+    try:
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise _fail(
+            RagError(f"{option} {path_text(path)}: cannot write ({exc.strerror or exc})")
+        ) from exc
+
+
+def read_report(path: Path | None, option: str, *, key: str, writer: str) -> dict[str, Any] | None:
+    """An earlier JSON report (``--compare``, ``--baseline``) read before the work starts;
+    ``key``: a top-level key every report of the command has; ``writer``: the command whose
+    ``--json`` writes such a report. ``None`` passes.
+
+    Raises:
+        ConfigError: missing or unreadable file, not JSON, or not a report of that command.
+    """
+    if path is None:
+        return None
+    where = f"{option} {path_text(path)}"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{where}: no such file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: not a JSON report ({exc})") from exc
+    if not isinstance(data, dict) or key not in data:
+        raise ConfigError(
+            f"{where}: not a report of {writer} (no {key!r} key); give a file its --json wrote"
+        )
+    return data

@@ -22,6 +22,9 @@ from ragstrata.cli.common import (
     _llm_overrides,
     err,
     out,
+    output_file,
+    read_report,
+    write_output,
 )
 from ragstrata.cli.options import BaselineOpt, ConfigOpt, EvalIndexOpt, IndexOpt
 from ragstrata.config import RagConfig
@@ -81,6 +84,9 @@ def eval_cmd(
         unknown = [m for m in wanted if m not in ("bm25", "dense", "hybrid", "hybrid+rerank")]
         if unknown or not wanted:
             raise ConfigError(f"--modes {modes!r}: choose from bm25, dense, hybrid, hybrid+rerank")
+        output_file(json_file, "--json")
+        earlier = read_report(compare_file, "--compare", key="modes", writer="eval")
+        gate_on = read_report(baseline, "--baseline", key="modes", writer="eval")
         if dataset.suffix in (".yaml", ".yml", ".jsonl"):
             report, unmatched = _golden(dataset, wanted, index, config)
             for item in unmatched:
@@ -89,7 +95,7 @@ def eval_cmd(
             report = _ablation(dataset, split, wanted, max_queries, index, config)
     except RagError as exc:
         raise _fail(exc) from exc
-    _print_eval(report, json_file, compare_file, baseline, tolerance)
+    _print_eval(report, json_file, earlier, gate_on, tolerance)
 
 
 def eval_refusal(
@@ -118,6 +124,7 @@ def eval_refusal(
     from ragstrata.eval.refusal import calibrate, collect, collect_out_of_corpus
 
     try:
+        output_file(json_file, "--json")
         cfg = RagConfig.load(config_file=config)
         name = load_squad(dataset).corpus_name
         if index is None:
@@ -172,7 +179,7 @@ def eval_refusal(
             [f.qid, f.article, f.unanswerable, round(f.dense, 5), round(f.coverage, 5)]
             for f in features
         ]
-        json_file.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        write_output(json_file, json.dumps(data, indent=2), "--json")
 
 
 def eval_answers(
@@ -233,6 +240,8 @@ def eval_answers(
     try:
         if absent_scope not in ("drawn", "question"):
             raise ConfigError(f"--absent-scope {absent_scope!r}: choose drawn or question")
+        output_file(json_file, "--json")
+        gate_on = read_report(baseline, "--baseline", key="metrics", writer="eval-answers")
         cfg = RagConfig.load(config_file=config, overrides=_llm_overrides(llm))
         cases, documents, name, cfg = _answer_cases(dataset, split, max_queries, index, cfg)
         err.print(
@@ -265,12 +274,9 @@ def eval_answers(
     )
     print(answer_markdown(result))
     if json_file is not None:
-        json_file.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    if baseline is not None:
-        _exit_on_regressions(
-            gate(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance),
-            tolerance,
-        )
+        write_output(json_file, json.dumps(result, indent=1, ensure_ascii=False), "--json")
+    if gate_on is not None:
+        _exit_on_regressions(gate(result, gate_on, tolerance=tolerance), tolerance)
 
 
 def _answer_cases(
@@ -318,6 +324,7 @@ def eval_citations(
     from ragstrata.generate.citations import CitationChecker
 
     try:
+        output_file(json_file, "--json")
         engine = Ragstrata(RagConfig.load(config_file=config))
         chunks = {folder.name: corpus_chunks(engine, folder) for folder in corpora}
         pairs = build_pairs(chunks, per_corpus=per_corpus)
@@ -328,7 +335,7 @@ def eval_citations(
     data["embedder"] = engine.embedder.name
     out.print(json.dumps(data, indent=2), highlight=False)
     if json_file is not None:
-        json_file.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        write_output(json_file, json.dumps(data, indent=2), "--json")
 
 
 def _golden(
@@ -386,8 +393,8 @@ def _exit_on_regressions(failures: list[str], tolerance: float) -> None:
 def _print_eval(
     report: Any,
     json_file: Path | None,
-    compare_file: Path | None,
-    baseline: Path | None,
+    earlier: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
     tolerance: float,
 ) -> None:
     from ragstrata.eval.runner import compare, gate, markdown_table
@@ -401,15 +408,12 @@ def _print_eval(
     )
     print(markdown_table(result))
     if json_file is not None:
-        json_file.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    if compare_file is not None:
+        write_output(json_file, json.dumps(result, indent=1), "--json")
+    if earlier is not None:
         print()
-        print(compare(result, json.loads(compare_file.read_text(encoding="utf-8"))))
+        print(compare(result, earlier))
     if baseline is not None:
-        _exit_on_regressions(
-            gate(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance=tolerance),
-            tolerance,
-        )
+        _exit_on_regressions(gate(result, baseline, tolerance=tolerance), tolerance)
 
 
 reranker_app = typer.Typer(

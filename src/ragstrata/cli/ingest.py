@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from ragstrata.cli.common import EXIT_PARTIAL, _engine, _fail, _term, err, out
+from ragstrata.cli.common import (
+    EXIT_PARTIAL,
+    _engine,
+    _fail,
+    _term,
+    err,
+    out,
+    output_file,
+    write_output,
+)
 from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
 from ragstrata.cli.progress import DEFAULT_PROGRESS_EVERY_S, IngestProgress, show_progress
 from ragstrata.config import RagConfig
@@ -122,6 +131,7 @@ def ingest(
     from ragstrata.pipeline import WRITE_WAIT_S
 
     try:
+        output_file(report, "--report")
         with (
             _engine(index, config) as engine,
             show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, done),
@@ -148,11 +158,7 @@ def ingest(
     data = result.to_json() | {"index": stats}
     if report is not None:
         # paths are text already (ragstrata.paths); backslashreplace is the last guard
-        report.write_text(
-            json.dumps(data, indent=2, ensure_ascii=False),
-            encoding="utf-8",
-            errors="backslashreplace",
-        )
+        write_output(report, json.dumps(data, indent=2, ensure_ascii=False), "--report")
     if json_out:
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
