@@ -68,7 +68,7 @@ def test_failed_files_are_remembered_until_they_change(tmp_path: Path, minilm_en
     corpus = tmp_path / "docs"
     corpus.mkdir()
     (corpus / "good.md").write_text(GOOD, encoding="utf-8")
-    (corpus / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (corpus / "binary.md").write_bytes(b"\x00\x01\x02\x03binary\x00\x00\xff")
     (corpus / "blank.md").write_text("---\ntitle: nothing\n---\n", encoding="utf-8")
     index = tmp_path / "idx"
     events: list[tuple[str, int, int]] = []

@@ -95,6 +95,14 @@ class Generated:
 _LONE_TAG = re.compile(r"[ \t]*</?[a-z][\w-]*(?:\s[^<>\n]*)?>[ \t]*(?:\n|$)")
 """A line holding one HTML tag and nothing else (the ``<div class="termy">`` that wraps the
 FastAPI docs' console blocks): skipped between a sentence ending in ``:`` and its block."""
+_ANNOUNCES = re.compile(
+    r"\b(?:as (?:shown|follows)|the following|below|como (?:se muestra|sigue)|a continuación"
+    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo))\b",
+    re.IGNORECASE,
+)
+"""Words by which a sentence ending in a stop announces the code or list after it ("... como
+se muestra." before ``# deluser --remove-home fish``)."""
+_CELL_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _QUOTE_CONTINUATION = re.compile(r"\n[ \t]*(?:>[ \t]?)+")
 """The blockquote markers of a sentence's second and later lines."""
 _ADMONITION_TITLE = re.compile(
@@ -121,7 +129,8 @@ class _Candidate:
 def _table_rows(text: str, fenced: Sequence[tuple[int, int]]) -> list[_Candidate]:
     """The data rows of the pipe tables of ``text`` (a header row, a separator row, then rows
     starting with ``|``; not inside a fenced block), each shown as ``header: cell`` pairs
-    joined by ``; `` (empty cells left out, a cell under an empty header shown alone), so that
+    joined by ``; `` (empty cells left out, a cell under an empty header shown alone, a row
+    number under one left out; line breaks in a cell read as ``, ``), so that
     a row says what its numbers are: ``| Run 11 | 12.5 | 103.4 |`` under ``| Run | U (m/s) |
     T (°C) |`` reads "Run: Run 11; U (m/s): 12.5; T (°C): 103.4". The quote's offsets are the
     row's, so its citation is the row verbatim. A table without its header in the chunk gives
@@ -140,16 +149,34 @@ def _table_rows(text: str, fenced: Sequence[tuple[int, int]]) -> list[_Candidate
         if inside or not row.startswith("|") or not TABLE_DELIMITER.match(sep) or "|" not in sep:
             i += 1
             continue
-        header = [clean_sentence(c) for c in _cells(row)]
+        header = [_clean_cell(c) for c in _cells(row)]
         i += 2
         while i < len(lines) and text[lines[i][0] : lines[i][1]].strip().startswith("|"):
             a, b = lines[i]
-            cells = [clean_sentence(c) for c in _cells(text[a:b].strip())]
-            pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False) if c]
+            cells = [_clean_cell(c) for c in _cells(text[a:b].strip())]
+            pairs = [
+                f"{h}: {c}" if h else c
+                for h, c in zip(header, cells, strict=False)
+                if c and (h or not c.isdigit())  # a row number under an empty header says nothing
+            ]
             if pairs:
                 out.append(_Candidate(a, b, b, "; ".join(pairs)))
             i += 1
     return out
+
+
+def _clean_cell(cell: str) -> str:
+    """A table cell for display: its line breaks (``<br>``, what HTML and Confluence tables
+    hold) and list dashes become ``, `` (or a space after a stop), then :func:`clean_sentence`:
+    "Congelar despliegues<br>Avisar a seguridad" reads "Congelar despliegues, Avisar a
+    seguridad", not "desplieguesAvisar"."""
+    parts = [p.strip() for p in _CELL_BREAK.split(cell)]
+    shown = ""
+    for part in (_LIST_ITEM.sub("", p) for p in parts if p):
+        if shown:
+            shown += " " if shown[-1] in ".:;,!?" else ", "
+        shown += part
+    return clean_sentence(shown)
 
 
 def _cells(row: str) -> list[str]:
@@ -212,15 +239,19 @@ def _candidates(source: Source) -> list[_Candidate]:
         else:
             para = (para[0], end)
     flush()
-    sentences = [_Candidate(a, b, _announced_block(text, b, fences)) for a, b in spans]
+    sentences = [_Candidate(a, b, _announced_block(text, a, b, fences)) for a, b in spans]
     return sorted(sentences + _table_rows(text, fenced), key=lambda c: c.start)
 
 
-def _announced_block(text: str, end: int, fences: Sequence[Fence]) -> int:
-    """End of the code block or list that the sentence ending at ``end`` announces with a
-    final ``:`` (``end`` when it announces none, or the block is longer than
-    :data:`_MAX_BLOCK_LINES` lines or cut off by the chunk's end)."""
-    if not text[:end].rstrip().endswith(":"):
+def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -> int:
+    """End of the code block or list that the sentence ``text[start:end]`` announces with a
+    final ``:`` or with words such as "as shown" / "como se muestra" before its stop (``end``
+    when it announces none, or the block is longer than :data:`_MAX_BLOCK_LINES` lines or cut
+    off by the chunk's end)."""
+    sentence = text[start:end].rstrip()
+    if not sentence.endswith(":") and not (
+        sentence.endswith(".") and _ANNOUNCES.search(sentence) is not None
+    ):
         return end
     rest = text[end:]
     skipped = len(rest) - len(rest.lstrip())

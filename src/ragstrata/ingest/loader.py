@@ -21,6 +21,7 @@ from typing import Any
 
 from ragstrata.config import FollowSymlinks
 from ragstrata.errors import (
+    CorruptFileError,
     EmptyDocumentError,
     FileTooLargeError,
     HiddenFileError,
@@ -111,11 +112,28 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF file (rename it to .pdf)"),
+    (b"PK\x03\x04", "a ZIP archive (such as .docx, .xlsx, .odt or .epub)"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x7fELF", "an executable (ELF)"),
+)
+"""Leading bytes of formats that are no text, and what the file is: a text-format file that
+starts with one is refused with RS206 (an uncompressed PDF named ``.md`` was indexed as PDF
+syntax)."""
+
+
 def _parse_bytes(data: bytes, *, fmt: str, source: str, stem: str) -> ParsedText:
     if fmt == "pdf":
         from ragstrata.ingest.pdf import parse_pdf
 
         return parse_pdf(data, source=source, fallback_title=stem)
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            raise CorruptFileError(source, f"is {what}, not {fmt} text (it starts with {magic!r})")
     decoded = decode_text(data, path=source)
     parsed = _parse(decoded.text, fmt=fmt, stem=stem)
     if not decoded.warnings and not parsed.warnings:

@@ -284,6 +284,18 @@ def _mojibake_warning(text: str, *, path: str) -> IngestWarning | None:
     )
 
 
+def _looks_utf16(data: bytes) -> bool:
+    """Whether ``data`` (no byte-order mark) looks like UTF-16 of Latin text: in its first 4 kB,
+    most bytes at odd (little-endian) or even (big-endian) positions are NUL and almost none
+    at the others."""
+    head = data[:4096]
+    even, odd = head[0::2], head[1::2]
+    if len(odd) < 4:
+        return False
+    even_nul, odd_nul = even.count(0) / len(even), odd.count(0) / len(odd)
+    return (odd_nul > 0.6 and even_nul < 0.05) or (even_nul > 0.6 and odd_nul < 0.05)
+
+
 def _plausible_utf16(text: str) -> bool:
     """Whether text read as UTF-16 can be text: real UTF-16 files hold line breaks, spaces
     (ideographic ones included) or Latin characters (code points under U+0100); single-byte
@@ -333,6 +345,12 @@ def decode_text(data: bytes, *, path: str) -> DecodedText:
             break
     if text is None:
         if b"\x00" in data:
+            if _looks_utf16(data):
+                raise DecodeError(
+                    path,
+                    "contains NUL bytes between its characters: UTF-16 text without a "
+                    "byte-order mark? Save it as UTF-8 (or UTF-16 with a BOM)",
+                )
             raise DecodeError(path, "contains NUL bytes; it looks like a binary file")
         try:
             text = data.decode("utf-8")

@@ -413,6 +413,20 @@ def test_a_table_row_is_quoted_with_its_header(onnx_embedder: Any) -> None:
     assert answer.citations[0].quote.startswith("| `passwd -e` |")
 
 
+def test_table_cells_with_line_breaks_and_row_numbers_read_as_text() -> None:
+    """A Confluence table's cells joined lines with ``<br>`` and a numbering column had no
+    header: a new user's answers read "Congelar desplieguesAvisar a seguridad" and "1; ..."."""
+    text = (
+        "|  | Flag | Meaning |\n| --- | --- | --- |\n"
+        "| 2 | --canary | Deploy to 5 % first.<br>Watch the canary:<br>- error rate<br>- p99 |\n"
+        "| SEV1 | y | Congelar despliegues<br/>Avisar a seguridad |\n"
+    )
+    assert [r.shown for r in _table_rows(text, [])] == [
+        "Flag: --canary; Meaning: Deploy to 5 % first. Watch the canary: error rate, p99",
+        "SEV1; Flag: y; Meaning: Congelar despliegues, Avisar a seguridad",
+    ]
+
+
 def test_table_rows_need_a_header_and_are_not_read_inside_code() -> None:
     text = (
         "```\n| a | b |\n|---|---|\n| 1 | 2 |\n```\n\n"
@@ -480,3 +494,17 @@ def test_a_blockquote_title_and_empty_quote_lines_are_no_prose(onnx_embedder: An
         "Las llaves deben ser generadas a partir de tus datos.",
         "Cuidado.",
     ]
+
+
+def test_a_sentence_saying_as_shown_takes_the_command_after_it(onnx_embedder: Any) -> None:
+    """The Debian reference: "... puede borrar esta cuenta ... como se muestra." then the
+    command in a code block; a new user got the sentence without the command."""
+    text = (
+        "Cuando termine, puede borrar esta cuenta y su directorio como se muestra.\n\n"
+        "```\n# deluser --remove-home fish\n```\n\nLa siguiente sección trata de sudo."
+    )
+    hit = source("ch01", text, 1, language="es")
+    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
+    first, last = _candidates(ctx.sources[0])
+    assert text[first.end : first.block_end].strip() == "```\n# deluser --remove-home fish\n```"
+    assert last.block_end == last.end  # a stop without announcing words takes nothing

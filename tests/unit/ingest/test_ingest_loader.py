@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragstrata.errors import (
+    CorruptFileError,
     DecodeError,
     EmptyDocumentError,
     FileTooLargeError,
@@ -105,10 +106,36 @@ def test_crlf_and_lf_files_give_same_document_content(tmp_path: Path, fixtures_d
 
 def test_binary_with_md_extension(tmp_path: Path) -> None:
     path = tmp_path / "image.md"
-    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
-    with pytest.raises(DecodeError) as info:
+    path.write_bytes(b"\x00\x01\x02\x03binary\x00\x00\xff")
+    with pytest.raises(DecodeError, match="looks like a binary file") as info:
         load_document(path)
     assert info.value.path == path.resolve().as_posix()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "what"),
+    [
+        # an uncompressed PDF is ASCII: it was indexed as PDF syntax under .md and .html
+        ("ascii_pdf.md", b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\n", "a PDF file"),
+        ("really_pdf.html", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n\x00\x01", "a PDF file"),
+        ("report.txt", b"PK\x03\x04\x14\x00\x06\x00word/document.xml", "a ZIP archive"),
+        ("image.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "a PNG image"),
+    ],
+)
+def test_a_binary_format_under_a_text_extension_says_what_it_is(
+    tmp_path: Path, name: str, data: bytes, what: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(CorruptFileError, match=f"is {what}"):
+        load_document(path)
+
+
+def test_utf16_without_a_byte_order_mark_gets_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "nota.txt"
+    path.write_bytes("Hola, ¿qué tal? Texto en UTF-16.\n".encode("utf-16-le"))
+    with pytest.raises(DecodeError, match="UTF-16 text without a byte-order mark"):
+        load_document(path)
 
 
 def test_zero_byte_file(tmp_path: Path) -> None:
