@@ -344,6 +344,16 @@ def test_golden_file_eval_against_an_existing_index(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", str(empty), "--index", str(index)])
     assert result.exit_code == 2  # a configuration error, like a malformed entry
     assert "empty.yaml: holds no entries" in result.output and "qrels" not in result.output
+    # no expected source matches: the unmatched items are named, not "qrels hold no query"
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("- query: How do I install it?\n  expected: [instal.md]\n", encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(typo), "--index", str(index)])
+    assert result.exit_code == 2 and "q1: instal.md" in result.output, result.output
+    # a golden list saved as .json is not taken for a broken SQuAD file
+    as_json = tmp_path / "golden.json"
+    as_json.write_text('[{"query": "x", "expected": ["README.md"]}]', encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(as_json), "--index", str(index)])
+    assert result.exit_code == 2 and ".yaml, .yml or .jsonl" in result.output, result.output
 
 
 def test_one_engine_at_a_time_holds_the_index(

@@ -42,7 +42,8 @@ def eval_cmd(
     dataset: Annotated[
         Path,
         typer.Argument(
-            help="BEIR folder, SQuAD JSON file/folder, or parallel Markdown docs (es/, en/)."
+            help="Your golden .yaml/.yml/.jsonl file (scored against --index), a BEIR "
+            "folder, a SQuAD JSON file/folder, or parallel Markdown docs (es/, en/)."
         ),
     ],
     split: Annotated[
@@ -401,7 +402,8 @@ def _print_eval(
 
     result = report.to_json()
     out.print(
-        f"{report.dataset}: {report.n_queries} queries ({report.skipped_queries} without "
+        f"{report.dataset}: {report.n_queries} quer{'y' if report.n_queries == 1 else 'ies'} "
+        f"({report.skipped_queries} without "
         f"relevant docs skipped), {report.n_docs} docs, {report.n_chunks} chunks, "
         f"embedder {report.embedder}",
         highlight=False,

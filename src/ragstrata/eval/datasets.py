@@ -341,6 +341,11 @@ def load_squad(path: Path, *, split: str = "all") -> EvalDataset:
         root = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+    if isinstance(root, list):
+        raise ConfigError(
+            f"{path}: a JSON list is no SQuAD file (an object with 'data'); a golden file of "
+            "your own questions is .yaml, .yml or .jsonl (one JSON object per line)"
+        )
     root = _expect(root, dict, f"{path}: top level")
     articles = _expect(root.get("data"), list, f"{path}: field 'data'")
     halves = article_split(range(len(articles)))

@@ -221,8 +221,23 @@ def run_golden(
     depth: int = 100,
 ) -> tuple[AblationReport, list[str]]:
     """Score a user's golden queries against the index ``engine`` already holds (nothing is
-    ingested). Returns the report and the expected items that matched no indexed document."""
+    ingested). Returns the report and the expected items that matched no indexed document.
+
+    Raises:
+        ConfigError: no expected item of any query matches an indexed document (the message
+            names the first five).
+    """
     queries, qrels, unmatched = golden_qrels(engine, golden)
+    if not any(qrels.values()):
+        from ragstrata.errors import ConfigError
+
+        shown = "; ".join(unmatched[:5]) + (
+            f"; ... ({len(unmatched)} in all)" if len(unmatched) > 5 else ""
+        )
+        raise ConfigError(
+            f"{name}: no expected source matches a document of the index ({shown}); give each "
+            "document's path as ingested, or its end (docs/install.md), or its doc id"
+        )
     report = _score(
         engine,
         name=name,
