@@ -139,10 +139,14 @@ def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> 
     from ragstrata.ingest.loader import FORMATS
 
     known = ", ".join(sorted(FORMATS))
-    reason = (
-        f"no supported files found (extensions: {known}); nothing was ingested "
-        "(no index was created)"
-    )
+    named = not any(p.is_dir() for p in paths)  # files named one by one, none a folder
+    if named and errors and all(Path(e.path).suffix.lower() in FORMATS for e in errors):
+        reason = "no file could be read; nothing was ingested (no index was created)"
+    else:
+        reason = (
+            f"no supported files found (extensions: {known}); nothing was ingested "
+            "(no index was created)"
+        )
     if errors:
         shown = "; ".join(f"{e.path}: [{e.code}] {e.reason}" for e in errors[:3])
         more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""

@@ -253,3 +253,15 @@ def test_cli_ingest_waits_for_a_search_holding_the_index(
     # looked like a hang to a new user (2026-12-03)
     said = [r for r in caplog.records if "is open in another process" in r.getMessage()]
     assert said and said[0].levelname == "WARNING" and "waiting up to 30 s" in said[0].getMessage()
+
+
+def test_a_named_file_that_cannot_be_read_is_not_called_unsupported(tmp_path: Path) -> None:
+    """A FIFO named pipe.md given by name: the error said "no supported files found
+    (extensions: ..., .md, ...)" although .md is supported (a new user's run)."""
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    index = tmp_path / "idx"
+    result = CliRunner().invoke(app, ["ingest", str(fifo), "--index", str(index)])
+    assert result.exit_code == 1, result.output
+    assert "no file could be read" in result.stderr and "[RS209]" in result.stderr
+    assert "no supported files found" not in result.stderr and not index.exists()

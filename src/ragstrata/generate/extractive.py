@@ -44,6 +44,7 @@ from ragstrata.text.spans import (
     find_fences,
     join_split_code,
     sentence_spans,
+    strip_span,
 )
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Answer, Citation, Hit, SourceDisagreement
@@ -63,6 +64,8 @@ _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
 _NUMBER_UNIT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s*(%|[^\W\d_]{3,})")
 _MAX_BLOCK_LINES = 30
+_MAX_SENTENCE_CHARS = 600
+"""Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
 """Longest code block or list a sentence ending in ``:`` brings along (lines)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -216,7 +219,8 @@ def _candidates(source: Source) -> list[_Candidate]:
 
     def flush() -> None:
         if para is not None:
-            spans.extend(join_split_code(text, sentence_spans(text, para[0], para[1])))
+            for a, b in join_split_code(text, sentence_spans(text, para[0], para[1])):
+                spans.extend(_windows(text, a, b))
 
     pos = 0
     for line in text.split("\n"):
@@ -241,6 +245,27 @@ def _candidates(source: Source) -> list[_Candidate]:
     flush()
     sentences = [_Candidate(a, b, _announced_block(text, a, b, fences)) for a, b in spans]
     return sorted(sentences + _table_rows(text, fenced), key=lambda c: c.start)
+
+
+def _windows(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` as is, or, when longer than :data:`_MAX_SENTENCE_CHARS` (a run
+    without stops: a one-line text file, a minified page), cut at white space into pieces of at
+    most that length (a longer word is cut), each a candidate: a quote is never a
+    4,000-character wall."""
+    if end - start <= _MAX_SENTENCE_CHARS:
+        return [(start, end)]
+    out: list[tuple[int, int]] = []
+    a = start
+    while a < end:
+        b = min(a + _MAX_SENTENCE_CHARS, end)
+        if b < end:
+            cut = text.rfind(" ", a + 1, b + 1)
+            b = cut if cut > a else b
+        a, b = strip_span(text, a, b)
+        if a < b:
+            out.append((a, b))
+        a = max(b, a + 1)
+    return out
 
 
 def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -> int:

@@ -508,3 +508,17 @@ def test_a_sentence_saying_as_shown_takes_the_command_after_it(onnx_embedder: An
     first, last = _candidates(ctx.sources[0])
     assert text[first.end : first.block_end].strip() == "```\n# deluser --remove-home fish\n```"
     assert last.block_end == last.end  # a stop without announcing words takes nothing
+
+
+def test_a_run_without_stops_is_cut_into_short_candidates(onnx_embedder: Any) -> None:
+    """A 1.2 MB one-line text file gave a new user a 4,200-character quote."""
+    words = " ".join(f"palabra{i}" for i in range(600)) + " the quokka password is wallaby"
+    hit = source("oneline", words, 1, language="en")
+    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=5000)
+    text = ctx.sources[0].hit.chunk.text
+    candidates = _candidates(ctx.sources[0])
+    assert len(candidates) > 1
+    assert all(c.end - c.start <= 600 and text[c.start : c.end] for c in candidates)
+    assert text[candidates[-1].start : candidates[-1].end].endswith("password is wallaby")
+    shown = " ".join(text[c.start : c.end] for c in candidates)
+    assert shown.split() == text.split()  # every word in exactly one piece
