@@ -79,6 +79,10 @@ def _allows(value: Any, language: str) -> bool:
     return value == language if isinstance(value, str) else language in value
 
 
+JOINED_FORM_PROBE = 1000
+"""Most chunks counted per one-term probe of :meth:`HybridRetriever._with_joined_forms`."""
+
+
 def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
     """Query-side BM25 vector: term id → query term frequency (Lucene sums repeated terms)."""
     vector: dict[int, float] = {}
@@ -135,6 +139,30 @@ class HybridRetriever:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
         self._doc_of: dict[str, str] = {}
 
+    def _with_joined_forms(self, query: str, vector: dict[int, float]) -> dict[int, float]:
+        """``vector`` plus the whole lower-case form of each query word that the index holds
+        more often as an identifier than as a word: "que devuelve usestate" then matches
+        ``useState`` (indexed under ``usestate``, and by parts), where "usestate" as a word,
+        stemmed ``usest``, matched only the React docs' ``{/*usestate*/}`` heading anchors.
+
+        Candidates are :meth:`~ragstrata.text.analyzer.Analyzer.joined_forms`; one is added
+        when more chunks hold the whole form than hold any of the word's stems (counted up to
+        :data:`JOINED_FORM_PROBE` chunks by one-term probes of the store). An all-caps word is
+        indexed whole and by its stem, so its whole form never outnumbers its stem: "patients"
+        is not expanded although SciFact's "PATIENTS" labels are indexed as ``patients``. A
+        form the index lacks costs one empty probe."""
+        for whole, terms in self.analyzer.joined_forms(query):
+            key = term_id(whole)
+            if key in vector:
+                continue
+            n_whole = len(self.store.sparse_search_ids({key: 1.0}, limit=JOINED_FORM_PROBE))
+            if not n_whole:
+                continue
+            stems = {term_id(t): 1.0 for t in terms}
+            if len(self.store.sparse_search_ids(stems, limit=n_whole)) < n_whole:
+                vector[key] = 1.0
+        return vector
+
     def search(
         self,
         query: str,
@@ -157,9 +185,8 @@ class HybridRetriever:
 
         def run_bm25() -> list[tuple[str, float]]:
             t = time.perf_counter()
-            result = self.store.sparse_search_ids(
-                query_sparse_vector(self.analyzer, query), limit=fetch, filters=filters
-            )
+            vector = self._with_joined_forms(query, query_sparse_vector(self.analyzer, query))
+            result = self.store.sparse_search_ids(vector, limit=fetch, filters=filters)
             timings["bm25"] = (time.perf_counter() - t) * 1000
             return result
 

@@ -236,6 +236,25 @@ class Analyzer:
                 out.extend(self._word(raw))
         return out
 
+    def joined_forms(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Plain words of ``text`` that may be identifiers typed in lower case ("usestate" for
+        ``useState``): ``(whole, terms)`` for each word of letters only, at least 4 long, not
+        a stop word, whose lower-case, accent-folded form ``whole`` is not among its own
+        ``terms`` (the stems :meth:`terms` gives it). An identifier is indexed under its whole
+        lower-case form (``usestate``), a plain word under its stems (``usest``), so the two
+        never meet; the retriever adds ``whole`` to a query where the index knows it and not
+        the word's stems (:class:`~ragstrata.retrieve.hybrid.HybridRetriever`)."""
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for match in _TOKEN.finditer(text):
+            raw = match.group(0)
+            if len(raw) < 4 or not raw.isalpha() or _CJK.search(raw) or not raw.islower():
+                continue
+            terms = self._word(raw)
+            whole = fold_accents(raw)
+            if terms and whole not in terms:
+                out.append((whole, terms))
+        return list(dict.fromkeys(out))
+
     def term_frequencies(self, text: str) -> Counter[str]:
         """Term → count in ``text``."""
         return Counter(self.terms(text))
