@@ -96,10 +96,11 @@ def conflicts_json(answer: Answer) -> list[dict[str, Any]]:
 
 
 def evidence_json(answer: Answer) -> dict[str, Any]:
-    """``evidence`` (``dense``, ``coverage``, ``score`` rounded to 4 places, and ``model``: the
-    answerability model that gave ``score``, ``None`` for the hand-made rule) and
-    ``min_evidence``: what the evidence check measured and its threshold; both ``None`` when
-    the check did not run (an empty index)."""
+    """``evidence`` (``dense``, ``coverage``, ``score`` rounded to 4 places; ``model``: the
+    answerability model that gave ``score``, ``None`` for the hand-made rule; ``cross``: the
+    question was judged in another language than its passages; ``strong``: answered under the
+    threshold by the strong-evidence guard) and ``min_evidence``: what the evidence check
+    measured and its threshold; both ``None`` when the check did not run (an empty index)."""
     check = answer.evidence
     if check is None:
         return {"evidence": None, "min_evidence": None}

@@ -177,7 +177,7 @@ class IndexTools:
         mode: str = "hybrid",
         filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """``{"query", "mode", "hits", "timings_ms"}``; each hit as
+        """``{"query", "mode", "hits", "language_relation", "timings_ms"}``; each hit as
         :func:`~ragstrata.render.hit_json` (source, heading path, pages, offsets, chunk
         id, text, fused ``score`` and per-retriever ``explain``). Raises InvalidRequestError on
         an empty query, an unknown mode, ``top_k`` outside [1, 50] or bad filters."""
