@@ -79,7 +79,7 @@ def _allows(value: Any, language: str) -> bool:
     return value == language if isinstance(value, str) else language in value
 
 
-JOINED_FORM_PROBE = 1000
+JOINED_FORM_PROBE = 200
 """Most chunks counted per one-term probe of :meth:`HybridRetriever._with_joined_forms`."""
 
 
