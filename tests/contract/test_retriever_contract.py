@@ -3,18 +3,16 @@ over the embedded Qdrant Edge store, with BM25 weights computed as the index wri
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ragstrata.config import BM25Config, RetrievalConfig
-from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.edge import EdgeStore
 from ragstrata.retrieve.hybrid import HybridRetriever, Retriever
 from ragstrata.testing.fakes import HashEmbedder
-from ragstrata.testing.retriever import RetrieverContract, retriever_corpus
+from ragstrata.testing.retriever import RetrieverContract, bm25_vectors, retriever_corpus
 from ragstrata.text.analyzer import Analyzer
 
 
@@ -23,12 +21,7 @@ class TestHybridRetriever(RetrieverContract):
     def retriever(self, tmp_path: Path) -> Iterator[Retriever]:
         embedder, analyzer, bm25 = HashEmbedder(), Analyzer(), BM25Config()
         chunks = retriever_corpus()
-        terms = [Counter(analyzer.terms(c.text)) for c in chunks]
-        avgdl = sum(sum(t.values()) for t in terms) / len(terms)
-        sparse = [
-            bm25_document_weights(t, doc_len=sum(t.values()), avgdl=avgdl, k1=bm25.k1, b=bm25.b)
-            for t in terms
-        ]
+        sparse = bm25_vectors(chunks, analyzer, bm25)
         store = EdgeStore(tmp_path / "shard", dim=embedder.dim)
         store.upsert(chunks, embedder.embed_documents([c.text for c in chunks]), sparse)
         retriever = HybridRetriever(store, embedder, analyzer, RetrievalConfig())

@@ -14,12 +14,22 @@ ragstrata's own retriever is subclassed in ``tests/contract/test_retriever_contr
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import pytest
 
 from ragstrata.errors import RetrievalError
+from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.retrieve.hybrid import Retriever
 from ragstrata.testing.fakes import make_chunk
 from ragstrata.types import Chunk
+
+if TYPE_CHECKING:
+    from ragstrata.config import BM25Config
+    from ragstrata.index.base import SparseVector
+    from ragstrata.text.analyzer import Analyzer
 
 TEXTS: tuple[tuple[str, str, str], ...] = (
     ("doc-a", "en", "Install the server with pip and start it with the serve command."),
@@ -35,6 +45,20 @@ TEXTS: tuple[tuple[str, str, str], ...] = (
 def retriever_corpus() -> list[Chunk]:
     """The chunks of :data:`TEXTS` (ids deterministic)."""
     return [make_chunk(doc, i, text, language=lang) for i, (doc, lang, text) in enumerate(TEXTS)]
+
+
+def bm25_vectors(
+    chunks: Sequence[Chunk], analyzer: Analyzer, bm25: BM25Config
+) -> list[SparseVector]:
+    """The BM25 sparse vector of each chunk as the index writer computes it, with the
+    ``avgdl`` of these chunks alone: what a test hands :meth:`VectorStore.upsert` beside the
+    dense vectors to build a real store without the ingest pipeline."""
+    terms = [Counter(analyzer.terms(c.text)) for c in chunks]
+    avgdl = sum(sum(t.values()) for t in terms) / max(len(terms), 1)
+    return [
+        bm25_document_weights(t, doc_len=sum(t.values()), avgdl=avgdl, k1=bm25.k1, b=bm25.b)
+        for t in terms
+    ]
 
 
 class RetrieverContract:

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from ragstrata.config import BM25Config, RetrievalConfig
 from ragstrata.errors import ConfigError
-from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.edge import EdgeStore
 from ragstrata.retrieve.fusion import cap_per_document
 from ragstrata.retrieve.hybrid import HybridRetriever
 from ragstrata.testing.fakes import HashEmbedder, make_chunk
+from ragstrata.testing.retriever import bm25_vectors
 from ragstrata.text.analyzer import Analyzer
 
 
@@ -59,12 +59,7 @@ def _retriever(tmp_path: Path, max_chunks_per_doc: int) -> tuple[HybridRetriever
     ]
     chunks.append(make_chunk("guide", 0, "configure the server timeout in the settings file"))
     embedder, analyzer, bm25 = HashEmbedder(), Analyzer(), BM25Config()
-    terms = [Counter(analyzer.terms(c.text)) for c in chunks]
-    avgdl = sum(sum(t.values()) for t in terms) / len(terms)
-    sparse = [
-        bm25_document_weights(t, doc_len=sum(t.values()), avgdl=avgdl, k1=bm25.k1, b=bm25.b)
-        for t in terms
-    ]
+    sparse = bm25_vectors(chunks, analyzer, bm25)
     store = EdgeStore(tmp_path / "shard", dim=embedder.dim)
     store.upsert(chunks, embedder.embed_documents([c.text for c in chunks]), sparse)
     config = RetrievalConfig(candidates=3, max_chunks_per_doc=max_chunks_per_doc)

@@ -3,16 +3,15 @@ candidates and the hybrid retriever's vocabulary-aware expansion over the real e
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from ragstrata.config import BM25Config, RetrievalConfig
-from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.edge import EdgeStore
 from ragstrata.retrieve.hybrid import HybridRetriever
 from ragstrata.testing.fakes import HashEmbedder, make_chunk
+from ragstrata.testing.retriever import bm25_vectors
 from ragstrata.text.analyzer import Analyzer
 
 
@@ -38,12 +37,7 @@ def retriever(tmp_path: Path) -> HybridRetriever:
     # the React docs' heading anchors hold the lower-case form as a word (stem "usest")
     chunks.append(make_chunk("usestate", 1, "### `useState(initialState)` {/*usestate*/}"))
     embedder, analyzer, bm25 = HashEmbedder(), Analyzer(), BM25Config()
-    terms = [Counter(analyzer.terms(c.text)) for c in chunks]
-    avgdl = sum(sum(t.values()) for t in terms) / len(terms)
-    sparse = [
-        bm25_document_weights(t, doc_len=sum(t.values()), avgdl=avgdl, k1=bm25.k1, b=bm25.b)
-        for t in terms
-    ]
+    sparse = bm25_vectors(chunks, analyzer, bm25)
     store = EdgeStore(tmp_path / "shard", dim=embedder.dim)
     store.upsert(chunks, embedder.embed_documents([c.text for c in chunks]), sparse)
     found = HybridRetriever(store, embedder, analyzer, RetrievalConfig(candidates=5))
