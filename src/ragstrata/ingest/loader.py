@@ -126,13 +126,23 @@ starts with one is refused with RS206 (an uncompressed PDF named ``.md`` was ind
 syntax)."""
 
 
+def _is_binary_format(data: bytes, magic: bytes) -> bool:
+    """Whether ``data``, which starts with ``magic``, is that format and not text that happens
+    to begin with the same letters ("%PDF-1.7 is the version ..." in a note, "GIF89a ..."): a
+    PDF has an object or end-of-file marker, the other formats non-text bytes early on."""
+    if magic == b"%PDF-":
+        return b" obj" in data[:65536] or b"%%EOF" in data[-2048:] or b"\x00" in data[:1024]
+    head = data[len(magic) : 512]
+    return len(head) < 8 or any(byte < 9 or 13 < byte < 32 for byte in head)
+
+
 def _parse_bytes(data: bytes, *, fmt: str, source: str, stem: str) -> ParsedText:
     if fmt == "pdf":
         from ragstrata.ingest.pdf import parse_pdf
 
         return parse_pdf(data, source=source, fallback_title=stem)
     for magic, what in _MAGIC:
-        if data.startswith(magic):
+        if data.startswith(magic) and _is_binary_format(data, magic):
             raise CorruptFileError(source, f"is {what}, not {fmt} text (it starts with {magic!r})")
     decoded = decode_text(data, path=source)
     parsed = _parse(decoded.text, fmt=fmt, stem=stem)

@@ -302,3 +302,12 @@ def test_dot_dot_md_is_reported_in_a_folder_and_loaded_when_given(tmp_path: Path
     assert files == [] and [(e.code, Path(e.path).name) for e in errors] == [("RS211", "..md")]
     files, errors = discover([tmp_path / "..md"])
     assert errors == [] and load_document(files[0]).title == "Dots"
+
+
+@pytest.mark.parametrize(
+    "text", ["%PDF-1.7 is the PDF version our exporter writes.\n", "GIF89a is the animated GIF.\n"]
+)
+def test_text_that_starts_like_a_binary_format_is_still_text(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "note.md"
+    path.write_text(text, encoding="utf-8")
+    assert load_document(path).text.strip() == text.strip()
