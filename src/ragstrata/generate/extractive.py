@@ -106,6 +106,9 @@ _ANNOUNCES = re.compile(
 """Words by which a sentence ending in a stop announces the code or list after it ("... como
 se muestra." before ``# deluser --remove-home fish``)."""
 _CELL_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_CODE_LINK = re.compile(r"(?<!!)\[([^\]\n]*`[^\]\n]*)\]\([^)\n]*\)")
+"""A link whose text holds inline code (``[`useState`](/reference/react/useState)``): the
+inline-code split would cut it apart, so it becomes its text first."""
 _QUOTE_CONTINUATION = re.compile(r"\n[ \t]*(?:>[ \t]?)+")
 """The blockquote markers of a sentence's second and later lines."""
 _ADMONITION_TITLE = re.compile(
@@ -306,11 +309,15 @@ def clean_sentence(text: str) -> str:
     """Sentence for display: MDX/MkDocs anchors and components, images, bold markers and
     list/quote markers removed, links shown as their text (inline code is kept as written)."""
     text = _QUOTE_CONTINUATION.sub("\n", text)
+    text = _CODE_LINK.sub(lambda m: m.group(1), text)  # [`useState`](/reference/...)
     parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
     for i in range(0, len(parts), 2):  # markup is removed outside code only: `<StrictMode>`
         part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))
         part = _LINK.sub(lambda m: m.group(1) or m.group(2), part)
         parts[i] = _EMPHASIS.sub(lambda m: m.group(2), part)
+    prose = parts[0::2]
+    if sum(p.count("**") for p in prose) % 2 == 0:  # bold around code: **No uses `useId`**
+        parts[0::2] = [p.replace("**", "") for p in prose]
     text = _MARKUP.sub("", "".join(parts))
     return re.sub(r"\s+", " ", text).strip()
 

@@ -522,3 +522,17 @@ def test_a_run_without_stops_is_cut_into_short_candidates(onnx_embedder: Any) ->
     assert text[candidates[-1].start : candidates[-1].end].endswith("password is wallaby")
     shown = " ".join(text[c.start : c.end] for c in candidates)
     assert shown.split() == text.split()  # every word in exactly one piece
+
+
+def test_links_and_bold_around_inline_code_are_cleaned() -> None:
+    """The React docs link and bold inline code; a new user's quotes kept
+    "[`useState`](/reference/react/useState)" and "**No utilices `useId` ...**"."""
+    assert clean_sentence("Usa [`useState`](/reference/react/useState) aquí.") == (
+        "Usa `useState` aquí."
+    )
+    assert clean_sentence("**No utilices `useId` para generar keys** de datos.") == (
+        "No utilices `useId` para generar keys de datos."
+    )
+    # asterisks inside code stay
+    shown = clean_sentence("Pasa `**kwargs` y **negrita** aquí.")
+    assert shown == "Pasa `**kwargs` y negrita aquí."
