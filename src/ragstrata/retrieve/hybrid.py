@@ -139,6 +139,15 @@ class HybridRetriever:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
         self._doc_of: dict[str, str] = {}
 
+    def _query_vector(self, query: str) -> dict[int, float]:
+        """:func:`query_sparse_vector` without the terms of accented Spanish question words
+        (:meth:`~ragstrata.text.analyzer.Analyzer.accented_stop_terms`: "¿Cuál es la capital
+        de Francia?" matched React pages by ``cual`` alone), unless nothing else is left."""
+        vector = query_sparse_vector(self.analyzer, query)
+        drop = {term_id(t) for t in self.analyzer.accented_stop_terms(query)}
+        kept = {key: weight for key, weight in vector.items() if key not in drop}
+        return kept or vector
+
     def _with_joined_forms(self, query: str, vector: dict[int, float]) -> dict[int, float]:
         """``vector`` plus the whole lower-case form of each query word that the index holds
         more often as an identifier than as a word: "que devuelve usestate" then matches
@@ -185,7 +194,7 @@ class HybridRetriever:
 
         def run_bm25() -> list[tuple[str, float]]:
             t = time.perf_counter()
-            vector = self._with_joined_forms(query, query_sparse_vector(self.analyzer, query))
+            vector = self._with_joined_forms(query, self._query_vector(query))
             result = self.store.sparse_search_ids(vector, limit=fetch, filters=filters)
             timings["bm25"] = (time.perf_counter() - t) * 1000
             return result

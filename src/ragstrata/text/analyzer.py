@@ -236,6 +236,23 @@ class Analyzer:
                 out.extend(self._word(raw))
         return out
 
+    def accented_stop_terms(self, text: str) -> set[str]:
+        """Terms of the words of ``text`` that are stop words once accent-folded but not as
+        written: the question words "cuál", "cómo", "dónde", "cuándo", "quién" (stop words
+        "cual", "como", ...) give the terms ``cual``, ``como``/``com``, ... because the stop
+        list is checked before folding. The index keeps them (changing the analysis would
+        re-index every corpus); the retriever leaves them out of a query
+        (:class:`~ragstrata.retrieve.hybrid.HybridRetriever`)."""
+        out: set[str] = set()
+        rest = text
+        for match in _TOKEN.finditer(text):
+            raw = match.group(0)
+            lower = raw.lower()
+            if lower not in self._stop and fold_accents(lower) in self._stop:
+                out.update(self._word(raw))
+                rest = rest[: match.start()] + " " * len(raw) + rest[match.end() :]
+        return out - set(self.terms(rest)) if out else out  # "com" of example.com stays
+
     def joined_forms(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
         """Plain words of ``text`` that may be identifiers typed in lower case ("usestate" for
         ``useState``): ``(whole, terms)`` for each word of letters only, at least 4 long, not

@@ -1,5 +1,5 @@
-"""Lower-case identifiers in queries ("que devuelve usestate" for ``useState``): the analyzer's
-candidates and the hybrid retriever's vocabulary-aware expansion over the real embedded store."""
+"""The hybrid retriever's BM25 query over the real embedded store: lower-case identifiers
+("que devuelve usestate" for ``useState``) and accented Spanish question words."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def retriever(tmp_path: Path) -> HybridRetriever:
         # all-caps section labels are indexed whole ("patients") and by stem ("patient")
         "trial": "PATIENTS: 40 adults. RESULTS: the drug reduced pain in patients.",
         "cohort": "A cohort of patient records; each patient was followed for a year.",
+        "faq": "¿Cuál es la diferencia entre props y estado? ¿Cómo se actualiza?",
     }
     chunks = [make_chunk(doc, 0, text) for doc, text in texts.items()]
     # the React docs' heading anchors hold the lower-case form as a word (stem "usest")
@@ -60,3 +61,20 @@ def test_a_word_the_corpus_uses_as_a_word_is_not_expanded(retriever: HybridRetri
     # chunks: the query keeps its plain analysis, whatever the order of the hits
     vector = {1: 1.0}
     assert retriever._with_joined_forms("patients with pain", dict(vector)) == vector
+
+
+def test_accented_question_words_are_no_query_terms(retriever: HybridRetriever) -> None:
+    """ "cuál" is the stop word "cual" once folded, but the stop list is checked before folding:
+    "¿Cuál es la capital de Francia?" matched a React FAQ by ``cual`` alone and was answered
+    (a new user's run)."""
+    analyzer = Analyzer()
+    assert analyzer.accented_stop_terms("¿Cuál es? ¿Cómo y dónde? example.com") == {
+        "cual",
+        "como",
+        "donde",
+        "dond",
+    }  # "com" stays: example.com gives it too
+    assert not retriever.search("¿Cuál es la capital de Francia?", mode="bm25").hits
+    assert retriever.search("¿Cuál es la diferencia entre props?", mode="bm25").hits
+    # nothing but question words: the query keeps them rather than ask for nothing
+    assert retriever.search("¿Cómo?", mode="bm25").hits[0].chunk.doc_id == "faq"
