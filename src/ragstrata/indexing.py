@@ -139,8 +139,11 @@ def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> 
     from ragstrata.ingest.loader import FORMATS
 
     known = ", ".join(sorted(FORMATS))
-    named = not any(p.is_dir() for p in paths)  # files named one by one, none a folder
-    if named and errors and all(Path(e.path).suffix.lower() in FORMATS for e in errors):
+    # files of a supported type were found but skipped (a FIFO, links leaving the paths):
+    # "no supported files" would send the user looking for the wrong cause; hidden files are
+    # skipped on purpose and do not count
+    readable = [e for e in errors if Path(e.path).suffix.lower() in FORMATS and e.code != "RS211"]
+    if readable:
         reason = "no file could be read; nothing was ingested (no index was created)"
     else:
         reason = (

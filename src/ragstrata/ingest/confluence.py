@@ -225,9 +225,9 @@ def parse_confluence(raw: str, *, fallback_title: str, file_stem: str) -> Parsed
     from selectolax.lexbor import LexborHTMLParser
 
     from ragstrata.ingest.html import HtmlRenderer, parse_html
-    from ragstrata.ingest.html_clean import cap_nesting
+    from ragstrata.ingest.html_clean import cap_nesting, close_self_closing
 
-    tree = LexborHTMLParser(cap_nesting(raw))
+    tree = LexborHTMLParser(cap_nesting(close_self_closing(raw)))
     title_node = tree.css_first("#title-text")
     root = tree.body or tree.root
     if title_node is None or root is None:

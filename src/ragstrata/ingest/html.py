@@ -48,6 +48,8 @@ from ragstrata.ingest.html_clean import (
     HEADING_LEVEL,
     MAX_DEPTH,
     cap_nesting_counted,
+    close_self_closing,
+    code_block,
     collapse,
     flat_text,
     is_boilerplate,
@@ -63,10 +65,6 @@ if TYPE_CHECKING:
 __all__ = ["HtmlRenderer", "parse_html"]
 
 _SPACE_RE = re.compile(r"\s+")
-_BACKTICKS_RE = re.compile(r"`+")
-_LANGUAGE_RE = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
-_BRUSH_RE = re.compile(r"(?:^|;)\s*brush\s*:\s*([\w+#.-]+)")
-_PLAIN_BRUSHES = frozenset({"text", "plain", "none", "plaintext"})
 
 
 class HtmlRenderer:
@@ -186,12 +184,9 @@ class HtmlRenderer:
             self._walk(node, depth)
 
     def _add_code(self, node: LexborNode) -> None:
-        code = node.text(deep=True).strip("\n").rstrip()
-        if not code.strip():
-            return
-        longest = max((len(m) for m in _BACKTICKS_RE.findall(code)), default=0)
-        fence = "`" * max(3, longest + 1)
-        self._add("code", f"{fence}{_code_language(node)}\n{code}\n{fence}")
+        block = code_block(node)
+        if block:
+            self._add("code", block)
 
     def _add_table(self, node: LexborNode, depth: int) -> None:
         groups = row_groups(node)
@@ -207,25 +202,6 @@ class HtmlRenderer:
             self._add("table", rendered)
 
 
-def _code_language(pre: LexborNode) -> str:
-    """Language of a ``pre``: a ``language-x``/``lang-x`` class on it or its ``code`` child,
-    else SyntaxHighlighter's ``data-syntaxhighlighter-params="brush: x; ..."`` (Confluence's
-    code macro; ``text``/``plain``/``none`` mean no language). Empty when unknown."""
-    match = _LANGUAGE_RE.search(pre.attrs.get("class") or "")
-    if match is None:
-        code_child = pre.css_first("code")
-        if code_child is not None:
-            match = _LANGUAGE_RE.search(code_child.attrs.get("class") or "")
-    if match is not None:
-        return match.group(1)
-    brush = _BRUSH_RE.search(pre.attrs.get("data-syntaxhighlighter-params") or "")
-    if brush is None:
-        brush = _BRUSH_RE.search(pre.attrs.get("class") or "")  # SyntaxHighlighter 3 classes
-    if brush is not None and brush.group(1).lower() not in _PLAIN_BRUSHES:
-        return brush.group(1).lower()
-    return ""
-
-
 def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
     """Parse an HTML document into markdown-like text with block offsets.
 
@@ -239,7 +215,7 @@ def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
         ``warnings`` holds an ``html_depth`` warning (path empty) when tags nested deeper than
         :data:`~ragstrata.ingest.html_clean.MAX_DEPTH` were removed.
     """
-    capped, removed = cap_nesting_counted(raw)
+    capped, removed = cap_nesting_counted(close_self_closing(raw))
     tree = LexborHTMLParser(capped)
     title_node = tree.css_first("title")
     title = collapse(title_node.text()) if title_node is not None else ""

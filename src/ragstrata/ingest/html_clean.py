@@ -81,6 +81,29 @@ _NOT_NESTING = frozenset(
 """Deeper subtrees are flattened to text (keeps recursion bounded on pathological input)."""
 
 
+_SELF_CLOSING_RE = re.compile(r"<([A-Za-z][A-Za-z0-9:-]*)((?:\s[^<>]*?)?)\s*/>")
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
+    | {"source", "track", "wbr"}
+)
+
+
+def close_self_closing(raw: str) -> str:
+    """``raw`` with XHTML's self-closing non-void elements written as an empty pair:
+    ``<a id="x"/>`` becomes ``<a id="x"></a>``. An HTML parser reads ``<a id="x"/>`` as an
+    open ``<a>`` that swallows what follows: every DocBook page (the Debian reference) puts one
+    before each heading, and the ordered lists after it were rendered "- first", "1. second".
+    Void elements (``<br/>``, ``<img/>``) are left as they are."""
+
+    def pair(m: re.Match[str]) -> str:
+        tag = m.group(1)
+        if tag.lower() in _VOID:
+            return m.group(0)
+        return f"<{tag}{m.group(2)}></{tag}>"
+
+    return _SELF_CLOSING_RE.sub(pair, raw) if "/>" in raw else raw
+
+
 def cap_nesting(raw: str, max_depth: int = MAX_DEPTH) -> str:
     """``raw`` with the tags nested deeper than ``max_depth`` elements removed (their text is
     kept); ``raw`` itself when no tag is that deep. See :func:`cap_nesting_counted`."""
@@ -152,10 +175,47 @@ def node_children(node: LexborNode) -> list[LexborNode]:
     return list(node.iter(include_text=True))
 
 
-def flat_text(node: LexborNode, *, skip_child_lists: bool = False) -> str:
+_BACKTICKS_RE = re.compile(r"`+")
+_LANGUAGE_RE = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
+_BRUSH_RE = re.compile(r"(?:^|;)\s*brush\s*:\s*([\w+#.-]+)")
+_PLAIN_BRUSHES = frozenset({"text", "plain", "none", "plaintext"})
+
+
+def code_language(pre: LexborNode) -> str:
+    """Language of a ``pre``: a ``language-x``/``lang-x`` class on it or its ``code`` child,
+    else SyntaxHighlighter's ``data-syntaxhighlighter-params="brush: x; ..."`` (Confluence's
+    code macro; ``text``/``plain``/``none`` mean no language). Empty when unknown."""
+    match = _LANGUAGE_RE.search(pre.attrs.get("class") or "")
+    if match is None:
+        code_child = pre.css_first("code")
+        if code_child is not None:
+            match = _LANGUAGE_RE.search(code_child.attrs.get("class") or "")
+    if match is not None:
+        return match.group(1)
+    brush = _BRUSH_RE.search(pre.attrs.get("data-syntaxhighlighter-params") or "")
+    if brush is None:
+        brush = _BRUSH_RE.search(pre.attrs.get("class") or "")  # SyntaxHighlighter 3 classes
+    if brush is not None and brush.group(1).lower() not in _PLAIN_BRUSHES:
+        return brush.group(1).lower()
+    return ""
+
+
+def code_block(pre: LexborNode) -> str:
+    """A ``pre`` as a fenced code block (language from :func:`code_language`; the fence is
+    longer than any backtick run inside), or ``""`` when it holds only white space."""
+    code = pre.text(deep=True).strip("\n").rstrip()
+    if not code.strip():
+        return ""
+    longest = max((len(m) for m in _BACKTICKS_RE.findall(code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{code_language(pre)}\n{code}\n{fence}"
+
+
+def flat_text(node: LexborNode, *, skip_child_blocks: bool = False) -> str:
     """Text of ``node`` on one line: inline elements joined as written (``apt(8)`` stays one
     word), block elements and ``br`` separated by a space, boilerplate skipped.
-    ``skip_child_lists`` leaves out ``ul``/``ol`` children of ``node`` (rendered apart)."""
+    ``skip_child_blocks`` leaves out the ``ul``/``ol``/``pre`` children of ``node`` (a list
+    item's nested lists and code, rendered apart)."""
     parts: list[str] = []
     stack: list[LexborNode | str] = [node]
     while stack:
@@ -172,7 +232,7 @@ def flat_text(node: LexborNode, *, skip_child_lists: bool = False) -> str:
             continue
         if not tag or (item is not node and is_boilerplate(item, tag)):
             continue
-        if skip_child_lists and tag in ("ul", "ol") and item.parent == node:
+        if skip_child_blocks and tag in ("ul", "ol", "pre") and item.parent == node:
             continue
         separate = tag in BLOCK_TAGS or tag in SEPARATE_TAGS
         if separate:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ragstrata.ingest.html_clean import (
     BLOCK_TAGS,
     SEPARATE_TAGS,
+    code_block,
     collapse,
     flat_text,
     is_boilerplate,
@@ -261,7 +262,9 @@ def _task_marker(item: LexborNode, *, task_list: bool) -> str:
 def list_lines(node: LexborNode, *, indent: int) -> list[str]:
     """``- item`` / ``1. item`` lines of a ``ul``/``ol``; nested lists indented two spaces.
 
-    An item's own text (everything but its nested lists) is folded onto one line.
+    An item's own text (everything but its nested lists and code) is folded onto one line;
+    a ``pre`` in the item follows that line as a fenced code block (at the margin, so that
+    fence detection finds it; the items keep their own numbers).
     """
     ordered = node.tag == "ol"
     task_list = "inline-task-list" in node_classes(node)
@@ -287,7 +290,9 @@ def list_lines(node: LexborNode, *, indent: int) -> list[str]:
         for child in item.iter():
             if child.tag in ("ul", "ol"):
                 nested.extend(list_lines(child, indent=indent + 1))
-        text = flat_text(item, skip_child_lists=True)
+            elif child.tag == "pre" and (block := code_block(child)):
+                nested.extend(block.split("\n"))  # the step's command under it, as code
+        text = flat_text(item, skip_child_blocks=True)
         marker = f"{number}." if ordered else "-"
         if text:
             lines.append(f"{pad}{marker} {_task_marker(item, task_list=task_list)}{text}")

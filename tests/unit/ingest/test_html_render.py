@@ -95,3 +95,32 @@ def test_renderer_prepends_headings_and_relevels_the_page() -> None:
         ("heading", 4, "Sub", "#### Sub"),
         ("paragraph", 0, "", "b"),
     ]
+
+
+def test_xhtml_self_closing_anchors_do_not_swallow_what_follows() -> None:
+    """DocBook (the Debian reference) puts ``<a id="..."/>`` before every heading; an HTML
+    parser reads it as an open ``<a>``, and the ordered list after it came out "- first",
+    "1. second" (a new user's run). Void elements keep their self-closing form."""
+    html = (
+        '<html><body><h3 class="title"><a id="_the_reconfiguration"/>8.1.2 Reconfig</h3>'
+        "<p>Este proceso consta de 2 pasos.</p><ol><li><p>Select the locales.</p></li>"
+        "<li><p>Set the default.</p></li></ol><p>Fin<br/>línea</p></body></html>"
+    )
+    text = parse_html(html, fallback_title="x").text
+    assert "1. Select the locales.\n2. Set the default." in text
+    assert "Fin\nlínea" in text
+
+
+def test_code_in_a_list_item_follows_its_step_as_a_code_block() -> None:
+    """The Debian reference's steps hold their command in a ``<pre>``: it was folded into the
+    step's line ("... como se muestra. localname @ localhost $ ssh -q -X ... Password:")."""
+    html = (
+        "<ol><li><p>Ejecute ssh(1) con la opción -X como se muestra.</p>"
+        '<pre class="screen">$ ssh -q -X login@remote\nPassword:</pre></li>'
+        "<li><p>Ejecute gitk.</p><ul><li>nested</li></ul></li></ol>"
+    )
+    assert parse_html(html, fallback_title="x").text == (
+        "1. Ejecute ssh(1) con la opción -X como se muestra.\n"
+        "```\n$ ssh -q -X login@remote\nPassword:\n```\n"
+        "2. Ejecute gitk.\n  - nested"
+    )
