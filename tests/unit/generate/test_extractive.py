@@ -10,6 +10,7 @@ import pytest
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.extractive import (
+    WHY_REASON_BONUS,
     ExtractiveAnswerer,
     Quote,
     _candidates,
@@ -536,3 +537,29 @@ def test_links_and_bold_around_inline_code_are_cleaned() -> None:
     # asterisks inside code stay
     shown = clean_sentence("Pasa `**kwargs` y **negrita** aquí.")
     assert shown == "Pasa `**kwargs` y negrita aquí."
+
+
+def test_a_why_question_quotes_the_sentence_that_gives_the_reason(
+    onnx_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "¿Por qué ...?" got the statement that echoes the question, not its reason (a new
+    user's run): the reason sentence gets :data:`WHY_REASON_BONUS` and clears the floor."""
+    from ragstrata.generate import extractive
+
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "En desarrollo, cada Efecto se ejecuta dos veces. React vuelve a montar cada "
+        "componente porque así encuentra los Efectos sin limpieza."
+    )
+    hit = source("effects", text, 1, language="es")
+    ctx = assemble([hit], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=2)
+    question = "¿Por qué los Efectos se ejecutan dos veces en desarrollo?"
+    quoted = [q.text for q in answerer.pick_quotes(question, ctx).quotes]
+    assert any("porque" in q for q in quoted) and WHY_REASON_BONUS > 0
+    monkeypatch.setattr(extractive, "WHY_REASON_BONUS", 0.0)
+    assert not any("porque" in q.text for q in answerer.pick_quotes(question, ctx).quotes)
+    # a question that does not ask why gets no bonus (1.0 would put the reason first)
+    monkeypatch.setattr(extractive, "WHY_REASON_BONUS", 1.0)
+    plain = answerer.pick_quotes("¿Cuántas veces se ejecuta cada Efecto en desarrollo?", ctx)
+    assert "porque" not in plain.quotes[0].text
