@@ -118,15 +118,15 @@ def _fail(exc: RagError) -> typer.Exit:
     return typer.Exit(2 if isinstance(exc, ConfigError) else 1)
 
 
-def output_file(path: Path | None, option: str) -> Path | None:
-    """``path`` (an output file such as ``--json`` or ``--report``) once checked before the
-    work starts: not a folder, in a folder that exists and can be written. ``None`` passes.
+def output_file(path: Path | None, option: str) -> None:
+    """Check an output file (``--json``, ``--report``) before the work starts: not a folder,
+    in a folder that exists and can be written. ``None`` passes.
 
     Raises:
         ConfigError: the path is a folder, or its folder is missing or read-only.
     """
     if path is None:
-        return None
+        return
     folder, where = path.parent, f"{option} {path_text(path)}"
     if path.is_dir():
         raise ConfigError(f"{where}: is a folder; give a file name")
@@ -134,7 +134,6 @@ def output_file(path: Path | None, option: str) -> Path | None:
         raise ConfigError(f"{where}: the folder {path_text(folder)} does not exist")
     if not os.access(folder, os.W_OK):
         raise ConfigError(f"{where}: the folder {path_text(folder)} is not writable")
-    return path
 
 
 def write_output(path: Path, text: str, option: str) -> None:

@@ -64,9 +64,9 @@ _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
 _NUMBER_UNIT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s*(%|[^\W\d_]{3,})")
 _MAX_BLOCK_LINES = 30
+"""Longest code block or list a sentence ending in ``:`` brings along (lines)."""
 _MAX_SENTENCE_CHARS = 600
 """Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
-"""Longest code block or list a sentence ending in ``:`` brings along (lines)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 

@@ -71,21 +71,21 @@ MAX_DEPTH = 400
 """Element depth rendered as structure (deeper content becomes inline text), and the nesting
 :func:`cap_nesting` lets through to the HTML parser."""
 _TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*>")
-_NOT_NESTING = frozenset(
-    # void elements, and elements whose end tag HTML lets the parser imply (a page of 5,000
-    # unclosed <li> or <p> is flat, not 5,000 deep)
+_VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
-    | {"source", "track", "wbr", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th"}
+    | {"source", "track", "wbr"}
+)
+"""HTML's void elements: they never have content or an end tag."""
+_NOT_NESTING = _VOID | frozenset(
+    # and elements whose end tag HTML lets the parser imply (a page of 5,000 unclosed <li> or
+    # <p> is flat, not 5,000 deep)
+    {"p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th"}
     | {"thead", "tbody", "tfoot", "colgroup", "caption", "rb", "rt", "rp", "html", "head", "body"}
 )
 """Deeper subtrees are flattened to text (keeps recursion bounded on pathological input)."""
 
 
 _SELF_CLOSING_RE = re.compile(r"<([A-Za-z][A-Za-z0-9:-]*)((?:\s[^<>]*?)?)\s*/>")
-_VOID = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
-    | {"source", "track", "wbr"}
-)
 
 
 def close_self_closing(raw: str) -> str:
