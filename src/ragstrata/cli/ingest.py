@@ -126,7 +126,8 @@ def ingest(
 
     Exit status: 0 all indexed; 3 some files skipped (each reported with its path and RSxxx
     reason); 1 nothing indexed, an error, or no supported file found for a new index (RS201,
-    nothing written); 130 interrupted (Ctrl-C): what was committed stays, the next run goes on.
+    nothing written); 130 interrupted (Ctrl-C), 143 stopped by SIGTERM: what was committed
+    stays, the next run goes on.
     """
     from ragstrata.pipeline import WRITE_WAIT_S
 
@@ -166,7 +167,7 @@ def ingest(
             f"[bold]{result.status}[/]{' (dry run)' if dry_run else ''}: {result.added} added, "
             f"{result.updated} updated, {result.unchanged} unchanged, {result.pruned} pruned"
             + (f", {result.reindexed} re-indexed (new configuration)" if result.reindexed else "")
-            + f"; {result.chunks} chunks written ({result.embedded} embedded) "
+            + f"; {_count(result.chunks, 'chunk')} written ({result.embedded} embedded) "
             f"in {result.seconds:.1f}s; "
             f"index has {_count(stats['documents'], 'document')}, "
             f"{_count(stats['chunks'], 'chunk')} "
