@@ -68,6 +68,7 @@ _MAX_BLOCK_LINES = 30
 _MAX_SENTENCE_CHARS = 600
 """Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
+_ORDERED_ITEM = re.compile(r"[ \t]*(\d{1,3}[.)])[ \t]+")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
@@ -83,6 +84,8 @@ class Quote:
     block: str = ""
     """The code block or list the sentence announces (``text`` ends in ``:``), verbatim;
     ``end`` then covers it."""
+    marker: str = ""
+    """The number of the ordered-list item the sentence opens (``"2."``), shown before it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,14 +533,17 @@ class ExtractiveAnswerer:
                 picked.append(index)
         disagreements, extra = self._disagreements(items, qualified, picked)
         picked.extend(extra)
-        chosen = [self._quote(items[i], scores[i]) for i in picked]
+        chosen = [self._quote(items[i], scores[i]) for i in _reading_order(picked, items)]
         return Generated(render(chosen), tuple(chosen), disagreements)
 
     def _quote(self, item: tuple[Source, _Candidate, str], score: float) -> Quote:
         source, cand, shown = item
         text = source.hit.chunk.text
         block = _clean_block(text[cand.end : cand.block_end]) if cand.block_end > cand.end else ""
-        return Quote(source.label, cand.start, cand.block_end, shown, score, block)
+        line_start = text.rfind("\n", 0, cand.start) + 1
+        item_number = _ORDERED_ITEM.match(text, line_start)
+        marker = item_number.group(1) if item_number and item_number.end() == cand.start else ""
+        return Quote(source.label, cand.start, cand.block_end, shown, score, block, marker)
 
     def _disagreements(
         self,
@@ -648,6 +654,23 @@ def _question_text(question: str) -> str:
     return text if text.endswith("?") and len(text.split()) >= 4 else ""
 
 
+def _reading_order(
+    picked: Sequence[int], items: Sequence[tuple[Source, _Candidate, str]]
+) -> list[int]:
+    """``picked`` (best first) in the order a reader meets them: documents in the order of
+    their best quote, the quotes of one document in text order (numbered steps quoted as
+    2 then 1 read wrong)."""
+    first: dict[str, int] = {}
+    for n, i in enumerate(picked):
+        first.setdefault(items[i][0].hit.chunk.doc_id, n)
+
+    def place(i: int) -> tuple[int, int]:
+        source, cand, _ = items[i]
+        return first[source.hit.chunk.doc_id], source.hit.chunk.start + cand.start
+
+    return sorted(picked, key=place)
+
+
 def quoted_labels(quotes: Sequence[Quote]) -> list[int]:
     """Distinct labels in first-use order."""
     return list(dict.fromkeys(q.label for q in quotes))
@@ -655,15 +678,22 @@ def quoted_labels(quotes: Sequence[Quote]) -> list[int]:
 
 def render(quotes: Sequence[Quote], labels: Mapping[int, int] | None = None) -> str:
     """The answer text: each quote followed by its marker ``[n]``, ``n`` = ``labels[label]``
-    (the quote's own label when ``labels`` is ``None``), then its block on lines of its own.
-    Only the markers are numbered: text inside a quote that looks like a marker (``[2]`` in a
-    quoted code example) is left as is."""
+    (the quote's own label when ``labels`` is ``None``), then its block on lines of its own; a
+    numbered list item keeps its number and a line of its own. Only the markers are numbered:
+    text inside a quote that looks like a marker (``[2]`` in a quoted code example) is left as
+    is."""
     out = ""
     previous: Quote | None = None
     for q in quotes:
         if previous is not None:
-            out += "\n\n" if previous.block or q.block else " "
-        out += f"{q.text} [{q.label if labels is None else labels[q.label]}]"
+            if q.marker and previous.marker and not previous.block:
+                out += "\n"  # the next item of a numbered list
+            elif previous.block or q.block or q.marker or previous.marker:
+                out += "\n\n"
+            else:
+                out += " "
+        number = f"{q.marker} " if q.marker else ""
+        out += f"{number}{q.text} [{q.label if labels is None else labels[q.label]}]"
         if q.block:
             out += f"\n\n{q.block}"
         previous = q

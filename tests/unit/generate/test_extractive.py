@@ -563,3 +563,37 @@ def test_a_why_question_quotes_the_sentence_that_gives_the_reason(
     monkeypatch.setattr(extractive, "WHY_REASON_BONUS", 1.0)
     plain = answerer.pick_quotes("¿Cuántas veces se ejecuta cada Efecto en desarrollo?", ctx)
     assert "porque" not in plain.quotes[0].text
+
+
+def test_numbered_steps_are_quoted_in_text_order_with_their_numbers(onnx_embedder: Any) -> None:
+    """A new user's answer to "¿Cuáles son los pasos ...?" quoted step 2 before step 1, both
+    without their numbers (quotes came in score order)."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "Este procedimiento para abrir la ventana remota de gitk consta de 2 pasos.\n\n"
+        "1. Ejecute ssh(1) con la opción -X como se muestra.\n"
+        "```\nlocalname @ localhost $ ssh -q -X loginname@remotehost.example.org\n```\n"
+        "2. Ejecute gitk en el servidor remoto para abrir la ventana del repositorio.\n"
+    )
+    hit = source("gitk", text, 1, language="es")
+    ctx = assemble([hit], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3, relative_floor=0.0)
+    quotes = answerer.pick_quotes("¿Cuáles son los pasos para ejecutar gitk remotamente?", ctx)
+    starts = [q.start for q in quotes.quotes]
+    assert len(starts) == 3 and starts == sorted(starts)
+    assert [q.marker for q in quotes.quotes] == ["", "1.", "2."]
+    rendered = quotes.text
+    assert "\n\n1. Ejecute ssh(1)" in rendered and "\n\n2. Ejecute gitk" in rendered
+    assert rendered.index("1. Ejecute") < rendered.index("2. Ejecute")
+
+
+def test_quotes_of_two_documents_keep_the_best_document_first(onnx_embedder: Any) -> None:
+    """Reading order groups the quotes by document, the document of the best quote first."""
+    e5 = onnx_embedder("e5", "int8")
+    best = source("best", "Intro sobre el tema. El puerto por defecto es 8080.", 1, language="es")
+    other = source("other", "El puerto se cambia con la opción --port.", 2, language="es")
+    ctx = assemble([best, other], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3, relative_floor=0.0)
+    quotes = answerer.pick_quotes("¿Cuál es el puerto por defecto?", ctx).quotes
+    docs = [ctx.sources[q.label - 1].hit.chunk.doc_id for q in quotes]
+    assert docs[0] == "best" and docs == sorted(docs, key=lambda d: d != "best")
