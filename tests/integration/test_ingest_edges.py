@@ -214,6 +214,9 @@ def test_ctrl_c_stops_cleanly_without_worker_tracebacks(
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert "leaked semaphore" not in stderr, stderr
     assert "interrupted:" in stderr and "chunks committed" in stderr
+    # the summary is the last line: the progress display closed before it (a new user saw a
+    # progress line after it)
+    assert stderr.strip().splitlines()[-1].startswith("interrupted:"), stderr
     committed = catalog.read_manifest(index)
     assert committed.documents  # the commits that finished stay
     # the next run finishes the job: exactly the documents not yet committed are added

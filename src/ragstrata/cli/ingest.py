@@ -133,12 +133,15 @@ def ingest(
 
     try:
         output_file(report, "--report")
-        with (
-            _engine(index, config) as engine,
-            show_progress(err, every_s=progress_every, transient=json_out) as (on_progress, done),
-        ):
+        with _engine(index, config) as engine:
             try:
-                with _sigterm_as_interrupt():
+                with (
+                    show_progress(err, every_s=progress_every, transient=json_out) as (
+                        on_progress,
+                        done,
+                    ),
+                    _sigterm_as_interrupt(),
+                ):
                     result = engine.ingest(
                         paths,
                         progress=on_progress,
@@ -148,6 +151,7 @@ def ingest(
                         lock_wait_s=WRITE_WAIT_S,
                     )
             except KeyboardInterrupt as exc:
+                # the progress display is closed (its last line printed): the summary ends
                 raise _interrupted(done, terminated=isinstance(exc, _Terminated)) from None
             try:
                 stats = engine.stats()
