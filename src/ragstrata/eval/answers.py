@@ -16,7 +16,8 @@ Per answerable question (its gold paragraph indexed):
   :func:`~ragstrata.generate.citations.ground`: a citation is unverified when a claim citing it
   is not supported by the cited chunk's text. A claim is the text before a marker, back to the
   previous marker (:func:`marker_claims`): an extractive quote ending in ``:`` is not merged
-  with the next quote, as a sentence splitter would merge it;
+  with the next quote, as a sentence splitter would merge it, and the block it announces
+  (shown verbatim after its marker) is not part of the next claim;
 * ``latency_ms``: wall-clock time of ``ask``; ``words``: the answer's length in words;
 * ``answer_in_hits``: a gold answer occurs in one of the retrieved passages (``Answer.hits``).
 
@@ -244,13 +245,19 @@ def marker_claims(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """``(claim, labels)`` pairs of an answer: each claim is the text between the previous
     citation marker (or the start) and the next one, stripped; markers that follow each other
     (``[1][2]``) all go to the claim before them. Text after the last marker cites nothing and
-    is left out. ``marker_claims("A. [1] B: [2][3]") == [("A.", (1,)), ("B:", (2, 3))]``."""
+    is left out. ``marker_claims("A. [1] B: [2][3]") == [("A.", (1,)), ("B:", (2, 3))]``.
+    A code block or list shown after a marker (an extractive quote's announced block, on lines
+    of its own, then a blank line) is no claim: it is the verbatim block of the quote before
+    that marker, not part of the next claim."""
     from ragstrata.generate.citations import MARKER, marker_labels
 
     out: list[tuple[str, tuple[int, ...]]] = []
     start = 0
     for m in MARKER.finditer(text):
         claim = text[start : m.start()].strip()
+        block, blank, rest = claim.rpartition("\n\n")
+        if blank and out and block.lstrip().startswith(("```", "~~~", "- ")):
+            claim = rest.strip()
         labels = tuple(marker_labels(m.group()))
         if claim:
             out.append((claim, labels))

@@ -239,6 +239,14 @@ def test_marker_claims_split_at_markers() -> None:
         ("tres", (4,)),
     ]
     assert marker_claims("[1] nada") == []
+    # an announced block, shown verbatim after its quote's marker, is no part of the next
+    # claim (the next quote was checked against the block too and counted unverified)
+    fence = "```bash\nrs ingest docs\n```"
+    assert marker_claims(f"Así: [1]\n\n{fence}\n\nOtra frase. [2]") == [
+        ("Así:", (1,)),
+        ("Otra frase.", (2,)),
+    ]
+    assert marker_claims("Lista: [1]\n\n- a\n- b\n\n2. Paso dos. [2]")[1] == ("2. Paso dos.", (2,))
     assert marker_claims("sin marcas") == []
 
 
