@@ -152,7 +152,7 @@ def test_page_answers_with_cited_highlighted_sources_and_shows_refusals(
             )
             page.click("#upload")
             expect(page.locator("#upload-status")).to_contain_text(
-                "Upload partial", timeout=180_000
+                "Upload partly indexed", timeout=180_000
             )
             expect(page.locator("#upload-files-status li.failed")).to_contain_text("broken.md")
             expect(page.locator("#collection")).to_have_value("docs")
@@ -177,6 +177,16 @@ def test_page_answers_with_cited_highlighted_sources_and_shows_refusals(
             assert rows.count() >= 1
             assert "guide.md" in rows.first.inner_text()
             expect(first.locator(".ranks")).to_contain_text("dense rank")
+            # a PDF citation names its page(s): character offsets mean nothing in a PDF viewer
+            # (a new user's run: the API sent the pages, the page never showed them)
+            pdf = "{source: 'm.pdf', heading_path: ['Setup'], page_start: 18, page_end: 18}"
+            assert page.evaluate(f"where({pdf})") == "m.pdf > Setup (p. 18)"
+            assert page.evaluate(f"where({pdf.replace('page_end: 18', 'page_end: 19')})") == (
+                "m.pdf > Setup (pp. 18-19)"
+            )
+            assert page.evaluate("where({source: 'g.md', heading_path: [], page_start: null})") == (
+                "g.md"
+            )
 
             # a question the documents do not answer: a clear refusal, no cards
             page.fill("#question", "Who painted the ceiling of the Sistine Chapel?")
@@ -284,6 +294,11 @@ def test_the_page_speaks_spanish_to_a_spanish_browser(
             page.fill("#api-key", key)
             page.click("#key-save")
             expect(page.locator("#status")).to_contain_text("Aún no hay colecciones")
+            # job states and PDF pages in Spanish too (a new user saw "Subida: partial.")
+            assert page.evaluate("jobState('partial')") == "completada en parte"
+            assert page.evaluate(
+                "where({source: 'm.pdf', heading_path: [], page_start: 3, page_end: 4})"
+            ) == ("m.pdf (págs. 3-4)")
             assert errors == []
         finally:
             browser.close()

@@ -51,6 +51,14 @@ const STRINGS = {
     uploadDone: "Upload {state}.",
     failed: "failed",
     indexed: "indexed",
+    page: "p. {n}",
+    pages: "pp. {a}-{b}",
+    state_queued: "queued",
+    state_running: "running",
+    state_succeeded: "succeeded",
+    state_partial: "partly indexed",
+    state_failed: "failed",
+    state_cancelled: "cancelled",
   },
   es: {
     apiKey: "Clave de API",
@@ -92,6 +100,14 @@ const STRINGS = {
     uploadDone: "Subida: {state}.",
     failed: "falló",
     indexed: "indexado",
+    page: "pág. {n}",
+    pages: "págs. {a}-{b}",
+    state_queued: "en cola",
+    state_running: "en curso",
+    state_succeeded: "completada",
+    state_partial: "completada en parte",
+    state_failed: "fallida",
+    state_cancelled: "cancelada",
   },
 };
 
@@ -212,8 +228,19 @@ function clearAnswer() {
 }
 
 function where(item) {
+  // source > heading path, and the PDF page(s) when the item has them: character offsets
+  // mean nothing in a PDF viewer
   const heading = (item.heading_path || []).join(" > ");
-  return heading ? `${item.source} > ${heading}` : item.source;
+  const place = heading ? `${item.source} > ${heading}` : item.source;
+  const a = item.page_start;
+  const b = item.page_end;
+  if (a === null || a === undefined) return place;
+  const page = b === null || b === undefined || b === a ? t("page", { n: a }) : t("pages", { a, b });
+  return `${place} (${page})`;
+}
+
+function jobState(state) {
+  return t(`state_${state}`);
 }
 
 function rankText(explain, name) {
@@ -406,7 +433,7 @@ async function upload(event) {
     while (!["succeeded", "partial", "failed", "cancelled"].includes(job.state)) {
       const p = job.progress;
       $("upload-status").textContent = t("jobProgress", {
-        state: job.state,
+        state: jobState(job.state),
         done: p.files_done,
         total: p.files_total,
         chunks: p.chunks_embedded,
@@ -419,7 +446,7 @@ async function upload(event) {
       }
       job = await poll.json();
     }
-    $("upload-status").textContent = t("uploadDone", { state: job.state });
+    $("upload-status").textContent = t("uploadDone", { state: jobState(job.state) });
     const list = $("upload-files-status");
     list.replaceChildren();
     for (const f of job.files) {
