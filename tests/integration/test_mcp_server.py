@@ -175,6 +175,11 @@ def test_tools_and_resources_over_stdio(index: Path) -> None:
         assert chunk["text"].endswith(cited["quote"]) and chunk["source"].endswith("guia.md")
         with pytest.raises(MCPError, match="RS706"):
             await session.read_resource("ragstrata://documents/0000000000000000")
+        # a malformed chunk id is an unknown one (a new user got a generic error and a
+        # 150-line traceback on the server's stderr)
+        for bad in ("nope", cited["chunk_id"][:12]):
+            with pytest.raises(MCPError, match="RS706"):
+                await session.read_resource(f"ragstrata://chunks/{bad}")
 
         # the index is not held between calls: an ingest runs while the server is up
         faq = index.parent / "faq.md"

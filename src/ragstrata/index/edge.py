@@ -8,6 +8,7 @@ vector ``dense`` (cosine, HNSW), named sparse vector ``bm25`` with the IDF modif
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,6 +40,15 @@ def _quantization_config(qe: Any, quantization: str) -> Any:
 
 def _point_id(chunk_id: str) -> str:
     return str(uuid.UUID(hex=chunk_id[:32]))
+
+
+_CHUNK_ID = re.compile(r"[0-9a-f]{32,64}")
+
+
+def well_formed(chunk_ids: Sequence[str]) -> list[str]:
+    """The ids of ``chunk_ids`` that have a chunk id's form (lower-case hex, 32-64 digits):
+    any other string (``"nope"``, a citation's 12-digit short form) names no chunk."""
+    return [c for c in chunk_ids if _CHUNK_ID.fullmatch(c)]
 
 
 def chunk_to_payload(chunk: Chunk) -> dict[str, Any]:
@@ -242,10 +252,11 @@ class EdgeStore(ChunkReads):
         return [(uuid.UUID(str(p.id)).hex, float(p.score)) for p in points]
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        if not chunk_ids:
+        known = well_formed(chunk_ids)
+        if not known:
             return []
         records = self._shard.retrieve(
-            [_point_id(c) for c in chunk_ids], with_payload=True, with_vector=False
+            [_point_id(c) for c in known], with_payload=True, with_vector=False
         )
         by_id = {}
         for record in records:

@@ -35,6 +35,7 @@ from ragstrata.index.edge import (
     _point_id,
     chunk_to_payload,
     payload_to_chunk,
+    well_formed,
 )
 from ragstrata.optional import require
 from ragstrata.types import Chunk, FloatArray
@@ -463,12 +464,13 @@ class QdrantStore(ChunkReads):
         return [(uuid.UUID(str(p.id)).hex, float(p.score)) for p in points]
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        if not chunk_ids:
+        known = well_formed(chunk_ids)
+        if not known:
             return []
         try:
             records = self._client.retrieve(
                 self.collection,
-                ids=[_point_id(c) for c in chunk_ids],
+                ids=[_point_id(c) for c in known],
                 with_payload=True,
                 with_vectors=False,
             )

@@ -124,6 +124,14 @@ class StoreContract:
             old.chunk_id
         ]
 
+    def test_malformed_ids_are_unknown_ids(self, filled: Filled) -> None:
+        """An id that is no chunk id ("nope", a citation's 12-character short form) is skipped
+        like an unknown one (an MCP client's ``ragstrata://chunks/nope`` got a traceback)."""
+        store, chunks, _ = filled
+        first = chunks[0].chunk_id
+        assert store.get(["nope", first[:12], "", first.upper() + "zz"]) == []
+        assert store.get(["nope", first]) == [chunks[0]]
+
     def test_payload_round_trips(self, filled: Filled) -> None:
         store, chunks, _ = filled
         got = store.get([c.chunk_id for c in chunks])
