@@ -74,6 +74,10 @@ class InvalidRequestError(ServiceError):
     code = "RS707"
 
 
+class MalformedBodyError(InvalidRequestError):
+    """The request body is not JSON at all (400; same code as a schema mismatch)."""
+
+
 class MethodNotAllowedError(ServiceError):
     """The route exists but not with this HTTP method (405)."""
 
@@ -102,6 +106,7 @@ _STATUS: tuple[tuple[type[RagError], int], ...] = (
     (PayloadTooLargeError, 413),
     (UnsupportedMediaTypeError, 415),
     (NotFoundError, 404),
+    (MalformedBodyError, 400),
     (InvalidRequestError, 422),
     (MethodNotAllowedError, 405),
     (IndexNotFoundError, 404),

@@ -18,6 +18,7 @@ from ragstrata.errors import IndexLockedError, RagError
 from ragstrata.service.errors import (
     AuthenticationError,
     InvalidRequestError,
+    MalformedBodyError,
     MethodNotAllowedError,
     NotFoundError,
     RateLimitedError,
@@ -58,11 +59,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        response = _rag_error(InvalidRequestError(validation_message(errors)))
-        if any(err.get("type") == "json_invalid" for err in errors):
-            response.status_code = 400  # not JSON at all (docs/service.md), not a schema mismatch
-        return response
+        return _rag_error(request_error(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -84,6 +81,20 @@ def install_error_handlers(app: FastAPI) -> None:
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
         return _error_response(500, ServiceError.code, "internal error; see the server log")
+
+
+def request_error(errors: Sequence[Any]) -> InvalidRequestError:
+    """The error of a body that failed validation: :class:`MalformedBodyError` (400) when it is
+    not JSON at all (docs/service.md), with the parser's reason and where; otherwise
+    :class:`InvalidRequestError` (422) naming the fields."""
+    for err in errors:
+        if err.get("type") == "json_invalid":
+            reason = str((err.get("ctx") or {}).get("error") or err.get("msg", ""))
+            reason = reason.removeprefix("Invalid JSON: ")
+            at = [str(x) for x in err.get("loc", ()) if isinstance(x, int)]
+            where = f" (at character {at[-1]})" if at else ""
+            return MalformedBodyError(f"the body is not JSON: {reason}{where}")
+    return InvalidRequestError(validation_message(errors))
 
 
 def validation_message(errors: Sequence[Any]) -> str:

@@ -28,7 +28,7 @@ from ragstrata.service.deps import (
     state_of,
 )
 from ragstrata.service.errors import InvalidRequestError, UnsupportedMediaTypeError
-from ragstrata.service.handlers import validation_message
+from ragstrata.service.handlers import request_error
 from ragstrata.service.jobs import Job
 from ragstrata.service.keys import Principal
 from ragstrata.service.schemas import (
@@ -216,7 +216,7 @@ async def _stage(
         try:
             upload = TextUpload.model_validate_json(await request.body())
         except ValidationError as exc:
-            raise InvalidRequestError(validation_message(exc.errors())) from exc
+            raise request_error(exc.errors()) from exc
         if len(upload.documents) > svc.max_upload_files:
             raise InvalidRequestError(
                 f"{len(upload.documents)} documents exceed service.max_upload_files="

@@ -38,6 +38,12 @@ def _check_filters(value: dict[str, FilterValue] | None) -> dict[str, FilterValu
     return value
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must hold more than white space")
+    return value
+
+
 class SearchRequest(_Request):
     """``POST /v1/collections/{name}/search``."""
 
@@ -53,6 +59,7 @@ class SearchRequest(_Request):
     )
 
     _filters = field_validator("filters")(_check_filters)
+    _query = field_validator("query")(_not_blank)
 
 
 class AskRequest(_Request):
@@ -65,6 +72,7 @@ class AskRequest(_Request):
     filters: dict[str, FilterValue] | None = Field(default=None, max_length=16)
 
     _filters = field_validator("filters")(_check_filters)
+    _question = field_validator("question")(_not_blank)
 
 
 class TextDocument(_Request):

@@ -204,6 +204,20 @@ def test_a_body_that_is_not_json_is_400_and_a_schema_mismatch_422(
     broken = c.post(url, headers=acme | {"Content-Type": "application/json"}, content=b'{"query":')
     assert broken.status_code == 400, broken.text
     assert broken.json()["error"]["code"] == "RS707"
+    assert broken.json()["error"]["message"].startswith("the body is not JSON: ")
+    # the upload route's JSON body too (a new user got 422 there), and the message says what
+    # is wrong instead of "0: JSON decode error"
+    for route in ("/v1/collections/docs/ask", "/v1/collections/docs/documents"):
+        hello = c.post(route, headers=acme | {"Content-Type": "application/json"}, content=b"hi")
+        assert hello.status_code == 400, (route, hello.text)
+        error = hello.json()["error"]
+        assert error["code"] == "RS707" and error["message"].startswith("the body is not JSON")
+    # a question or query of white space only is a schema mismatch (it was RS600, a code the
+    # service's error table does not list)
+    for route, field in (("/v1/collections/docs/ask", "question"), (url, "query")):
+        blank = c.post(route, headers=acme, json={field: "  \n "})
+        assert blank.status_code == 422, (route, blank.text)
+        assert blank.json()["error"]["code"] == "RS707" and field in blank.text
     for top_k in (True, "3", 2.0):
         response = c.post(url, headers=acme, json={"query": "invoices", "top_k": top_k})
         assert response.status_code == 422, (top_k, response.text)
