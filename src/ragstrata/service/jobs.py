@@ -82,6 +82,28 @@ class Job:
     outcomes: list[FileOutcome] = field(default_factory=list)
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
+    names: list[str] = field(default_factory=list)
+    """Names of the files queued for ingestion (the upload's accepted files)."""
+
+    def interrupt(self, how: str) -> dict[str, str]:
+        """List each queued file without an outcome as ``not_indexed`` (RS710) and return the
+        job's RS710 error, ``how`` saying what stopped it. Call under the manager's lock."""
+        seen = {o.name for o in self.outcomes}
+        missed = [n for n in self.names if n not in seen]
+        self.outcomes += [
+            FileOutcome(n, "not_indexed", InterruptedJobError.code, "upload it again")
+            for n in missed
+        ]
+        indexed = sum(o.status == "indexed" for o in self.outcomes)
+        return {
+            "code": InterruptedJobError.code,
+            "message": f"{how}: {indexed} of {self.files_total} files were indexed; "
+            + (
+                f"{len(missed)} not (listed under 'files' as not_indexed): upload them again"
+                if missed
+                else "the files are listed under 'files'"
+            ),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The job as the API returns it (``GET /v1/jobs/{job_id}``)."""
@@ -125,7 +147,11 @@ class Job:
 
     def record(self) -> dict[str, Any]:
         """Everything needed to rebuild the job (:meth:`from_record`), as JSON-able data."""
-        return self.to_json() | {"tenant": self.tenant, "rejected": len(self.rejected)}
+        return self.to_json() | {
+            "tenant": self.tenant,
+            "rejected": len(self.rejected),
+            "names": self.names,
+        }
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> Job:
@@ -142,6 +168,7 @@ class Job:
             collection=str(data["collection"]),
             files_total=int(progress["files_total"]),
             rejected=files[:n_rejected],
+            names=[str(n) for n in data.get("names", [])],
             state=data["state"],
             created=str(data["created"]),
             started=data["started"],
@@ -301,6 +328,7 @@ class JobManager:
             rejected=list(rejected),
             files_done=len(rejected),
             bytes_total=sum(p.stat().st_size for p in staged),
+            names=[p.name for p in staged],
         )
         if not staged:
             self._remember(job)
@@ -531,17 +559,9 @@ class JobManager:
     def _restore(self, log: JobLog) -> None:
         for job in log.load():
             if job.state not in FINAL_STATES:
-                indexed = sum(o.status == "indexed" for o in job.outcomes)
                 job.state = "failed"
                 job.finished = _now()
-                job.error = {
-                    "code": InterruptedJobError.code,
-                    "message": (
-                        f"the server stopped before this job finished: {indexed} of "
-                        f"{job.files_total} files were indexed (listed under 'files'); "
-                        "upload the others again"
-                    ),
-                }
+                job.error = job.interrupt("the server stopped before this job finished")
                 log.save(job)
             self._jobs[job.job_id] = job
 
@@ -556,16 +576,9 @@ class JobManager:
             left = [p for q in self._queues.values() for p in q]
             self._queues.clear()
         for pending in left:
-            done = sum(o.status == "indexed" for o in pending.job.outcomes)
-            self._end(
-                pending,
-                "cancelled",
-                {
-                    "code": InterruptedJobError.code,
-                    "message": f"the server stopped: {done} of {pending.job.files_total} files "
-                    "were indexed (listed under 'files'); upload the others again",
-                },
-            )
+            with self._lock:
+                error = pending.job.interrupt("the server stopped")
+            self._end(pending, "cancelled", error)
         if self._log is not None:
             self._log.close()
             self._log = None

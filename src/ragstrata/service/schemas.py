@@ -305,7 +305,7 @@ class JobProgress(_Response):
 
 class JobFile(_Response):
     name: str
-    status: Literal["indexed", "failed"]
+    status: Literal["indexed", "failed", "not_indexed"]
     code: str | None
     reason: str | None
 

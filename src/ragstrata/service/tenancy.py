@@ -103,10 +103,11 @@ class AskOutcome:
 
 @dataclass(frozen=True, slots=True)
 class FileOutcome:
-    """What became of one uploaded file: ``status`` ``indexed`` or ``failed`` (with code)."""
+    """What became of one uploaded file: ``status`` ``indexed``, ``failed`` (with code), or
+    ``not_indexed`` (RS710: the server stopped before it was parsed; upload it again)."""
 
     name: str
-    status: Literal["indexed", "failed"]
+    status: Literal["indexed", "failed", "not_indexed"]
     code: str = ""
     reason: str = ""
 

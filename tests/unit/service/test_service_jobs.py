@@ -116,6 +116,7 @@ def test_records_survive_and_unfinished_jobs_fail_after_restart(tmp_path: Path) 
         job = restarted.get(Principal("k", "acme", ("read",)), "1" * 16)
         assert job["state"] == "failed" and job["error"]["code"] == "RS710"
         assert "0 of 3 files were indexed" in job["error"]["message"]
+        assert [f["status"] for f in job["files"]] == ["not_indexed"] * 3
     finally:
         a.gate.set()
         _wait_idle(manager)
@@ -152,3 +153,9 @@ def test_shutdown_finishes_the_running_slice_and_cancels_the_rest(tmp_path: Path
         first["error"]["code"] == "RS710"
         and "2 of 6 files were indexed" in (first["error"]["message"])
     )
+    # the files not indexed are named (a new user's job listed only the indexed ones)
+    assert "4 not (listed under 'files' as not_indexed)" in first["error"]["message"]
+    missed = [f["name"] for f in first["files"] if f["status"] == "not_indexed"]
+    assert missed == [f"first-{i}.md" for i in range(2, 6)]
+    assert {f["code"] for f in first["files"] if f["status"] == "not_indexed"} == {"RS710"}
+    assert [f["status"] for f in second["files"]] == ["not_indexed", "not_indexed"]

@@ -51,6 +51,7 @@ const STRINGS = {
     uploadDone: "Upload {state}.",
     failed: "failed",
     indexed: "indexed",
+    notIndexed: "not indexed (the server stopped): upload it again",
     page: "p. {n}",
     pages: "pp. {a}-{b}",
     state_queued: "queued",
@@ -100,6 +101,7 @@ const STRINGS = {
     uploadDone: "Subida: {state}.",
     failed: "falló",
     indexed: "indexado",
+    notIndexed: "sin indexar (el servidor se detuvo): vuelve a subirlo",
     page: "pág. {n}",
     pages: "págs. {a}-{b}",
     state_queued: "en cola",
@@ -452,9 +454,11 @@ async function upload(event) {
     for (const f of job.files) {
       const item = document.createElement("li");
       item.className = f.status;
-      item.textContent = f.status === "failed"
-        ? `${f.name}: ${t("failed")} (${f.code}) ${f.reason}`
-        : `${f.name}: ${t("indexed")}`;
+      item.textContent = f.status === "indexed"
+        ? `${f.name}: ${t("indexed")}`
+        : f.status === "not_indexed"
+          ? `${f.name}: ${t("notIndexed")}`
+          : `${f.name}: ${t("failed")} (${f.code}) ${f.reason}`;
       list.append(item);
     }
     await loadCollections();
