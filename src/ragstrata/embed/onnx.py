@@ -365,8 +365,10 @@ class OnnxMiniLMEmbedder:
         return self._counter
 
     def warm_up(self) -> None:
-        """Load tokenizer and session now (building the model if needed)."""
+        """Load tokenizer and session now (building the model if needed) and embed one short
+        query (ONNX Runtime's first run allocates its buffers)."""
         self._load()
+        self.embed_query("warm up")
 
     def _load(self) -> tuple[Tokenizer, Any]:
         if self._session is None or self._tokenizer is None:

@@ -18,6 +18,7 @@ tool functions' annotations at registration, and they refer to names local to
 :func:`create_server` (pydantic's ``Field``, imported only with the extra).
 """
 
+import inspect
 import json
 import logging
 import re
@@ -288,6 +289,7 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
     from pydantic import Field, ValidationError
 
     from ragstrata import __version__
+    from ragstrata.service.schemas import MAX_QUERY_CHARS
 
     class Server(MCPServer[Any]):
         """Lists every indexed document as a resource, read fresh on each ``resources/list``;
@@ -295,13 +297,30 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
         own argument errors (the SDK's text is pydantic's, with a link to its docs)."""
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            unknown = sorted(set(arguments or {}) - parameters.get(name, set(arguments or {})))
+            if unknown:  # the HTTP API refuses unknown fields too (422)
+                raise ToolError(
+                    str(
+                        InvalidRequestError(
+                            f"invalid arguments for {name}: unknown argument(s) "
+                            f"{', '.join(unknown)}; it takes {', '.join(sorted(parameters[name]))}"
+                        )
+                    )
+                )
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
                 cause = exc.__cause__
-                if not isinstance(cause, ValidationError):
+                if isinstance(cause, ValidationError):
+                    message = str(InvalidRequestError(_schema_errors(name, cause)))
+                    raise ToolError(message) from cause
+                while cause is not None and not isinstance(cause, RagError):
+                    cause = cause.__cause__
+                if cause is None:
                     raise
-                raise ToolError(str(InvalidRequestError(_schema_errors(name, cause)))) from cause
+                # the library's own coded message, as the command line prints it (without
+                # the SDK's "Error executing tool ...: " prefix)
+                raise ToolError(str(cause)) from cause
 
         async def list_resources(self) -> list[Resource]:
             listed: list[Resource] = await super().list_resources()
@@ -342,9 +361,16 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
 
     @server.tool(annotations=read_only)
     def search(
-        query: Annotated[str, Field(description="Keywords or a question, in any language.")],
+        query: Annotated[
+            str,
+            Field(
+                max_length=MAX_QUERY_CHARS,
+                description="Keywords or a question, in any language.",
+            ),
+        ],
         top_k: Annotated[
-            int | None, Field(ge=1, le=MAX_TOP_K, description="Hits to return (default 5).")
+            int | None,
+            Field(ge=1, le=MAX_TOP_K, strict=True, description="Hits to return (default 5)."),
         ] = None,
         mode: Annotated[
             SearchMode,
@@ -368,7 +394,9 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
 
     @server.tool(annotations=read_only)
     def ask(
-        question: Annotated[str, Field(description="The question, in any language.")],
+        question: Annotated[
+            str, Field(max_length=MAX_QUERY_CHARS, description="The question, in any language.")
+        ],
         filters: Annotated[
             dict[str, str | int | bool | list[str] | list[int]] | None,
             Field(description="As for search: restrict the documents the answer may use."),
@@ -382,6 +410,8 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
             return tools.ask(question, filters=filters)
         except RagError as exc:
             raise ToolError(str(exc)) from exc
+
+    parameters = {tool.__name__: set(inspect.signature(tool).parameters) for tool in (search, ask)}
 
     @server.resource(
         DOCUMENTS_URI,

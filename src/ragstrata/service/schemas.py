@@ -23,6 +23,8 @@ class _Response(BaseModel):
 
 
 FilterValue = str | list[str]
+MAX_QUERY_CHARS = 2000
+"""Longest search query or question, in characters (HTTP API and MCP tools)."""
 
 
 def _check_filters(value: dict[str, FilterValue] | None) -> dict[str, FilterValue] | None:
@@ -47,7 +49,9 @@ def _not_blank(value: str) -> str:
 class SearchRequest(_Request):
     """``POST /v1/collections/{name}/search``."""
 
-    query: str = Field(min_length=1, max_length=2000, description="Keywords or a question.")
+    query: str = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, description="Keywords or a question."
+    )
     top_k: int | None = Field(
         default=None, ge=1, le=50, strict=True, description="Hits to return (an integer)."
     )
@@ -66,7 +70,7 @@ class AskRequest(_Request):
     """``POST /v1/collections/{name}/ask``. ``stream``: answer as server-sent events
     (``text/event-stream``); ``explain``: also return the retrieval behind the answer."""
 
-    question: str = Field(min_length=1, max_length=2000)
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     stream: bool = False
     explain: bool = False
     filters: dict[str, FilterValue] | None = Field(default=None, max_length=16)
