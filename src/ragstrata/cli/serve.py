@@ -52,6 +52,7 @@ def serve(
             raise MissingDependencyError(exc.name or "fastapi", "service") from exc
         service_app = create_app(cfg)
         state = service_app.state.service
+        _claim_data_dir(state.data_dir)
         warm_up = getattr(state.registry.embedder, "warm_up", None)
         if callable(warm_up):
             warm_up()  # load (or export) the model now, not on the first request
@@ -71,6 +72,38 @@ def serve(
         timeout_keep_alive=cfg.service.keep_alive_s,
         timeout_graceful_shutdown=30,
     )
+
+
+_DATA_DIR_LOCKS: list[Any] = []
+"""Open lock files of the data directories this process serves (held until it exits)."""
+
+
+def _claim_data_dir(data_dir: Path) -> None:
+    """Hold ``data_dir/serve.lock`` for the life of the process, so a second ``serve`` on the
+    same data directory stops at once: two servers would share job records and take each
+    other's collection locks (every ask answered 503). Raises ConfigError naming the other
+    server's process id."""
+    import fcntl
+    import os
+
+    from ragstrata.errors import ConfigError
+
+    handle = open(data_dir / "serve.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.seek(0)
+        other = handle.read().strip() or "unknown"
+        handle.close()
+        raise ConfigError(
+            f"another ragstrata serve (process {other}) already serves the data directory "
+            f"{data_dir}; stop it, or give this one another --data-dir"
+        ) from exc
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    _DATA_DIR_LOCKS.append(handle)
 
 
 def mcp(

@@ -74,6 +74,11 @@ class InvalidRequestError(ServiceError):
     code = "RS707"
 
 
+class CollectionBusyError(IndexLockedError):
+    """A collection's upload job holds it longer than a read may wait (503, RS503, like any
+    index lock). Any other lock (another process) gets a message without server paths."""
+
+
 class MalformedBodyError(InvalidRequestError):
     """The request body is not JSON at all (400; same code as a schema mismatch)."""
 

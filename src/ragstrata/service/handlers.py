@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ragstrata.errors import IndexLockedError, RagError
 from ragstrata.service.errors import (
     AuthenticationError,
+    CollectionBusyError,
     InvalidRequestError,
     MalformedBodyError,
     MethodNotAllowedError,
@@ -44,11 +45,18 @@ def _rag_error(error: RagError) -> JSONResponse:
         headers["WWW-Authenticate"] = "Bearer"
     if isinstance(error, RateLimitedError):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
+    message = error.args[0] if error.args else str(error)
     if isinstance(error, IndexLockedError):
         headers["Retry-After"] = "2"
+        if not isinstance(error, CollectionBusyError):
+            # another process holds it: the library's message names the server's path
+            logger.warning("%s", error)
+            message = (
+                "the collection's index is held by another process (a command-line ingest of "
+                "it, or a second server on this data directory); try again when it finishes"
+            )
     if status >= 500:
         logger.error("request failed: %s", error)
-    message = error.args[0] if error.args else str(error)
     return _error_response(status, error.code, str(message), headers or None)
 
 

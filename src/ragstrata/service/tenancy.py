@@ -53,6 +53,7 @@ from ragstrata.index.report import IngestReport, ProgressCallback
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import Mode, SearchResult
 from ragstrata.service.errors import (
+    CollectionBusyError,
     InvalidRequestError,
     NotFoundError,
     PermissionDeniedError,
@@ -213,7 +214,7 @@ class Collection:
                 except LockTimeout as exc:  # only the lock's own timeout, never the search's
                     if time.monotonic() < deadline:
                         continue
-                    raise IndexLockedError(
+                    raise CollectionBusyError(
                         f"collection {self.name!r} is being written (an upload job is running); "
                         f"retry in a few seconds"
                     ) from exc

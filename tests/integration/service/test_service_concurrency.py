@@ -100,3 +100,21 @@ def test_read_gives_503_when_a_write_outlasts_read_wait(service_factory: Service
         "/v1/collections/docs/search", headers=headers, json={"query": "ERR_CONN_RESET"}
     )
     assert again.status_code == 200
+
+
+def test_an_index_held_by_another_process_is_503_without_server_paths() -> None:
+    """A new user's second server held the collections: every ask answered 503 with the
+    server's data path and a wrong cause; the upload job's own lock keeps its message."""
+    import json
+
+    from ragstrata.errors import IndexLockedError
+    from ragstrata.service.errors import CollectionBusyError
+    from ragstrata.service.handlers import _rag_error
+
+    held = _rag_error(IndexLockedError("cannot open the index at /srv/data/tenants/acme/kb/index"))
+    body = json.loads(held.body)
+    assert held.status_code == 503 and held.headers["retry-after"] == "2"
+    assert body["error"]["code"] == "RS503" and "/srv" not in body["error"]["message"]
+    assert "another process" in body["error"]["message"]
+    busy = _rag_error(CollectionBusyError("collection 'kb' is being written"))
+    assert json.loads(busy.body)["error"]["message"] == "collection 'kb' is being written"

@@ -369,6 +369,18 @@ def test_killed_server_reports_its_interrupted_job_after_restart(tmp_path: Path)
             f"{base}/v1/collections/kb/documents", headers=headers, json=body, timeout=30
         )
         assert again.status_code == 202  # the service takes new work after the restart
+        # a second server on the same data directory stops at once, naming the first (a new
+        # user's second server started, and every ask then answered 503 with a server path)
+        second = subprocess.run(
+            [*_ragstrata(), "serve", "--port", "1", "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=240,
+        )
+        assert second.returncode == 2, second.stderr  # RS101, as any configuration error
+        said = " ".join(second.stderr.split())
+        assert f"another ragstrata serve (process {proc.pid}) already serves" in said, said
     finally:
         proc.terminate()
         proc.wait(timeout=60)
