@@ -233,7 +233,7 @@ async def _stage(
     staged: list[Path] = []
     rejected: list[FileOutcome] = []
     seen: set[str] = set()
-    for raw_name, content_type, content in items:
+    for position, (raw_name, content_type, content) in enumerate(items, 1):
         name = safe_filename(raw_name)
         try:
             check_file_type(name, content_type)
@@ -241,9 +241,11 @@ async def _stage(
             rejected.append(FileOutcome(name, "failed", exc.code, str(exc.args[0])))
             continue
         if name in seen:
-            rejected.append(
-                FileOutcome(name, "failed", InvalidRequestError.code, "duplicate name in upload")
+            reason = (
+                f"duplicate name in upload: file {position} of the upload was skipped, the "
+                "first file of this name is the one indexed"
             )
+            rejected.append(FileOutcome(name, "failed", InvalidRequestError.code, reason))
             continue
         seen.add(name)
         target = staging / name

@@ -144,6 +144,26 @@ def test_file_names_are_sanitized_no_path_traversal(service: Service) -> None:
     assert not any(p.name in ("outside.md", "win.md") for p in data.parent.iterdir())
 
 
+def test_a_duplicate_name_in_one_upload_says_which_file_was_kept(service: Service) -> None:
+    """A new user's upload of two files named dup.md gave two rows, one failed "duplicate name
+    in upload", with no way to tell which content was indexed: the first one is."""
+    acme = service.key("acme")
+    files = [
+        ("files", ("dup.md", b"# One\n\nThe first dup file names the quokka.", "text/markdown")),
+        ("files", ("dup.md", b"# Two\n\nThe second dup file names the wombat.", "text/markdown")),
+    ]
+    response = service.client.post("/v1/collections/dups/documents", headers=acme, files=files)
+    job = service.wait(acme, response.json()["job_id"])
+    skipped = [f for f in job["files"] if f["status"] == "failed"]
+    assert len(skipped) == 1 and skipped[0]["code"] == "RS707"
+    assert "file 2 of the upload was skipped" in skipped[0]["reason"]
+    assert "first file of this name is the one indexed" in skipped[0]["reason"]
+    text = service.client.post(
+        "/v1/collections/dups/search", headers=acme, json={"query": "quokka wombat"}
+    ).json()["hits"][0]["text"]
+    assert "quokka" in text and "wombat" not in text
+
+
 def test_json_text_upload_update_and_delete(service: Service) -> None:
     acme = service.key("acme")
     job = service.upload_texts(acme, "notes", {"faq.md": "# FAQ\n\nThe office opens at nine."})
