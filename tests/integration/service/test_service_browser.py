@@ -283,7 +283,12 @@ def test_the_page_speaks_spanish_to_a_spanish_browser(
             page = context.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            # no request of the page fails (a new user's console showed /favicon.ico 404)
+            page.on("response", lambda r: errors.append(r.url) if r.status >= 400 else None)
             page.goto(base + "/")
+            page.wait_for_load_state("networkidle")
+            icon = "fetch(document.querySelector('link[rel=icon]').href).then(r => r.status)"
+            assert page.evaluate(icon) == 200  # headless Chromium does not ask for it itself
             assert page.evaluate("document.documentElement.lang") == "es"
             expect(page.locator("#status")).to_have_text("Introduce una clave de API para empezar.")
             assert page.get_attribute("#question", "placeholder") == (
