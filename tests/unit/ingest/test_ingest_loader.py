@@ -159,6 +159,26 @@ def test_html_without_text_is_empty(tmp_path: Path) -> None:
         load_document(path)
 
 
+def test_a_file_of_unbroken_runs_holds_no_words(tmp_path: Path) -> None:
+    """A new user's 19 MB one-line file became 7,561 junk chunks; a 5 MB "word" costs e5 tens of
+    minutes. Such a file is RS203 with its reason; a base64 image beside prose still loads."""
+    blob = tmp_path / "line.md"
+    blob.write_text("a" * 200_000, encoding="utf-8")
+    with pytest.raises(EmptyDocumentError, match=r"holds no words: 100% of its 200,000 char"):
+        load_document(blob)
+    dump = tmp_path / "dump.txt"  # hashes one per line: each a run of 1,000+ characters
+    dump.write_text(("f" * 1500 + "\n") * 30, encoding="utf-8")
+    with pytest.raises(EmptyDocumentError, match="runs of 1,000 or more"):
+        load_document(dump)
+    mixed = tmp_path / "mixed.md"
+    prose = "The quokka manual explains the restart procedure in plain words. " * 400
+    mixed.write_text(f"# Manual\n\n{prose}\n\n![logo](data:image/png;base64,{'Q' * 30_000})\n")
+    assert "quokka" in load_document(mixed).text
+    small = tmp_path / "small.txt"  # under the checked size: loaded as it is
+    small.write_text("z" * 5_000, encoding="utf-8")
+    assert load_document(small).text.startswith("zzz")
+
+
 def test_too_large(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text("x" * 100, encoding="utf-8")
