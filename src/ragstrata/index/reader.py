@@ -85,7 +85,8 @@ class IndexReader:
         current one again, a newer one, or the lock) until then, and its StoreError raised
         after."""
         if self._reading is None:
-            manifest = catalog.read_manifest(self.index_dir)
+            # shared, read-only: a reader opened per call (MCP) does not parse it each time
+            manifest = catalog.read_manifest_shared(self.index_dir)
             self._n_chunks = manifest.n_chunks
             self._fits(manifest)  # before any wait: a wrong embedder fails at once
             deadline = time.monotonic() + self.wait_s
@@ -103,8 +104,8 @@ class IndexReader:
                     time.sleep(SNAPSHOT_RETRY_S)
                     snapshot = self._wait_for_index()
             store = self.open_store(manifest)
-            if catalog.read_journal(self.index_dir) is not None:
-                recover(self.index_dir, store, manifest)
+            if catalog.read_journal(self.index_dir) is not None:  # recovery edits its own copy
+                recover(self.index_dir, store, catalog.read_manifest(self.index_dir))
             self._reading = store
         return self._reading
 

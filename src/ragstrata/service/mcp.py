@@ -151,7 +151,7 @@ class IndexTools:
     def warm_up(self) -> None:
         """Check that the index exists and load the embedding model (and the configured LLM)
         now rather than on the first call. Raises IndexNotFoundError without an index."""
-        catalog.read_manifest(self.index_dir)
+        catalog.read_manifest_shared(self.index_dir)
         warm = getattr(self._models.embedder, "warm_up", None)
         if callable(warm):
             warm()
@@ -218,7 +218,7 @@ class IndexTools:
     def documents(self) -> list[dict[str, Any]]:
         """The indexed documents by source path: ``doc_id``, ``uri`` (its MCP resource),
         ``source``, ``title``, ``chunks`` and ``indexed_at``."""
-        manifest = catalog.read_manifest(self.index_dir)
+        manifest = catalog.read_manifest_shared(self.index_dir)
         return sorted(
             (
                 {

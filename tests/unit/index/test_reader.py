@@ -13,7 +13,12 @@ import pytest
 
 from ragstrata import stages
 from ragstrata.config import StoreConfig
-from ragstrata.errors import EmbedderMismatchError, IndexLockedError, StoreError
+from ragstrata.errors import (
+    EmbedderMismatchError,
+    IndexLockedError,
+    IndexNotFoundError,
+    StoreError,
+)
 from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import VectorStore
 from ragstrata.index.catalog import DocEntry, IndexLock, Manifest
@@ -186,3 +191,20 @@ def test_a_missing_index_names_the_directory_to_ingest_into(tmp_path: Path) -> N
     with pytest.raises(IndexNotFoundError) as info:
         catalog.read_manifest(tmp_path / "nope")
     assert f"--index {tmp_path / 'nope'}" in str(info.value)
+
+
+def test_the_shared_manifest_is_parsed_again_only_when_the_file_changes(tmp_path: Path) -> None:
+    """A reader opened per call (MCP) parsed the whole manifest each time (57 ms of each call
+    at 5,183 documents); the shared read parses it once per version of the file."""
+    index = tmp_path / "idx"
+    index.mkdir()
+    manifest = Manifest(embedder="e", dim=DIM, analyzer="a", chunker="c", k1=1.2, b=0.75)
+    catalog.write_manifest(index, manifest)
+    first = catalog.read_manifest_shared(index)
+    assert catalog.read_manifest_shared(index) is first
+    manifest.bm25_docs = 7
+    catalog.write_manifest(index, manifest)  # a commit replaces the file
+    changed = catalog.read_manifest_shared(index)
+    assert changed is not first and changed.bm25_docs == 7
+    with pytest.raises(IndexNotFoundError, match="no index at"):
+        catalog.read_manifest_shared(tmp_path / "missing")
