@@ -59,6 +59,7 @@ import hashlib
 import logging
 import math
 import random
+import re
 import shutil
 import statistics
 import time
@@ -241,6 +242,10 @@ def absent_subset(cases: Sequence[AnswerCase], *, fraction: float, seed: int) ->
 # --------------------------------------------------------------------------- scoring
 
 
+_BLOCK_START = re.compile(r"```|~~~|- |\d{1,3}[.)] ")
+"""How a block shown after a quote's marker starts: a code fence, a bullet, a numbered item."""
+
+
 def marker_claims(text: str) -> list[tuple[str, tuple[int, ...]]]:
     """``(claim, labels)`` pairs of an answer: each claim is the text between the previous
     citation marker (or the start) and the next one, stripped; markers that follow each other
@@ -256,7 +261,7 @@ def marker_claims(text: str) -> list[tuple[str, tuple[int, ...]]]:
     for m in MARKER.finditer(text):
         claim = text[start : m.start()].strip()
         block, blank, rest = claim.rpartition("\n\n")
-        if blank and out and block.lstrip().startswith(("```", "~~~", "- ")):
+        if blank and out and _BLOCK_START.match(block.lstrip()):
             claim = rest.strip()
         labels = tuple(marker_labels(m.group()))
         if claim:

@@ -339,11 +339,17 @@ def clean_sentence(text: str) -> str:
 
 def _clean_block(block: str) -> str:
     """A block for display: a code block verbatim (trimmed), list items one per line with
-    their links shown as text."""
+    their links shown as text, a numbered item with its number ("1.", "2.") and any other
+    with "- "."""
     block = _LONE_TAG.sub("", block).strip("\n")
     if block.lstrip().startswith(("```", "~~~")):
         return block.strip()
-    return "\n".join(f"- {clean_sentence(line)}" for line in block.splitlines() if line.strip())
+    lines = []
+    for line in block.splitlines():
+        if line.strip():
+            number = _ORDERED_ITEM.match(line)
+            lines.append(f"{number.group(1) if number else '-'} {clean_sentence(line)}")
+    return "\n".join(lines)
 
 
 class ExtractiveAnswerer:

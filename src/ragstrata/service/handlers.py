@@ -96,6 +96,8 @@ def request_error(errors: Sequence[Any]) -> InvalidRequestError:
     not JSON at all (docs/service.md), with the parser's reason and where; otherwise
     :class:`InvalidRequestError` (422) naming the fields."""
     for err in errors:
+        if err.get("type") == "missing" and tuple(err.get("loc", ())) == ("body",):
+            return MalformedBodyError("the body is empty; send a JSON object")
         if err.get("type") == "json_invalid":
             reason = str((err.get("ctx") or {}).get("error") or err.get("msg", ""))
             reason = reason.removeprefix("Invalid JSON: ")

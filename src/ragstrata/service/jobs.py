@@ -108,9 +108,14 @@ class Job:
     def to_json(self) -> dict[str, Any]:
         """The job as the API returns it (``GET /v1/jobs/{job_id}``)."""
         total = self.files_total
-        fraction = (
-            1.0 if self.state in FINAL_STATES else (self.files_done / total if total else 0.0)
+        # a job stopped before its end keeps its real share (4 of 7 files is not 1.0)
+        stopped = self.state == "cancelled" or (
+            self.error is not None and self.error.get("code") == InterruptedJobError.code
         )
+        if total and (stopped or self.state not in FINAL_STATES):
+            fraction = self.files_done / total
+        else:
+            fraction = 1.0 if self.state in FINAL_STATES else 0.0
         return {
             "job_id": self.job_id,
             "collection": self.collection,

@@ -27,7 +27,11 @@ from ragstrata.service.deps import (
     open_collection,
     state_of,
 )
-from ragstrata.service.errors import InvalidRequestError, UnsupportedMediaTypeError
+from ragstrata.service.errors import (
+    InvalidRequestError,
+    MalformedBodyError,
+    UnsupportedMediaTypeError,
+)
 from ragstrata.service.handlers import request_error
 from ragstrata.service.jobs import Job
 from ragstrata.service.keys import Principal
@@ -213,8 +217,11 @@ async def _stage(
                 raise InvalidRequestError("form field 'files' must be a file, not a text value")
             items.append((value.filename or "", value.content_type, value))
     elif kind == "application/json":
+        body = await request.body()
+        if not body.strip():
+            raise MalformedBodyError("the body is empty; send a JSON object")
         try:
-            upload = TextUpload.model_validate_json(await request.body())
+            upload = TextUpload.model_validate_json(body)
         except ValidationError as exc:
             raise request_error(exc.errors()) from exc
         if len(upload.documents) > svc.max_upload_files:

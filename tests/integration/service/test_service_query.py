@@ -212,6 +212,11 @@ def test_a_body_that_is_not_json_is_400_and_a_schema_mismatch_422(
         assert hello.status_code == 400, (route, hello.text)
         error = hello.json()["error"]
         assert error["code"] == "RS707" and error["message"].startswith("the body is not JSON")
+    # an empty body is not JSON either, on every route (it was 422 on ask and search)
+    for route in (url, "/v1/collections/docs/ask", "/v1/collections/docs/documents"):
+        empty = c.post(route, headers=acme | {"Content-Type": "application/json"}, content=b"")
+        assert empty.status_code == 400, (route, empty.text)
+        assert empty.json()["error"]["message"] == "the body is empty; send a JSON object"
     # a question or query of white space only is a schema mismatch (it was RS600, a code the
     # service's error table does not list)
     for route, field in (("/v1/collections/docs/ask", "question"), (url, "query")):

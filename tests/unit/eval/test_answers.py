@@ -247,6 +247,7 @@ def test_marker_claims_split_at_markers() -> None:
         ("Otra frase.", (2,)),
     ]
     assert marker_claims("Lista: [1]\n\n- a\n- b\n\n2. Paso dos. [2]")[1] == ("2. Paso dos.", (2,))
+    assert marker_claims("Pasos: [1]\n\n1. a\n2. b\n\nOtra. [2]")[1] == ("Otra.", (2,))
     assert marker_claims("sin marcas") == []
 
 

@@ -133,6 +133,18 @@ def test_render_puts_an_announced_block_on_its_own_lines() -> None:
     )
 
 
+def test_an_announced_numbered_list_keeps_its_numbers() -> None:
+    """ "Puedes migrar ... en tres pasos:" came with its steps as "- " bullets (a smoke test):
+    a numbered item keeps its number, a bullet stays a bullet."""
+    from ragstrata.generate.extractive import _clean_block
+
+    steps = "1. Pasa de **establecer** estado.\n2. Escribe una función.\n3) Usa el reducer.\n"
+    assert _clean_block(steps) == (
+        "1. Pasa de establecer estado.\n2. Escribe una función.\n3) Usa el reducer."
+    )
+    assert _clean_block("- uno [a](/x)\n* dos\n") == "- uno a\n- dos"
+
+
 @pytest.mark.slow
 def test_no_sentence_is_cut_inside_inline_code(onnx_embedder: Any) -> None:
     e5 = onnx_embedder("e5", "int8")

@@ -159,3 +159,6 @@ def test_shutdown_finishes_the_running_slice_and_cancels_the_rest(tmp_path: Path
     assert missed == [f"first-{i}.md" for i in range(2, 6)]
     assert {f["code"] for f in first["files"] if f["status"] == "not_indexed"} == {"RS710"}
     assert [f["status"] for f in second["files"]] == ["not_indexed", "not_indexed"]
+    # its progress says how far it got (it said 1.0)
+    assert first["progress"]["fraction"] == round(2 / 6, 4)
+    assert second["progress"]["fraction"] == 0.0

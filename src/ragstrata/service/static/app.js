@@ -52,6 +52,7 @@ const STRINGS = {
     failed: "failed",
     indexed: "indexed",
     notIndexed: "not indexed (the server stopped): upload it again",
+    connectionLost: "Lost contact with the server; still trying…",
     page: "p. {n}",
     pages: "pp. {a}-{b}",
     state_queued: "queued",
@@ -102,6 +103,7 @@ const STRINGS = {
     failed: "falló",
     indexed: "indexado",
     notIndexed: "sin indexar (el servidor se detuvo): vuelve a subirlo",
+    connectionLost: "Se perdió la conexión con el servidor; reintentando…",
     page: "pág. {n}",
     pages: "págs. {a}-{b}",
     state_queued: "en cola",
@@ -432,16 +434,33 @@ async function upload(event) {
       return;
     }
     let job = await response.json();
+    let lost = 0;
     while (!["succeeded", "partial", "failed", "cancelled"].includes(job.state)) {
       const p = job.progress;
-      $("upload-status").textContent = t("jobProgress", {
-        state: jobState(job.state),
-        done: p.files_done,
-        total: p.files_total,
-        chunks: p.chunks_embedded,
-      });
+      if (!lost) {
+        $("upload-status").textContent = t("jobProgress", {
+          state: jobState(job.state),
+          done: p.files_done,
+          total: p.files_total,
+          chunks: p.chunks_embedded,
+        });
+      }
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const poll = await fetch(`/v1/jobs/${job.job_id}`, { headers: headers() });
+      let poll;
+      try {
+        poll = await fetch(`/v1/jobs/${job.job_id}`, { headers: headers() });
+      } catch (err) {
+        // the server is down or restarting: say so and keep asking (the job's record says
+        // afterwards which files were indexed), giving up after about ten minutes
+        if (++lost > 300) {
+          $("upload-status").textContent = `${t("error")}: ${err}`;
+          return;
+        }
+        $("upload-status").textContent = t("connectionLost");
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        continue;
+      }
+      lost = 0;
       if (!poll.ok) {
         $("upload-status").textContent = await errorMessage(poll);
         return;
@@ -463,6 +482,8 @@ async function upload(event) {
     }
     await loadCollections();
     $("collection").value = collection;
+  } catch (err) {
+    $("upload-status").textContent = `${t("error")}: ${err}`;
   } finally {
     $("upload").disabled = false;
   }
