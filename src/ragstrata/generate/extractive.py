@@ -237,7 +237,10 @@ def _candidates(source: Source) -> list[_Candidate]:
 
     def flush() -> None:
         if para is not None:
-            for a, b in join_split_code(text, sentence_spans(text, para[0], para[1])):
+            joined = _with_short_followers(
+                text, join_split_code(text, sentence_spans(text, para[0], para[1]))
+            )
+            for a, b in joined:
                 spans.extend(_windows(text, a, b))
 
     pos = 0
@@ -263,6 +266,25 @@ def _candidates(source: Source) -> list[_Candidate]:
     flush()
     sentences = [_Candidate(a, b, _announced_block(text, a, b, fences)) for a, b in spans]
     return sorted(sentences + _table_rows(text, fenced), key=lambda c: c.start)
+
+
+SHORT_FOLLOWER_WORDS = 5
+"""A sentence of at most this many words is quoted with the sentence before it in its
+paragraph ("Defaults to `False`." after "`allow_credentials` - Indicate that cookies ...")."""
+
+
+def _with_short_followers(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` (one paragraph's sentences, in order) with each sentence of at most
+    :data:`SHORT_FOLLOWER_WORDS` words joined to the one before it: alone it names nothing
+    ("Defaults to `False`.", "Es opcional."), and it lost to sentences repeating the
+    question's words although it held the answer."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and len(text[a:b].split()) <= SHORT_FOLLOWER_WORDS:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 def _windows(text: str, start: int, end: int) -> list[tuple[int, int]]:

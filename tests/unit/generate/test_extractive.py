@@ -609,3 +609,23 @@ def test_quotes_of_two_documents_keep_the_best_document_first(onnx_embedder: Any
     quotes = answerer.pick_quotes("¿Cuál es el puerto por defecto?", ctx).quotes
     docs = [ctx.sources[q.label - 1].hit.chunk.doc_id for q in quotes]
     assert docs[0] == "best" and docs == sorted(docs, key=lambda d: d != "best")
+
+
+def test_a_short_sentence_is_quoted_with_the_one_before_it(onnx_embedder: Any) -> None:
+    """A smoke test's "What is the default value of allow_credentials?" quoted the item's first
+    sentence and not "Defaults to `False`.", which alone names nothing."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "* `allow_credentials` - Indicate that cookies should be supported for cross-origin "
+        "requests. Defaults to `False`.\n"
+        "* `max_age` - Sets a maximum time in seconds for browsers to cache CORS responses. "
+        "Defaults to `600`.\n"
+    )
+    hit = source("cors", text, 1, language="en")
+    ctx = assemble([hit], counter=e5.counter, budget_tokens=500)
+    shown = [text[c.start : c.end] for c in _candidates(ctx.sources[0])]
+    assert shown[0].endswith("cross-origin requests. Defaults to `False`.")
+    assert shown[1].endswith("cache CORS responses. Defaults to `600`.")
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1)
+    quote = answerer.pick_quotes("What is the default value of allow_credentials?", ctx)
+    assert "Defaults to `False`." in quote.text
