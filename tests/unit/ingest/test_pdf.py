@@ -107,6 +107,29 @@ def test_rotated_page_reads_upright_and_margin_stamp_is_dropped() -> None:
     assert "STAMP1234" not in text
 
 
+def test_a_table_of_contents_page_is_dropped_and_a_single_leader_kept() -> None:
+    """A smoke test's searches over lshort-spanish ranked its table of contents in the top 5:
+    a page of dot-leader entries names every section. A page with one leader (a price) keeps
+    it."""
+    contents = Page().text(72, 740, "Contents")
+    entries = [
+        "1. Getting started . . . . . . . . . . 1",
+        "1.1. The name of the game . . . . . . . 1",
+        "1.2. Basics . . . . . . . . . . . . . . 2",
+        "2.3.Lost leader entry",
+        "2. Typesetting text . . . . . . . . . . 17",
+        "2.1. Structure . . . . . . . . . . . . . 17",
+        "A.1. Installing . . . . . . . . . . . . 90",
+    ]
+    contents.lines(72, 700, entries)
+    body = Page().lines(72, 700, [*PROSE[:2], "Total price . . . . . . . . 12"])
+    text = flat(parse(build_pdf([contents, body])).text)
+    for gone in ("Getting started", "The name of the game", "Lost leader entry", "Installing"):
+        assert gone not in text, text
+    assert "Contents" in text and "Total price" in text
+    assert PROSE[0].split()[0] in text
+
+
 # --------------------------------------------------------------------------- tables
 def test_booktabs_table_becomes_pipe_table() -> None:
     page = Page().lines(72, 740, PROSE[:2]).text(72, 700, "Table 1: Results of the runs")

@@ -20,6 +20,8 @@ Pipeline, per page then per document:
    pages, plus lone page numbers there ("4", "4 / 244", "iv", "Página 4") with no other segment
    within 3 em on their row, are dropped; never headings (font >= 12 % above the body), lines
    of 12+ words, or rows between two equal ruling lines (a table header repeated per page).
+   After step 5, the entries of a table of contents are dropped (a page with 5+ dot-leader
+   lines: :func:`ragstrata.ingest.pdf.running.drop_contents_lines`).
 4. **Tables**: horizontal rules with the same extent (a booktabs top/mid/bottom rule set or a full
    grid) and no prose line between them delimit a candidate; its columns come from vertical rules
    inside it and from gaps that no word in the region covers; rows from the words' lines (see

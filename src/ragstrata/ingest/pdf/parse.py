@@ -12,7 +12,11 @@ from ragstrata.ingest.pdf.headings import find_headings
 from ragstrata.ingest.pdf.model import Line, Stats
 from ragstrata.ingest.pdf.order import reading_order
 from ragstrata.ingest.pdf.rows import body_font_size
-from ragstrata.ingest.pdf.running import drop_decorative_rules, drop_running_lines
+from ragstrata.ingest.pdf.running import (
+    drop_contents_lines,
+    drop_decorative_rules,
+    drop_running_lines,
+)
 from ragstrata.ingest.pdf.tables import detect_tables
 from ragstrata.ingest.text import ParsedText
 
@@ -59,6 +63,7 @@ def parse_pdf(data: bytes, *, source: str, fallback_title: str) -> ParsedText:
     for page in pages:
         segments = detect_tables(page, stats.body_size)
         lines_by_page.append(reading_order(page, segments, stats.body_size))
+    drop_contents_lines(lines_by_page)
     collect_hyphenated(lines_by_page, stats)
 
     headings = find_headings(lines_by_page, extracted.outline, stats)

@@ -1,5 +1,6 @@
 """Step 3 of the pipeline (see :mod:`ragstrata.ingest.pdf`): running headers/footers, page
-numbers and the decorative rules beside them are dropped."""
+numbers and the decorative rules beside them are dropped; after reading order, so are the
+dot-leader lines of a table of contents (:func:`drop_contents_lines`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from ragstrata.ingest.pdf.model import HEADING_SIZE_RATIO, Page, Rule, Segment
+from ragstrata.ingest.pdf.model import HEADING_SIZE_RATIO, Line, Page, Rule, Segment
 
 _EDGE_ZONE = 0.15
 """Share of the page height at the top and bottom where running headers/footers live."""
@@ -50,6 +51,38 @@ def _ruled_in(segment: Segment, hrules: Sequence[Rule]) -> bool:
     return any(
         abs(a.start - b.start) <= 4 and abs(a.end - b.end) <= 4 for a in above for b in below
     )
+
+
+_LEADER_RE = re.compile(r"(?:\.\s*){4,}(?:\d{1,4}|[ivxlcdm]{1,6})$", re.IGNORECASE)
+"""A contents line's end: a dot leader, then a page number ("1.1. El nombre . . . . . 1")."""
+_CONTENTS_MIN_LINES = 5
+_ENTRY_RE = re.compile(
+    r"^(?:\d{1,3}(?:\.\d{1,3})*\.?|[A-Z]\.(?:\d{1,3}\.?)*)\s+\S|^\d{1,3}(?:\.\d{1,3})*\.\w"
+    r"|^\d{1,4}$"
+)
+"""Other lines of a contents page: a numbered entry whose leader was lost ("3.1.2. Servidor
+principal", "12.Actualizaciones"), an appendix entry ("A.1. ..."), a lone page number."""
+
+
+def drop_contents_lines(lines_by_page: list[list[Line]]) -> int:
+    """Remove the entries of every page holding at least :data:`_CONTENTS_MIN_LINES`
+    dot-leader lines ("1.2. Lo básico . . . . . . 2"): those lines, and there the numbered
+    entries whose leader was lost and lone page numbers (:data:`_ENTRY_RE`). A table of
+    contents (or of figures) names every section, so its chunks matched any question about the
+    document and ranked in the top 5 (a user's smoke test on lshort-spanish); the sections
+    themselves carry the same titles. A page with fewer leader lines (a price list) keeps
+    everything. Returns the number of lines dropped."""
+    dropped = 0
+    for index, lines in enumerate(lines_by_page):
+        prose = [line for line in lines if not line.table]
+        if sum(1 for line in prose if _LEADER_RE.search(line.text)) < _CONTENTS_MIN_LINES:
+            continue
+        doomed = {
+            id(line) for line in prose if _LEADER_RE.search(line.text) or _ENTRY_RE.match(line.text)
+        }
+        lines_by_page[index] = [line for line in lines if id(line) not in doomed]
+        dropped += len(doomed)
+    return dropped
 
 
 def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
