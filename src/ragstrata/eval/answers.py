@@ -242,8 +242,9 @@ def absent_subset(cases: Sequence[AnswerCase], *, fraction: float, seed: int) ->
 # --------------------------------------------------------------------------- scoring
 
 
-_BLOCK_START = re.compile(r"```|~~~|- |\d{1,3}[.)] ")
-"""How a block shown after a quote's marker starts: a code fence, a bullet, a numbered item."""
+_BLOCK_START = re.compile(r"```|~~~|- |\d{1,3}[.)] |…$")
+"""How a block shown after a quote's marker starts: a code fence, a bullet, a numbered item,
+or it is the elision line between two numbered quotes that do not follow each other."""
 
 
 def marker_claims(text: str) -> list[tuple[str, tuple[int, ...]]]:

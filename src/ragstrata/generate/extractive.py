@@ -707,15 +707,21 @@ def quoted_labels(quotes: Sequence[Quote]) -> list[int]:
 def render(quotes: Sequence[Quote], labels: Mapping[int, int] | None = None) -> str:
     """The answer text: each quote followed by its marker ``[n]``, ``n`` = ``labels[label]``
     (the quote's own label when ``labels`` is ``None``), then its block on lines of its own; a
-    numbered list item keeps its number and a line of its own. Only the markers are numbered:
-    text inside a quote that looks like a marker (``[2]`` in a quoted code example) is left as
-    is."""
+    numbered list item keeps its number and a line of its own, the items of one list that do
+    not follow each other (a step left out) or of two lists parted by a line "…". Only the
+    markers are numbered: text inside a quote that looks like a marker (``[2]`` in a quoted
+    code example) is left as is."""
     out = ""
     previous: Quote | None = None
     for q in quotes:
         if previous is not None:
             if q.marker and previous.marker and not previous.block:
-                out += "\n"  # the next item of a numbered list
+                # the next item of the same list: the next line; a gap or another list: an
+                # elision line between, so a Markdown view neither renumbers nor joins them
+                following = q.label == previous.label and _item_number(q) == (
+                    _item_number(previous) + 1
+                )
+                out += "\n" if following else "\n\n…\n\n"
             elif previous.block or q.block or q.marker or previous.marker:
                 out += "\n\n"
             else:
@@ -726,6 +732,11 @@ def render(quotes: Sequence[Quote], labels: Mapping[int, int] | None = None) -> 
             out += f"\n\n{q.block}"
         previous = q
     return out
+
+
+def _item_number(quote: Quote) -> int:
+    """The number of the list item ``quote`` opens (its ``marker``, "2." or "2)")."""
+    return int(quote.marker[:-1])
 
 
 def _citation(label: int, source: Source, quote: Quote) -> Citation:

@@ -133,6 +133,26 @@ def test_render_puts_an_announced_block_on_its_own_lines() -> None:
     )
 
 
+def test_numbered_quotes_that_do_not_follow_each_other_are_parted() -> None:
+    """A smoke test's "1. Iniciar ..." then "3. Instalar ..." (step 2 not quoted) read as one
+    list, and a Markdown view renumbered it 1, 2; two lists' items ran together too."""
+    one = Quote(1, 0, 10, "Iniciar el sistema.", 0.9, marker="1.")
+    two = Quote(1, 20, 30, "Montar el disco.", 0.8, marker="2.")
+    three = Quote(1, 40, 50, "Instalar la versión anterior.", 0.7, marker="3.")
+    other = Quote(2, 0, 10, "Editar el archivo.", 0.6, marker="4.")
+    assert render([one, two]) == "1. Iniciar el sistema. [1]\n2. Montar el disco. [1]"
+    assert render([one, three]) == (
+        "1. Iniciar el sistema. [1]\n\n…\n\n3. Instalar la versión anterior. [1]"
+    )
+    assert "\n\n…\n\n4. Editar" in render([three, other])
+    from ragstrata.eval.answers import marker_claims
+
+    assert [c for c, _ in marker_claims(render([one, three]))] == [
+        "1. Iniciar el sistema.",
+        "3. Instalar la versión anterior.",
+    ]
+
+
 def test_an_announced_numbered_list_keeps_its_numbers() -> None:
     """ "Puedes migrar ... en tres pasos:" came with its steps as "- " bullets (a smoke test):
     a numbered item keeps its number, a bullet stays a bullet."""
