@@ -69,6 +69,12 @@ _MAX_SENTENCE_CHARS = 600
 """Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _ORDERED_ITEM = re.compile(r"[ \t]*(\d{1,3}[.)])[ \t]+")
+_SUPERSCRIPT_DIGITS = "\u00b9\u00b2\u00b3\u2070\u2074\u2075\u2076\u2077\u2078\u2079"
+_FOOTNOTE_MARK = re.compile(
+    rf"\s+[{_SUPERSCRIPT_DIGITS}]+(?=[\s.,;:!?)]|$)|^[{_SUPERSCRIPT_DIGITS}]+(?=\w)"
+)
+"""A PDF footnote mark in a sentence: superscript digits standing apart ("compilación ⁵.") or
+opening a footnote's text ("⁴Contrariamente"); "m²" keeps its exponent."""
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
@@ -356,6 +362,7 @@ def clean_sentence(text: str) -> str:
     if sum(p.count("**") for p in prose) % 2 == 0:  # bold around code: **No uses `useId`**
         parts[0::2] = [p.replace("**", "") for p in prose]
     text = _MARKUP.sub("", "".join(parts))
+    text = _FOOTNOTE_MARK.sub("", text)
     return re.sub(r"\s+", " ", text).strip()
 
 

@@ -557,6 +557,15 @@ def test_a_run_without_stops_is_cut_into_short_candidates(onnx_embedder: Any) ->
     assert shown.split() == text.split()  # every word in exactly one piece
 
 
+def test_pdf_footnote_marks_leave_the_quote_and_exponents_stay() -> None:
+    """A smoke test's PDF answer read "... de compilación ⁵. [1] ⁴Contrariamente al modo ..."."""
+    assert (
+        clean_sentence("las dependencias de compilación ⁵.") == "las dependencias de compilación."
+    )
+    assert clean_sentence("⁴Contrariamente al modo normal.") == "Contrariamente al modo normal."
+    assert clean_sentence("Un área de 5 m² y x³.") == "Un área de 5 m² y x³."
+
+
 def test_links_and_bold_around_inline_code_are_cleaned() -> None:
     """The React docs link and bold inline code; a new user's quotes kept
     "[`useState`](/reference/react/useState)" and "**No utilices `useId` ...**"."""
