@@ -58,10 +58,11 @@ _LEADER_RE = re.compile(r"(?:\.\s*){4,}(?:\d{1,4}|[ivxlcdm]{1,6})$", re.IGNORECA
 _CONTENTS_MIN_LINES = 5
 _ENTRY_RE = re.compile(
     r"^(?:\d{1,3}(?:\.\d{1,3})*\.?|[A-Z]\.(?:\d{1,3}\.?)*)\s+\S|^\d{1,3}(?:\.\d{1,3})*\.\w"
-    r"|^\d{1,4}$"
+    r"|^\d{1,4}$|^\S.{0,78}\s(?:\d{1,4}|[IVXLCDM]{1,6}|[ivxlcdm]{1,6})$"
 )
 """Other lines of a contents page: a numbered entry whose leader was lost ("3.1.2. Servidor
-principal", "12.Actualizaciones"), an appendix entry ("A.1. ..."), a lone page number."""
+principal", "12.Actualizaciones"), an appendix entry ("A.1. ..."), a lone page number, a short
+line ending in a page number ("Prefacio V")."""
 
 
 def drop_contents_lines(lines_by_page: list[list[Line]]) -> int:
