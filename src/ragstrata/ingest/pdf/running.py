@@ -65,15 +65,15 @@ principal", "12.Actualizaciones"), an appendix entry ("A.1. ..."), a lone page n
 line ending in a page number ("Prefacio V")."""
 
 
-def drop_contents_lines(lines_by_page: list[list[Line]]) -> int:
+def drop_contents_lines(lines_by_page: list[list[Line]]) -> None:
     """Remove the entries of every page holding at least :data:`_CONTENTS_MIN_LINES`
     dot-leader lines ("1.2. Lo básico . . . . . . 2"): those lines, and there the numbered
-    entries whose leader was lost and lone page numbers (:data:`_ENTRY_RE`). A table of
+    entries whose leader was lost, short lines ending in a page number and lone page numbers
+    (:data:`_ENTRY_RE`). A table of
     contents (or of figures) names every section, so its chunks matched any question about the
     document and ranked in the top 5 (a user's smoke test on lshort-spanish); the sections
     themselves carry the same titles. A page with fewer leader lines (a price list) keeps
-    everything. Returns the number of lines dropped."""
-    dropped = 0
+    everything."""
     for index, lines in enumerate(lines_by_page):
         prose = [line for line in lines if not line.table]
         if sum(1 for line in prose if _LEADER_RE.search(line.text)) < _CONTENTS_MIN_LINES:
@@ -82,8 +82,6 @@ def drop_contents_lines(lines_by_page: list[list[Line]]) -> int:
             id(line) for line in prose if _LEADER_RE.search(line.text) or _ENTRY_RE.match(line.text)
         }
         lines_by_page[index] = [line for line in lines if id(line) not in doomed]
-        dropped += len(doomed)
-    return dropped
 
 
 def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
