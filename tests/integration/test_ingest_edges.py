@@ -129,6 +129,23 @@ def test_cli_says_unchanged_since_last_failure(tmp_path: Path, minilm_env: None)
     assert "binary.md: [RS202] unchanged since last failure" in second.stderr
 
 
+def test_a_reindex_for_new_bm25_settings_is_no_empty_folder(
+    tmp_path: Path, minilm_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-ingesting after a bm25.k1 change re-indexes every file: the summary said so and then
+    warned "no supported files ... found" (the re-indexed count was not read)."""
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "good.md").write_text(GOOD, encoding="utf-8")
+    args = ["ingest", str(corpus), "--index", str(tmp_path / "idx")]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    monkeypatch.setenv("RAGSTRATA_BM25_K1", "2.0")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "1 re-indexed (new configuration)" in again.stdout
+    assert "no supported files" not in again.stderr
+
+
 @pytest.mark.parametrize("hidden", [False, True])
 def test_a_folder_without_supported_files_creates_no_index(
     tmp_path: Path, minilm_env: None, hidden: bool

@@ -14,9 +14,20 @@ from ragstrata.config import (
     IngestConfig,
     RagConfig,
     RetrievalConfig,
+    default_home,
     resolve_embedder_name,
 )
 from ragstrata.errors import ConfigError
+
+
+def test_empty_home_and_index_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `RAGSTRATA_HOME= ragstrata stats` looked for an index at ./index while default_home()
+    # (the service's data directory) read the same empty variable as unset
+    config = RagConfig.load(env={"RAGSTRATA_HOME": "", "RAGSTRATA_INDEX": ""})
+    assert config.home == Path(".ragstrata")
+    assert config.index_path == Path(".ragstrata/index")
+    monkeypatch.setenv("RAGSTRATA_HOME", "")
+    assert default_home() == config.home
 
 
 def test_defaults_are_valid(tmp_path: Path) -> None:

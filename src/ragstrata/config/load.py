@@ -67,9 +67,8 @@ class RagConfig:
         (``{"retrieval.top_k": 8}``). Raises :class:`ConfigError` on unknown keys or bad values.
         """
         environ = dict(os.environ if env is None else env)
-        home = (
-            Path(environ["RAGSTRATA_HOME"]) if "RAGSTRATA_HOME" in environ else Path(".ragstrata")
-        )
+        # an empty variable counts as unset, as in default_home() (`RAGSTRATA_HOME= ragstrata`)
+        home = Path(environ.get("RAGSTRATA_HOME") or ".ragstrata")
         tree: dict[str, dict[str, Any]] = {}
         path = config_file if config_file is not None else home / "config.toml"
         if config_file is not None and not path.is_file():
@@ -100,7 +99,7 @@ class RagConfig:
                     f"unknown config section {section!r}; known: {', '.join(sorted(_SECTIONS))}"
                 )
             stages[section] = _build(_SECTIONS[section], section, values)
-        index_dir = Path(environ["RAGSTRATA_INDEX"]) if "RAGSTRATA_INDEX" in environ else None
+        index_dir = Path(environ["RAGSTRATA_INDEX"]) if environ.get("RAGSTRATA_INDEX") else None
         return cls(home=home, index_dir=index_dir, **stages)
 
     def with_index(self, index_dir: str | os.PathLike[str] | None) -> RagConfig:
