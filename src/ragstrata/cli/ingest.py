@@ -186,13 +186,7 @@ def ingest(
                 + ("it" if result.stale == 1 else "them"),
                 highlight=False,
             )
-        if not (
-            result.added
-            or result.updated
-            or result.unchanged
-            or result.reindexed
-            or result.failures
-        ):
+        if not (result.documents or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for warning in result.warnings:
             _print_warning(warning)

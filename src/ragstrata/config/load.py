@@ -21,10 +21,11 @@ from ragstrata.config.service import ServiceConfig
 from ragstrata.errors import ConfigError
 
 
-def default_home() -> Path:
-    """``$RAGSTRATA_HOME`` if set, else ``./.ragstrata`` (relative to the working directory)."""
-    env = os.environ.get("RAGSTRATA_HOME")
-    return Path(env) if env else Path(".ragstrata")
+def default_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$RAGSTRATA_HOME`` of ``env`` (default: ``os.environ``) if set and not empty, else
+    ``./.ragstrata`` (relative to the working directory)."""
+    home = (os.environ if env is None else env).get("RAGSTRATA_HOME")
+    return Path(home) if home else Path(".ragstrata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +68,7 @@ class RagConfig:
         (``{"retrieval.top_k": 8}``). Raises :class:`ConfigError` on unknown keys or bad values.
         """
         environ = dict(os.environ if env is None else env)
-        # an empty variable counts as unset, as in default_home() (`RAGSTRATA_HOME= ragstrata`)
-        home = Path(environ.get("RAGSTRATA_HOME") or ".ragstrata")
+        home = default_home(environ)
         tree: dict[str, dict[str, Any]] = {}
         path = config_file if config_file is not None else home / "config.toml"
         if config_file is not None and not path.is_file():

@@ -49,6 +49,12 @@ class IngestReport:
     warnings: list[IngestWarning] = field(default_factory=list)
 
     @property
+    def documents(self) -> int:
+        """Documents the run found in the index or indexed: added, updated, unchanged and
+        re-indexed (0: the paths held no supported file, or every one failed)."""
+        return self.added + self.updated + self.unchanged + self.reindexed
+
+    @property
     def status(self) -> str:
         if not self.failures:
             return "ok"
