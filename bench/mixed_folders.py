@@ -15,9 +15,10 @@ learned check of their own"):
    files and the rest of their questions) and on 6 mixed indexes of 8 English + 8 other
    Spanish FastAPI pages, ``:test`` headings (a Spanish heading's gold is its English page in
    the index, and the reverse), each asked present and with its page removed.
-2. **Fusion weights in mixed indexes**: on the same 6 indexes, ``:train`` headings, hit@5 and
-   MRR@10 of the gold page with the default weights, the cross-lingual ones (0.9 / 0.1) for
-   every query, and 0.7 / 0.3.
+2. **Fusion in mixed indexes**: on the same 6 indexes, ``:train`` and ``:test`` headings, hit@5
+   and MRR@10 of the gold page with the default fusion, the same without the BM25 stand-in for
+   passages in another language than the question's (``bm25_stand_in=False``), the
+   cross-lingual weights (0.9 / 0.1) for every query, and 0.7 / 0.3.
 
     PYTHONPATH=src python bench/mixed_folders.py --work DIR
 
@@ -64,10 +65,11 @@ FOLDER_QUESTIONS = {  # question -> the file that answers it (None: off-topic)
     "What is the capital of Australia?": None,
 }
 MIXED_INDEXES = 6
-WEIGHTS = {
-    "default": None,
-    "cross 0.9/0.1": FusionWeights(same=(0.9, 0.1), cross=(0.9, 0.1)),
-    "0.7/0.3": FusionWeights(same=(0.7, 0.3), cross=(0.9, 0.1)),
+WEIGHTS = {  # name -> (fusion weights, None for the default; BM25 stand-in)
+    "default": (None, True),
+    "default, no BM25 stand-in": (None, False),
+    "cross 0.9/0.1": (FusionWeights(same=(0.9, 0.1), cross=(0.9, 0.1)), True),
+    "0.7/0.3": (FusionWeights(same=(0.7, 0.3), cross=(0.9, 0.1)), True),
 }
 
 
@@ -226,9 +228,13 @@ def retrieval_run(indexes: list[tuple[Path, set[str], set[str]]]) -> dict[str, A
             with Ragstrata(config) as engine:
                 engine.search("x")
                 store = engine._read_store()
-                for name, weights in WEIGHTS.items():
+                for name, (weights, stand_in) in WEIGHTS.items():
                     r = HybridRetriever(
-                        store, engine.read_embedder, engine.analyzer, config.retrieval
+                        store,
+                        engine.read_embedder,
+                        engine.analyzer,
+                        config.retrieval,
+                        bm25_stand_in=stand_in,
                     )
                     if weights is not None:
                         r.weights = weights

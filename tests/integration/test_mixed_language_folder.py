@@ -13,6 +13,7 @@ import pytest
 
 from ragstrata.config import RagConfig
 from ragstrata.pipeline import Ragstrata
+from ragstrata.retrieve.hybrid import HybridRetriever
 
 pytestmark = pytest.mark.slow
 
@@ -66,3 +67,32 @@ def test_questions_in_their_pages_language_still_find_them(
 def test_a_language_filter_is_kept(engine: Ragstrata) -> None:
     hits = engine.search("¿Cómo revierto un despliegue que falla?", filters={"language": "es"}).hits
     assert hits and all(h.chunk.language == "es" for h in hits)
+
+
+@pytest.mark.parametrize(
+    "question", ["¿En cuánto tiempo debe responder el ingeniero de guardia a un aviso?"]
+)
+def test_bm25_stands_in_for_english_passages_of_a_mostly_spanish_result(
+    engine: Ragstrata, question: str
+) -> None:
+    """The question is judged same-language (most dense hits are Spanish), so the Spanish
+    weights apply; BM25 cannot match the English on-call page, and without a stand-in the
+    Spanish pages that share words with the question fuse above it."""
+    store = engine._read_store()
+    config = engine.config.retrieval
+    shipped = HybridRetriever(store, engine.read_embedder, engine.analyzer, config)
+    plain = HybridRetriever(
+        store, engine.read_embedder, engine.analyzer, config, bm25_stand_in=False
+    )
+    try:
+        result = shipped.search(question)
+        assert result.language_relation == "same"
+        assert Path(result.hits[0].chunk.source).name == "oncall.md"
+        without = [Path(h.chunk.source).name for h in plain.search(question).hits]
+        assert without[0] != "oncall.md"  # the stand-in is what lifts it
+        # explain keeps the ranks the retrievers gave: BM25 ranked the page below dense or not
+        ranks = {e.retriever: e.rank for e in result.hits[0].explain}
+        assert ranks.get("bm25", ranks["dense"] + 1) > ranks["dense"]
+    finally:
+        shipped.close()
+        plain.close()

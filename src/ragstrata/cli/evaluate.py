@@ -26,7 +26,7 @@ from ragstrata.cli.common import (
     read_report,
     write_output,
 )
-from ragstrata.cli.options import BaselineOpt, ConfigOpt, EvalIndexOpt, IndexOpt
+from ragstrata.cli.options import BaselineOpt, ConfigOpt, EvalIndexOpt, SquadIndexOpt
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, RagError
 from ragstrata.pipeline import Ragstrata
@@ -116,7 +116,7 @@ def eval_refusal(
     json_file: Annotated[
         Path | None, typer.Option("--json", help="Write the report (and features) here.")
     ] = None,
-    index: EvalIndexOpt = None,
+    index: SquadIndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Calibrate the refusal threshold (llm.min_evidence) on SQuAD v2: prints refusal
@@ -475,7 +475,7 @@ def reranker_train(
         float | None, typer.Option("--time-budget-min", help="Stop training after N minutes.")
     ] = None,
     threads: Annotated[int, typer.Option("--threads", min=1)] = 1,
-    index: IndexOpt = None,
+    index: SquadIndexOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Fine-tune all-MiniLM-L6-v2 (from its wheel) into a cross-encoder on SQuAD-es training

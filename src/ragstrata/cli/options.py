@@ -20,6 +20,14 @@ EvalIndexOpt = Annotated[
         "reused; a golden file is scored against $RAGSTRATA_HOME/index).",
     ),
 ]
+SquadIndexOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--index",
+        help="Index of the SQuAD corpus (default: $RAGSTRATA_HOME/eval/<corpus>-<embedder>, the "
+        "one `ragstrata eval` builds, built once and reused).",
+    ),
+]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", help="TOML config file (default: $RAGSTRATA_HOME/config.toml)."),

@@ -56,9 +56,11 @@ class IngestReport:
 
     @property
     def status(self) -> str:
+        """``ok`` without failures; with some, ``partial`` when other documents were found or
+        indexed (:attr:`documents`, re-indexed ones included), else ``failed``."""
         if not self.failures:
             return "ok"
-        return "partial" if (self.added + self.updated + self.unchanged) else "failed"
+        return "partial" if self.documents else "failed"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragstrata.errors import ConfigError
@@ -25,33 +25,55 @@ def rrf(
     *,
     k: int = 60,
     weights: Mapping[str, float] | None = None,
+    stand_in: Mapping[str, tuple[str, Collection[str]]] | None = None,
 ) -> list[FusedHit]:
     """Fuse ranked lists by weighted RRF.
 
     ``rankings`` maps a retriever name to its results ``(item_id, raw_score)``, best first.
     Ranks are 1-based; an item absent from a list gets nothing from it; an id repeated within
     one list counts once, at its best (first) rank. ``weights`` default to 1.0 per retriever.
+
+    ``stand_in`` maps a retriever name ``r`` to ``(other, items)``: ``r`` is blind to ``items``
+    (BM25 cannot match a Spanish question to an English passage: they share no words), so each
+    of them that ``other`` ranked gets from ``r`` the share of the better of its two ranks,
+    ``weight_r / (k + min(rank_r, rank_other))``, instead of a share it could never earn. Only
+    the score changes: ``explain`` keeps the ranks the retrievers really gave. Without it, a
+    passage in another language than the question's, ranked first by the dense arm, fuses
+    below every passage that both arms ranked, however low (docs/evaluation.md, "Mixed
+    folders").
+
     Ties in fused score are broken by ``item_id`` (ascending), so the output is deterministic.
-    Raises :class:`ConfigError` for ``k < 1`` or a negative weight.
+    Raises :class:`ConfigError` for ``k < 1``, a negative weight, or a ``stand_in`` retriever
+    that is not in ``rankings``.
     """
     if k < 1:
         raise ConfigError(f"rrf k={k} must be >= 1")
     weights = weights or {}
-    parts: dict[str, list[float]] = {}
+    ranks: dict[str, dict[str, int]] = {}
     explain: dict[str, list[RetrieverHit]] = {}
     for name, ranking in rankings.items():
-        weight = weights.get(name, 1.0)
-        if weight < 0:
-            raise ConfigError(f"rrf weight for {name!r} is {weight}; weights must be >= 0")
-        seen: set[str] = set()
-        rank = 0
+        if weights.get(name, 1.0) < 0:
+            raise ConfigError(f"rrf weight for {name!r} is {weights[name]}; weights must be >= 0")
+        own = ranks.setdefault(name, {})
         for item_id, raw in ranking:
-            if item_id in seen:
+            if item_id in own:
                 continue
-            seen.add(item_id)
-            rank += 1
+            own[item_id] = len(own) + 1
+            explain.setdefault(item_id, []).append(RetrieverHit(name, own[item_id], float(raw)))
+    best = {name: dict(own) for name, own in ranks.items()}
+    for name, (other, items) in (stand_in or {}).items():
+        if name not in ranks or other not in ranks:
+            raise ConfigError(f"rrf stand_in {name!r} <- {other!r}: both must be rankings")
+        blind = best[name]
+        for item_id in items:
+            rank = ranks[other].get(item_id)
+            if rank is not None and rank < blind.get(item_id, rank + 1):
+                blind[item_id] = rank
+    parts: dict[str, list[float]] = {}
+    for name, own in best.items():
+        weight = weights.get(name, 1.0)
+        for item_id, rank in own.items():
             parts.setdefault(item_id, []).append(weight / (k + rank))
-            explain.setdefault(item_id, []).append(RetrieverHit(name, rank, float(raw)))
     # fsum is correctly rounded, so equal fused scores tie whatever the retrievers' order
     scores = {item: math.fsum(shares) for item, shares in parts.items()}
     ordered = sorted(scores, key=lambda item: (-scores[item], item))

@@ -116,6 +116,12 @@ class HybridRetriever:
     the query's language the extra search finds nothing and the ranking is unchanged; in an
     index of another language it is the shifted search; in a folder that mixes them a Spanish
     question can find an English page among Spanish ones (docs/evaluation.md, "Mixed folders").
+    In ``hybrid`` mode, unless the query is cross-lingual (its weights already favour the dense
+    arm), the passages the shifted searches found, which BM25 cannot match for want of shared
+    words, take their dense rank as their BM25 rank when BM25 ranked them lower or not at all
+    (``stand_in`` of :func:`~ragstrata.retrieve.fusion.rrf`; ``bm25_stand_in=False`` turns it
+    off, for comparison): in a mostly Spanish folder, the English page a Spanish question is
+    about is no longer fused below Spanish pages that only share its words.
     Scores in ``Hit.explain``: the cosine similarity of the *unshifted* query for
     ``dense`` (so that scores mean the same for every query), BM25 for ``bm25``. Raises
     RetrievalError for an empty query or unknown mode.
@@ -127,8 +133,11 @@ class HybridRetriever:
         embedder: Embedder,
         analyzer: Analyzer,
         config: RetrievalConfig,
+        *,
+        bm25_stand_in: bool = True,
     ) -> None:
         self.store = store
+        self.bm25_stand_in = bm25_stand_in
         self.embedder = embedder
         self.analyzer = analyzer
         self.config = config
@@ -201,7 +210,7 @@ class HybridRetriever:
 
         bm25_future = self._pool.submit(run_bm25) if mode in ("hybrid", "bm25") else None
         rankings: dict[str, list[tuple[str, float]]] = {}
-        shifted = False
+        foreign: frozenset[str] = frozenset()
         if mode in ("hybrid", "dense"):
             t = time.perf_counter()
             vector = self.embedder.embed_query(query)
@@ -211,7 +220,7 @@ class HybridRetriever:
             timings["dense"] = (time.perf_counter() - t) * 1000
             if self.offsets is not None:
                 t = time.perf_counter()
-                rankings["dense"], shifted = self._language_neutral(
+                rankings["dense"], foreign = self._language_neutral(
                     query, vector, rankings["dense"], limit=fetch, filters=filters
                 )
                 timings["dense_shift"] = (time.perf_counter() - t) * 1000
@@ -222,6 +231,7 @@ class HybridRetriever:
         relation: LanguageRelation = "unknown"
         chunks: dict[str, Chunk] = {}
         weights = None
+        stand_in = None
         if mode in ("hybrid", "dense"):
             head = [item for item, _ in rankings["dense"][:RELATION_DEPTH]]
             chunks = {c.chunk_id: c for c in self.store.get(head)}
@@ -229,14 +239,16 @@ class HybridRetriever:
             relation = language_relation(query, languages)
         if mode == "hybrid":
             weights = self.weights.pick(relation)
+            if foreign and relation != "cross" and self.bm25_stand_in:
+                stand_in = {"bm25": ("dense", foreign)}
             if per_doc:
                 rankings = {
                     arm: self._capped(ranking, chunks, per_doc=per_doc, limit=limit)
                     for arm, ranking in rankings.items()
                 }
-        fused = rrf(rankings, k=self.config.rrf_k, weights=weights)
+        fused = rrf(rankings, k=self.config.rrf_k, weights=weights, stand_in=stand_in)
         top = fused[:k]
-        if shifted:
+        if foreign:
             top = self._unshifted_scores(top, vector)
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
@@ -265,18 +277,20 @@ class HybridRetriever:
         *,
         limit: int,
         filters: Filters | None,
-    ) -> tuple[list[tuple[str, float]], bool]:
+    ) -> tuple[list[tuple[str, float]], frozenset[str]]:
         """The dense ``ranking`` of ``vector`` made language-neutral: for each other language
         with an offset, the passages in it are searched again with the query moved from the
         query's language to that one (a search filtered on the chunk's language), and those
         shifted cosines replace their raw ones; the result is re-sorted and cut to ``limit``.
         Passages in the query's language, or in a language without an offset, keep their raw
-        cosine. Returns ``(ranking, shifted)``; unchanged (``False``) when the query's language
-        is unknown or has no offset, or the index holds no passage in another language."""
+        cosine. Returns ``(ranking, foreign)``, ``foreign`` the ids found by the shifted
+        searches (passages in another language than the query's); unchanged with an empty set
+        when the query's language is unknown or has no offset, or the index holds no passage in
+        another language."""
         assert self.offsets is not None
         source = query_language(query)
         if source is None or source not in self.offsets.means:
-            return ranking, False
+            return ranking, frozenset()
         moved: dict[str, float] = {}
         for target in sorted(self.offsets.means):
             shifted = self.offsets.shift(vector, source=source, target=target)
@@ -287,11 +301,11 @@ class HybridRetriever:
             only = {**(filters or {}), "language": target}
             moved.update(self.store.dense_search_ids(shifted, limit=limit, filters=only))
         if not moved:
-            return ranking, False
+            return ranking, frozenset()
         scores = dict(ranking)
         scores.update(moved)
         merged = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        return merged[:limit], True
+        return merged[:limit], frozenset(moved)
 
     def _unshifted_scores(self, top: list[FusedHit], vector: Any) -> list[FusedHit]:
         """``top`` with each dense score replaced by the cosine of the unshifted query (the

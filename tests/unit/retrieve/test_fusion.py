@@ -155,3 +155,52 @@ def test_scores_invariant_to_mapping_order(rankings, weights, k, rnd) -> None:
     assert a.keys() == b.keys()
     for item, score in a.items():
         assert math.isclose(score, b[item], rel_tol=1e-12, abs_tol=1e-15)
+
+
+# ----------------------------------------------------------------------------- stand_in
+def test_stand_in_hand_computed() -> None:
+    # "e" is an English passage a Spanish question is about: dense ranks it first, BM25 (no
+    # shared words) third; "f" is foreign too but BM25 missed it; "s" is a Spanish passage.
+    rankings = {
+        "dense": [("e", 0.9), ("s", 0.8), ("f", 0.7)],
+        "bm25": [("s", 9.0), ("x", 8.0), ("e", 1.0)],
+    }
+    weights = {"dense": 0.4, "bm25": 0.6}
+    fused = rrf(rankings, k=60, weights=weights, stand_in={"bm25": ("dense", {"e", "f", "x"})})
+    scores = {h.item_id: h.score for h in fused}
+    assert scores["e"] == pytest.approx(0.4 / 61 + 0.6 / 61)  # BM25 rank 3 -> dense rank 1
+    assert scores["f"] == pytest.approx(0.4 / 63 + 0.6 / 63)  # missed by BM25 -> dense rank 3
+    assert scores["s"] == pytest.approx(0.4 / 62 + 0.6 / 61)  # not foreign: unchanged
+    assert scores["x"] == pytest.approx(0.6 / 62)  # foreign but no dense rank: unchanged
+    assert [h.item_id for h in fused][:2] == ["e", "s"]
+    # explain keeps the ranks the retrievers gave
+    by_id = {h.item_id: h for h in fused}
+    assert by_id["e"].explain == (RetrieverHit("dense", 1, 0.9), RetrieverHit("bm25", 3, 1.0))
+    assert by_id["f"].explain == (RetrieverHit("dense", 3, 0.7),)
+
+
+def test_stand_in_never_lowers_a_better_own_rank() -> None:
+    rankings = {"dense": [("a", 1.0), ("b", 0.5)], "bm25": [("b", 3.0), ("a", 2.0)]}
+    plain = {h.item_id: h.score for h in rrf(rankings)}
+    stood = {h.item_id: h.score for h in rrf(rankings, stand_in={"bm25": ("dense", {"b"})})}
+    assert stood == plain  # b: BM25 rank 1 beats its dense rank 2
+
+
+def test_stand_in_of_unknown_ranking_is_an_error() -> None:
+    with pytest.raises(ConfigError):
+        rrf({"dense": [("a", 1.0)]}, stand_in={"bm25": ("dense", {"a"})})
+
+
+@given(rankings_st, weights_st, st.integers(1, 200), st.sets(ids))
+def test_stand_in_only_raises_the_foreign_items(rankings, weights, k, foreign) -> None:
+    rankings = {"dense": [], "bm25": [], **rankings}
+    plain = {h.item_id: h for h in rrf(rankings, k=k, weights=weights)}
+    fused = rrf(rankings, k=k, weights=weights, stand_in={"bm25": ("dense", foreign)})
+    assert {h.item_id for h in fused} == set(plain)
+    for hit in fused:
+        before = plain[hit.item_id]
+        assert hit.explain == before.explain
+        if hit.item_id in foreign:
+            assert hit.score >= before.score - 1e-15
+        else:
+            assert hit.score == before.score
