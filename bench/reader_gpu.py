@@ -144,6 +144,13 @@ def collect(args: argparse.Namespace) -> None:
         step = max(1, len(test_ids) // args.test_questions)
         for qid in test_ids[::step][: args.test_questions]:
             rows["test"] += rows_of(qid, test)
+
+    for spec in args.xl:  # FastAPI headings: "es-en=INDEX" (Spanish headings, English pages)
+        direction, _, xl_index = spec.partition("=")
+        xl_groups, xl_rows = collect_headings(direction, Path(xl_index), text_id, args)
+        groups += xl_groups
+        rows["dev"] += xl_rows["dev"]
+        rows[f"test_{direction}"] = xl_rows["test"]
     print(
         f"collected in {time.time() - started:.0f} s: {len(groups)} groups, "
         f"{len(rows['dev'])} dev rows, {len(rows['test'])} test rows"
@@ -205,6 +212,89 @@ def collect(args: argparse.Namespace) -> None:
     np.savez_compressed(args.out / "data.npz", **arrays)
     (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(meta))
+
+
+def collect_headings(
+    direction: str, index: Path, text_id: Any, args: argparse.Namespace
+) -> tuple[list[tuple[int, list[int], list[int]]], dict[str, list[Any]]]:
+    """FastAPI heading groups and rows on one index of one language's pages.
+
+    ``direction`` names the index's pages (``es-en``: English pages; ``en-es``: Spanish). Groups
+    come from the training pages (one page in five held out as dev rows): the headings of the
+    other language (cross-lingual) and of the pages' own language (the reverse direction's
+    headings, asked of the same page in this language); the positive is the gold page's
+    best-ranked chunk among the first 10 hybrid hits (skipped when none is), the negatives are
+    hits of other pages. Test rows: ``--xl-test-questions`` cross-lingual headings of the test
+    pages, present and absent as for SQuAD."""
+    from ragstrata.config import RagConfig
+    from ragstrata.eval.parallel_docs import load_parallel_docs
+    from ragstrata.pipeline import Ragstrata
+    from ragstrata.retrieve.hybrid import HybridRetriever
+    from ragstrata.training.answerability import ExcludingStore
+
+    root = Path("../shared/data/fastapi-docs-md")
+    reverse = "-".join(reversed(direction.split("-")))
+    config = RagConfig.load(env={}).with_index(index)
+    groups: list[tuple[int, list[int], list[int]]] = []
+    rows: dict[str, list[Any]] = {"dev": [], "test": []}
+    with Ragstrata(config) as engine:
+        engine.search("x")
+        store, manifest = engine._read_store(), engine.manifest()
+        rule = engine._evidence_rule()
+
+        def rows_of(text: str, gold: set[str]) -> list[Any]:
+            out = []
+            q = text_id(text, "query: ")
+            hits = engine.search(text, top_k=HITS).hits
+            if any(h.chunk.doc_id in gold for h in hits):
+                score = rule.measure(text, hits, engine.analyzer).score
+                out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
+            removed = frozenset(
+                c for d in gold if d in manifest.documents for c in manifest.documents[d].chunk_ids
+            )
+            part = HybridRetriever(
+                ExcludingStore(store, removed),  # type: ignore[arg-type]
+                engine.read_embedder,
+                engine.analyzer,
+                config.retrieval,
+            )
+            absent = part.search(text, top_k=HITS).hits
+            part.close()
+            score = rule.measure(text, absent, engine.analyzer).score
+            out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
+            return out
+
+        for asked in (direction, reverse):
+            data = load_parallel_docs(root, direction=f"{asked}:train")
+            for qid in sorted(data.queries):
+                gold = {d for d, g in data.qrels[qid].items() if g > 0}
+                text = data.queries[qid]
+                if not gold or not all(d in manifest.documents for d in gold):
+                    continue
+                if sum(map(ord, min(gold))) % 5 == 0:  # a dev page
+                    if asked == direction and len(rows["dev"]) < 2 * args.xl_dev_questions:
+                        rows["dev"] += rows_of(text, gold)
+                    continue
+                hits = engine.search(text, top_k=10).hits
+                positive = [h.chunk.rendered for h in hits if h.chunk.doc_id in gold][:1]
+                negatives = [h.chunk.rendered for h in hits if h.chunk.doc_id not in gold]
+                if positive and negatives:
+                    passages = [
+                        text_id(p, "passage: ") for p in positive + negatives[: args.negatives]
+                    ]
+                    groups.append(
+                        (text_id(text, "query: "), passages, [1] + [0] * (len(passages) - 1))
+                    )
+        test = load_parallel_docs(root, direction=f"{direction}:test")
+        ids = sorted(test.queries)
+        for qid in ids[:: max(1, len(ids) // args.xl_test_questions)][: args.xl_test_questions]:
+            gold = {d for d, g in test.qrels[qid].items() if g > 0}
+            rows["test"] += rows_of(test.queries[qid], gold)
+    print(
+        f"{direction}: {len(groups)} groups, {len(rows['dev'])} dev rows, "
+        f"{len(rows['test'])} test rows"
+    )
+    return groups, rows
 
 
 # ----------------------------------------------------------------------------- train (GPU)
@@ -283,14 +373,18 @@ def train(args: argparse.Namespace) -> None:
         )
         for g in range(len(arrays["g_q"]))
     ][: args.max_groups]
+    # "dev", "test" (SQuAD-es) and "test_<direction>" (FastAPI headings, when collected)
+    splits = sorted(
+        {k[:-2] for k in arrays if k.endswith("_y") and k != "g_y"}, key=lambda s: (s != "dev", s)
+    )
     eval_rows = {
         split: [
             (int(q), [int(p) for p in ps if p >= 0])
             for q, ps in zip(arrays[f"{split}_q"], arrays[f"{split}_p"], strict=True)
         ][: args.max_eval_rows]
-        for split in ("dev", "test")
+        for split in splits
     }
-    for split in ("dev", "test"):  # a smoke run keeps the first rows only
+    for split in splits:  # a smoke run keeps the first rows only
         for key in ("y", "shipped"):
             arrays[f"{split}_{key}"] = arrays[f"{split}_{key}"][: args.max_eval_rows]
     eval_pairs = {s: [pair(q, p) for q, ps in rs for p in ps] for s, rs in eval_rows.items()}
@@ -350,31 +444,29 @@ def train(args: argparse.Namespace) -> None:
     def judge(reader: dict[str, np.ndarray]) -> dict[str, Any]:
         from sklearn.linear_model import LogisticRegression
 
-        y = {s: arrays[f"{s}_y"].astype(int) for s in ("dev", "test")}
-        shipped = {s: arrays[f"{s}_shipped"] for s in ("dev", "test")}
+        y = {s: arrays[f"{s}_y"].astype(int) for s in splits}
+        shipped = {s: arrays[f"{s}_shipped"] for s in splits}
         blend = LogisticRegression(C=1.0).fit(
             np.stack([reader["dev"], shipped["dev"]], 1), y["dev"]
         )
         blended = {s: blend.decision_function(np.stack([reader[s], shipped[s]], 1)) for s in y}
         out: dict[str, Any] = {}
         for name, sc in (("reader", reader), ("shipped", shipped), ("blend", blended)):
-            row: dict[str, Any] = {
-                "dev_auc": round(auc(sc["dev"], y["dev"]), 4),
-                "test_auc": round(auc(sc["test"], y["test"]), 4),
-            }
-            for cap in (0.10, 0.15):
-                t = float(np.quantile(sc["dev"][y["dev"] == 1], cap))
-                refused = sc["test"] < t
-                absent, present = refused[y["test"] == 0], refused[y["test"] == 1]
-                tp, fp = int(absent.sum()), int(present.sum())
-                precision = tp / max(tp + fp, 1)
-                recall = tp / max(len(absent), 1)
-                f1 = 2 * precision * recall / max(precision + recall, 1e-9)
-                row[f"test_at_dev_{int(cap * 100)}"] = {
-                    "absent_refused": round(recall, 4),
-                    "answerable_refused": round(float(present.mean()), 4),
-                    "refusal_f1": round(f1, 4),
-                }
+            row: dict[str, Any] = {f"{s}_auc": round(auc(sc[s], y[s]), 4) for s in splits}
+            for split in splits[1:]:
+                for cap in (0.10, 0.15):
+                    t = float(np.quantile(sc["dev"][y["dev"] == 1], cap))
+                    refused = sc[split] < t
+                    absent, present = refused[y[split] == 0], refused[y[split] == 1]
+                    tp, fp = int(absent.sum()), int(present.sum())
+                    precision = tp / max(tp + fp, 1)
+                    recall = tp / max(len(absent), 1)
+                    f1 = 2 * precision * recall / max(precision + recall, 1e-9)
+                    row[f"{split}_at_dev_{int(cap * 100)}"] = {
+                        "absent_refused": round(recall, 4),
+                        "answerable_refused": round(float(present.mean()), 4),
+                        "refusal_f1": round(f1, 4),
+                    }
             out[name] = row
         out["blend_coef"] = [round(float(c), 4) for c in blend.coef_[0]]
         return out
@@ -383,10 +475,8 @@ def train(args: argparse.Namespace) -> None:
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "groups": len(groups),
         "seq": seq,
-        "dev_rows": len(eval_rows["dev"]),
-        "test_rows": len(eval_rows["test"]),
-        "dev_present": int(arrays["dev_y"].sum()),
-        "test_present": int(arrays["test_y"].sum()),
+        "rows": {s: len(eval_rows[s]) for s in splits},
+        "present": {s: int(arrays[f"{s}_y"].sum()) for s in splits},
         "recipes": [],
     }
     best_state, best_auc = None, -1.0
@@ -442,7 +532,7 @@ def train(args: argparse.Namespace) -> None:
                 optimizer.step()
                 schedule.step()
                 optimizer.zero_grad()
-            reader = {s: scores_of(model, s) for s in ("dev", "test")}
+            reader = {s: scores_of(model, s) for s in splits}
             judged = judge(reader)
             log.append(
                 {
@@ -491,6 +581,9 @@ def main() -> None:
     c.add_argument("--dev-share", type=float, default=0.2)
     c.add_argument("--dev-questions", type=int, default=400)
     c.add_argument("--test-questions", type=int, default=600)
+    c.add_argument("--xl", action="append", default=[], help="es-en=INDEX or en-es=INDEX")
+    c.add_argument("--xl-dev-questions", type=int, default=100)
+    c.add_argument("--xl-test-questions", type=int, default=150)
     t = sub.add_parser("train")
     t.add_argument("--data", type=Path, default=Path(".reader"))
     t.add_argument("--out", type=Path, required=True)
