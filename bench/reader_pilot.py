@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from reader_gpu import hf_state  # bench/ is the script's folder
 
 from ragstrata.config import RagConfig
 from ragstrata.embed.e5_format import build_tokenizer, read_e5_file
@@ -48,16 +49,6 @@ from ragstrata.retrieve.hybrid import HybridRetriever
 from ragstrata.training.answerability import ExcludingStore
 
 SQUAD = Path("../shared/data/squad-es-dev-small/dev-v1.1-es_small.json.gz")
-LAYER_NAMES = {
-    "q": "attention.self.query",
-    "k": "attention.self.key",
-    "v": "attention.self.value",
-    "ao": "attention.output.dense",
-    "aln": "attention.output.LayerNorm",
-    "fi": "intermediate.dense",
-    "fo": "output.dense",
-    "oln": "output.LayerNorm",
-}
 
 
 def load_encoder() -> tuple[Any, Any]:
@@ -80,17 +71,7 @@ def load_encoder() -> tuple[Any, Any]:
     )
     model = BertModel(cfg, add_pooling_layer=False)
     shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    state = {
-        "embeddings.word_embeddings.weight": w["emb.word"],
-        "embeddings.position_embeddings.weight": w["emb.pos"],
-        "embeddings.token_type_embeddings.weight": w["emb.type"],
-        "embeddings.LayerNorm.weight": w["emb.ln.w"],
-        "embeddings.LayerNorm.bias": w["emb.ln.b"],
-    }
-    for i in range(f.layers):
-        for short, long in LAYER_NAMES.items():
-            state[f"encoder.layer.{i}.{long}.weight"] = w[f"l{i}.{short}.w"]
-            state[f"encoder.layer.{i}.{long}.bias"] = w[f"l{i}.{short}.b"]
+    state = hf_state(w, f.layers)
     model.load_state_dict(
         {
             k: torch.from_numpy(np.ascontiguousarray(np.asarray(v, np.float32).reshape(shapes[k])))
