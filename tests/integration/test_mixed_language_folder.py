@@ -96,3 +96,21 @@ def test_bm25_stands_in_for_english_passages_of_a_mostly_spanish_result(
     finally:
         shipped.close()
         plain.close()
+
+
+@pytest.mark.parametrize("question", ["¿Qué es lo que?", "x" * 5000])
+def test_without_any_bm25_match_the_fusion_follows_the_dense_arm(
+    engine: Ragstrata, question: str
+) -> None:
+    """BM25 matches nothing (stop words only; an unknown token): it says nothing against any
+    passage, so no passage may take a BM25 share from the stand-in, and the fused order is the
+    dense order (found by a new user: every English passage led a stop-word question)."""
+    config = engine.config.retrieval
+    retriever = HybridRetriever(engine._read_store(), engine.read_embedder, engine.analyzer, config)
+    try:
+        assert not retriever.search(question, mode="bm25").hits
+        hybrid = [h.chunk.chunk_id for h in retriever.search(question, top_k=5).hits]
+        dense = [h.chunk.chunk_id for h in retriever.search(question, top_k=5, mode="dense").hits]
+        assert hybrid == dense
+    finally:
+        retriever.close()

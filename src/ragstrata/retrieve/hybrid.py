@@ -117,8 +117,9 @@ class HybridRetriever:
     index of another language it is the shifted search; in a folder that mixes them a Spanish
     question can find an English page among Spanish ones (docs/evaluation.md, "Mixed folders").
     In ``hybrid`` mode, unless the query is cross-lingual (its weights already favour the dense
-    arm), the passages the shifted searches found, which BM25 cannot match for want of shared
-    words, take their dense rank as their BM25 rank when BM25 ranked them lower or not at all
+    arm) or BM25 matched nothing at all, the passages the shifted searches found, which BM25
+    cannot match for want of shared words, take their dense rank as their BM25 rank when BM25
+    ranked them lower or not at all
     (``stand_in`` of :func:`~ragstrata.retrieve.fusion.rrf`; ``bm25_stand_in=False`` turns it
     off, for comparison): in a mostly Spanish folder, the English page a Spanish question is
     about is no longer fused below Spanish pages that only share its words.
@@ -239,7 +240,9 @@ class HybridRetriever:
             relation = language_relation(query, languages)
         if mode == "hybrid":
             weights = self.weights.pick(relation)
-            if foreign and relation != "cross" and self.bm25_stand_in:
+            # BM25 that matched nothing at all (stop words only, an unknown token) says nothing
+            # against any passage: no stand-in, or every foreign passage would lead
+            if foreign and relation != "cross" and self.bm25_stand_in and rankings.get("bm25"):
                 stand_in = {"bm25": ("dense", foreign)}
             if per_doc:
                 rankings = {
