@@ -95,9 +95,11 @@ def collect(args: argparse.Namespace) -> None:
         engine.search("x")
         store, manifest = engine._read_store(), engine.manifest()
 
+        question_rows = present_absent_rows(engine, text_id)
+
         def rows_of(qid: str, data: Any) -> list[Any]:
             gold = {d for d, g in data.qrels[qid].items() if g > 0}
-            return present_absent_rows(engine, data.queries[qid], gold, text_id)
+            return question_rows(data.queries[qid], gold)
 
         for qid in sorted(train.queries):
             if article(qid, train) in dev_articles:
@@ -193,8 +195,9 @@ def collect(args: argparse.Namespace) -> None:
     print(json.dumps(meta))
 
 
-def present_absent_rows(engine: Any, text: str, gold: set[str], text_id: Any) -> list[Any]:
-    """``(label, query piece, passage pieces, shipped score)`` rows of one question: its
+def present_absent_rows(engine: Any, text_id: Any) -> Any:
+    """``rows_of(text, gold)`` for one open engine (store, manifest and refusal rule read once):
+    the ``(label, query piece, passage pieces, shipped score)`` rows of one question, its
     ``HITS`` hybrid hits on the full index (label 1, only when a gold document is among them)
     and with its own gold documents removed (label 0); the score is the shipped answerability
     model's on those hits."""
@@ -202,26 +205,30 @@ def present_absent_rows(engine: Any, text: str, gold: set[str], text_id: Any) ->
     from ragstrata.training.answerability import ExcludingStore
 
     store, manifest, rule = engine._read_store(), engine.manifest(), engine._evidence_rule()
-    q = text_id(text, "query: ")
-    out = []
-    hits = engine.search(text, top_k=HITS).hits
-    if any(h.chunk.doc_id in gold for h in hits):
-        score = rule.measure(text, hits, engine.analyzer).score
-        out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
-    removed = frozenset(
-        c for d in gold if d in manifest.documents for c in manifest.documents[d].chunk_ids
-    )
-    part = HybridRetriever(
-        ExcludingStore(store, removed),  # type: ignore[arg-type]
-        engine.read_embedder,
-        engine.analyzer,
-        engine.config.retrieval,
-    )
-    absent = part.search(text, top_k=HITS).hits
-    part.close()
-    score = rule.measure(text, absent, engine.analyzer).score
-    out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
-    return out
+
+    def rows_of(text: str, gold: set[str]) -> list[Any]:
+        q = text_id(text, "query: ")
+        out = []
+        hits = engine.search(text, top_k=HITS).hits
+        if any(h.chunk.doc_id in gold for h in hits):
+            score = rule.measure(text, hits, engine.analyzer).score
+            out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
+        removed = frozenset(
+            c for d in gold if d in manifest.documents for c in manifest.documents[d].chunk_ids
+        )
+        part = HybridRetriever(
+            ExcludingStore(store, removed),  # type: ignore[arg-type]
+            engine.read_embedder,
+            engine.analyzer,
+            engine.config.retrieval,
+        )
+        absent = part.search(text, top_k=HITS).hits
+        part.close()
+        score = rule.measure(text, absent, engine.analyzer).score
+        out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
+        return out
+
+    return rows_of
 
 
 def collect_headings(
@@ -249,8 +256,7 @@ def collect_headings(
         engine.search("x")
         manifest = engine.manifest()
 
-        def rows_of(text: str, gold: set[str]) -> list[Any]:
-            return present_absent_rows(engine, text, gold, text_id)
+        rows_of = present_absent_rows(engine, text_id)
 
         for asked in (direction, reverse):
             data = load_parallel_docs(root, direction=f"{asked}:train")
