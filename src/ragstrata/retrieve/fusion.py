@@ -60,11 +60,11 @@ def rrf(
                 continue
             own[item_id] = len(own) + 1
             explain.setdefault(item_id, []).append(RetrieverHit(name, own[item_id], float(raw)))
-    best = {name: dict(own) for name, own in ranks.items()}
+    best = dict(ranks)  # the ranks scored: a blind retriever's are copied before they change
     for name, (other, items) in (stand_in or {}).items():
         if name not in ranks or other not in ranks:
             raise ConfigError(f"rrf stand_in {name!r} <- {other!r}: both must be rankings")
-        blind = best[name]
+        blind = best[name] = dict(ranks[name])
         for item_id in items:
             rank = ranks[other].get(item_id)
             if rank is not None and rank < blind.get(item_id, rank + 1):
