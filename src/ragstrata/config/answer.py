@@ -80,10 +80,12 @@ class LLMConfig:
     model's threshold; e5 embedders only), ``min_evidence`` (the hand-made rule's threshold;
     setting it selects that rule for every embedder, with its old meaning; unset = the learned
     check for e5, the value calibrated for MiniLM; see docs/evaluation.md and
-    docs/configuration.md), ``verify_citations``, ``unsupported`` (``flag``: keep unsupported
-    citations with ``verified=false``; ``remove``: drop them and their markers) and ``hyde``
-    (hypothetical-answer query expansion; off by default, not measured yet, see
-    docs/generation.md).
+    docs/configuration.md), ``reader`` (the learned check of an e5 index of at least 500
+    chunks also reads the first hits with the packaged cross-encoder reader, about 0.3-0.6 s
+    per question on 2 cores; off: the answerability model alone), ``verify_citations``,
+    ``unsupported`` (``flag``: keep unsupported citations with ``verified=false``; ``remove``:
+    drop them and their markers) and ``hyde`` (hypothetical-answer query expansion; off by
+    default, not measured yet, see docs/generation.md).
     """
 
     provider: str = "none"
@@ -104,6 +106,7 @@ class LLMConfig:
     parent_tokens: int = 400
     min_evidence: float | None = None
     min_answerable: float | None = None
+    reader: bool = True
     verify_citations: bool = True
     unsupported: str = "flag"
     hyde: bool = False

@@ -398,3 +398,80 @@ def answerability_model(family: str, scope: str = "large") -> AnswerabilityModel
     if model.scope != scope:
         raise ConfigError(f"{name}: scope {model.scope!r}, expected {scope!r}")
     return model
+
+
+READER_BLEND_VERSION = 1
+"""Version of the reader blend JSON layout (:class:`ReaderBlend`)."""
+
+READER_HITS = 5
+"""Hits the reader reads (the first ones, fused order): its training rows' width."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderBlend:
+    """The refusal score with the reader (:mod:`ragstrata.generate.reader`): ``p = sigmoid(bias
+    + reader_weight × r + answerable_weight × a)``, ``r`` the reader's best logit over the first
+    :data:`READER_HITS` hits, ``a`` :class:`AnswerabilityModel`'s probability. A logistic
+    regression fitted on rows neither the reader nor the answerability model trained on (the
+    dev articles and pages of ``bench/reader_gpu.py``); ``threshold``: refuse under it (the
+    share of the dev answerable rows it refuses is in ``trained``); ``reader``: the reader's
+    name; ``family``: the embedder family of the answerability model it blends with."""
+
+    family: str
+    reader: str
+    reader_weight: float
+    answerable_weight: float
+    bias: float
+    threshold: float
+    trained: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ConfigError(f"reader blend {self.family!r}: threshold {self.threshold}")
+
+    def probability(self, reader_logit: float, answerable: float) -> float:
+        """P(answerable) in (0, 1) from the reader's best logit and the model's probability."""
+        z = self.bias + self.reader_weight * reader_logit + self.answerable_weight * answerable
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": READER_BLEND_VERSION,
+            "family": self.family,
+            "reader": self.reader,
+            "reader_weight": self.reader_weight,
+            "answerable_weight": self.answerable_weight,
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "trained": self.trained,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReaderBlend:
+        """Read :meth:`to_json`'s layout; ConfigError on another version."""
+        if data.get("version") != READER_BLEND_VERSION:
+            raise ConfigError(
+                f"reader blend version {data.get('version')!r} is not {READER_BLEND_VERSION}"
+            )
+        return cls(
+            family=str(data["family"]),
+            reader=str(data["reader"]),
+            reader_weight=float(data["reader_weight"]),
+            answerable_weight=float(data["answerable_weight"]),
+            bias=float(data["bias"]),
+            threshold=float(data["threshold"]),
+            trained=dict(data.get("trained", {})),
+        )
+
+
+@cache
+def reader_blend(family: str) -> ReaderBlend:
+    """The shipped blend of ``family``'s large-index model with the reader
+    (``generate/answerability_models/<family>.reader.json``), read once per process.
+    Raises ConfigError when none is shipped."""
+    path = resources.files("ragstrata.generate").joinpath(
+        "answerability_models", f"{family}.reader.json"
+    )
+    if not path.is_file():
+        raise ConfigError(f"no reader blend is shipped for embedder family {family!r}")
+    return ReaderBlend.from_json(json.loads(path.read_text(encoding="utf-8")))

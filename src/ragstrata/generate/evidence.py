@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ragstrata.config.embedder import embedder_family
 from ragstrata.embed.base import Embedder
@@ -31,14 +31,20 @@ from ragstrata.generate.answerability import (
     FEATURES,
     MODEL_FAMILIES,
     MODEL_VERSION,
+    READER_HITS,
     AnswerabilityModel,
+    ReaderBlend,
     answerability_features,
     answerability_model,
+    reader_blend,
     sentence_cosines,
 )
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import language_relation
 from ragstrata.types import Evidence, EvidenceCheck, EvidenceRefusal, Hit
+
+if TYPE_CHECKING:
+    from ragstrata.generate.reader import Reader
 
 logger = logging.getLogger(__name__)
 
@@ -180,25 +186,39 @@ class LearnedRule:
     hits' sentences for the ``sentence_dense`` feature (``None``: not measured, as if no sentence
     could be read; only for tests of the rule's decision); ``cross_threshold``: the threshold of
     a question asked in another language than its hits (``Evidence.cross``; ``None``:
-    ``threshold``)."""
+    ``threshold``). With ``reader`` and ``blend`` both set, the reader reads the first
+    :data:`~ragstrata.generate.answerability.READER_HITS` hits and ``score`` is the blend's
+    probability of its best logit and the model's probability (``Evidence.reader`` holds that
+    logit; ``model`` names both, ``answerability-e5-v2+reader-e5-small-v0``)."""
 
     model: AnswerabilityModel
     threshold: float
     strong_evidence: float = STRONG_EVIDENCE
     encoder: Embedder | None = None
     cross_threshold: float | None = None
+    reader: Reader | None = None
+    blend: ReaderBlend | None = None
 
     def measure(self, question: str, hits: Sequence[Hit], analyzer: Analyzer) -> Evidence:
         cosines = sentence_cosines(question, hits, self.encoder) if self.encoder else []
         features = answerability_features(question, hits, analyzer, cosines=cosines)
         dense, coverage = features[0], features[_COVERAGE]
+        score = self.model.probability(features)
+        name = _model_name(self.model)
+        best: float | None = None
+        if self.reader is not None and self.blend is not None and hits:
+            passages = [h.chunk.rendered for h in hits[:READER_HITS]]
+            best = float(self.reader.score(question, passages).max())
+            score = self.blend.probability(best, score)
+            name = f"{name}+{self.blend.reader}"
         return Evidence(
             dense,
             coverage,
-            self.model.probability(features),
-            model=_model_name(self.model),
+            score,
+            model=name,
             cross=features[_CROSS] == 1.0,
             strong=bool(hits) and hand_score(dense, coverage) >= self.strong_evidence,
+            reader=best,
         )
 
     def refuses(self, evidence: Evidence) -> bool:
@@ -249,6 +269,7 @@ def evidence_rule_for(
     min_answerable: float | None,
     n_chunks: int | None = None,
     encoder: Embedder | None = None,
+    reader: Reader | None = None,
 ) -> EvidenceRule:
     """The evidence rule of an index whose embedder is ``embedder`` (a manifest name such as
     ``e5-onnx:multilingual-e5-small``, or a config name such as ``e5``):
@@ -261,7 +282,9 @@ def evidence_rule_for(
       taken as large), else the small-index model; at ``min_answerable``
       (``llm.min_answerable``) when set for every question, else the model's thresholds (its
       own for a cross-lingual question), reading sentence vectors with ``encoder`` (the index's
-      embedder);
+      embedder); with ``reader`` (``llm.reader``) on a large index, the score is the shipped
+      :class:`~ragstrata.generate.answerability.ReaderBlend` of the model and the reader, at
+      the blend's one threshold (or ``min_answerable``);
     * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold, and
       for a cross-lingual question at :data:`CROSS_MIN_EVIDENCE`'s (``min_answerable`` does not
       apply there: one warning per process says so).
@@ -272,6 +295,10 @@ def evidence_rule_for(
     if family is not None and family in MODEL_FAMILIES:
         large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
         model = answerability_model(family, "large" if large else "small")
+        if reader is not None and large:
+            blend = reader_blend(family)
+            threshold = blend.threshold if min_answerable is None else min_answerable
+            return LearnedRule(model, threshold, encoder=encoder, reader=reader, blend=blend)
         if min_answerable is not None:  # the user's threshold, for every question
             return LearnedRule(model, min_answerable, encoder=encoder)
         return LearnedRule(

@@ -149,12 +149,14 @@ class IndexTools:
         self._lock = threading.Lock()
 
     def warm_up(self) -> None:
-        """Check that the index exists and load the embedding model (and the configured LLM)
-        now rather than on the first call. Raises IndexNotFoundError without an index."""
+        """Check that the index exists and load the embedding model, the reader of the
+        refusal check and the configured LLM now rather than on the first call. Raises
+        IndexNotFoundError without an index."""
         catalog.read_manifest_shared(self.index_dir)
         warm = getattr(self._models.embedder, "warm_up", None)
         if callable(warm):
             warm()
+        self._models.warm_up_reader()
         _ = self._models.generator
 
     @contextmanager

@@ -74,6 +74,7 @@ def test_check_evidence_is_the_refusal_decision_of_both_answerers() -> None:
             "model": None,
             "cross": False,
             "strong": False,
+            "reader": None,
         },
         "min_evidence": 0.81,
     }
