@@ -80,3 +80,29 @@ def test_the_rule_chosen_before_any_search_already_knows_the_index_is_small(
     with Ragstrata(config) as fresh:  # nothing searched yet
         rule = fresh._evidence_rule()
         assert isinstance(rule, LearnedRule) and rule.model.scope == "small"
+
+
+def test_the_reader_reads_when_the_index_counts_as_large(
+    engine: Ragstrata, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's wiring of the reader, on the real packaged reader: with the large-index
+    rule (its size bar lowered to this index) ``ask`` reads the first hits, blends, and says
+    so; ``llm.reader = false`` goes back to the model alone."""
+    from dataclasses import replace
+
+    from ragstrata.generate import evidence
+    from ragstrata.generate.answerability import reader_blend
+
+    monkeypatch.setattr(evidence, "LEARNED_MIN_CHUNKS", 1)
+    answer = engine.ask("How long are backups kept?")
+    meta = diagnostics_json(answer)
+    assert meta["evidence"]["model"] == "answerability-e5-v2+reader-e5-small-v0", meta
+    assert isinstance(meta["evidence"]["reader"], float)
+    assert meta["min_evidence"] == reader_blend("e5").threshold
+    assert not answer.refusal and answer.citations[0].source.endswith("backups.md")
+    monkeypatch.setattr(
+        engine, "config", replace(engine.config, llm=replace(engine.config.llm, reader=False))
+    )
+    meta_off = diagnostics_json(engine.ask("How long are backups kept?"))
+    assert meta_off["evidence"]["model"] == "answerability-e5-v2"
+    assert meta_off["evidence"]["reader"] is None

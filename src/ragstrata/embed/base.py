@@ -60,3 +60,17 @@ def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[in
     inside a batch is minimal; every index appears exactly once."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def pad_right(
+    rows: Sequence[Sequence[int]], pad_id: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Token id rows right-padded with ``pad_id`` to the longest: ``(input_ids,
+    attention_mask)``, both int64 ``(len(rows), longest)``, the mask 1 on each row's own ids."""
+    width = max((len(r) for r in rows), default=0)
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return ids, mask

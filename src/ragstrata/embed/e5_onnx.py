@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragstrata.embed.base import l2_normalize, length_sorted_batches
+from ragstrata.embed.base import l2_normalize, length_sorted_batches, pad_right
 from ragstrata.embed.bert_onnx import BertConfig, build_bert_onnx
 from ragstrata.embed.e5_format import Q4_DTYPE, E5File, build_tokenizer, read_e5_file
 from ragstrata.embed.onnx import (
@@ -272,12 +272,7 @@ class OnnxE5Embedder:
         rows = [e.ids for e in tok.encode_batch(texts)]
         limit = self.max_seq_length
         rows = [r if len(r) <= limit else [*r[: limit - 1], self._eos] for r in rows]
-        width = max(len(r) for r in rows)
-        ids = np.full((len(rows), width), self._pad, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = r
-            mask[i, : len(r)] = 1
+        ids, mask = pad_right(rows, self._pad)
         (pooled,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
         out: FloatArray = np.asarray(pooled, dtype=np.float32)
         return out

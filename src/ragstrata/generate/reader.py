@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ragstrata.embed.base import pad_right
 from ragstrata.embed.bert_onnx import build_bert_onnx
 from ragstrata.embed.e5_format import build_tokenizer, read_e5_file
 from ragstrata.embed.e5_onnx import (
@@ -224,12 +225,7 @@ class E5Reader:
         _, session = self._load()
         if not pairs:
             return np.zeros(0, dtype=np.float32)
-        width = max(len(p) for p in pairs)
-        ids = np.full((len(pairs), width), self._pad, dtype=np.int64)
-        mask = np.zeros((len(pairs), width), dtype=np.int64)
-        for i, row in enumerate(pairs):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
+        ids, mask = pad_right(pairs, self._pad)
         (pooled,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
         assert self._head is not None
         pooled32 = np.asarray(pooled, dtype=np.float32)
