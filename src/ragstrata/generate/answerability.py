@@ -412,10 +412,12 @@ class ReaderBlend:
     """The refusal score with the reader (:mod:`ragstrata.generate.reader`): ``p = sigmoid(bias
     + reader_weight × r + answerable_weight × a)``, ``r`` the reader's best logit over the first
     :data:`READER_HITS` hits, ``a`` :class:`AnswerabilityModel`'s probability. A logistic
-    regression fitted on rows neither the reader nor the answerability model trained on (the
-    dev articles and pages of ``bench/reader_gpu.py``); ``threshold``: refuse under it (the
-    share of the dev answerable rows it refuses is in ``trained``); ``reader``: the reader's
-    name; ``family``: the embedder family of the answerability model it blends with."""
+    regression fitted on rows the reader did not train on (the dev articles and pages of
+    ``bench/reader_gpu.py``; they lie in the training halves the answerability model was fitted
+    on, so its probability reads slightly better there than held out); ``threshold``: refuse
+    under it (the share of the dev answerable rows it refuses is in ``trained``); ``reader``:
+    the reader's name; ``family``: the embedder family of the answerability model it blends
+    with."""
 
     family: str
     reader: str
