@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragstrata.config import RagConfig
+from ragstrata.errors import RetrievalError
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import HybridRetriever
 
@@ -67,6 +68,27 @@ def test_questions_in_their_pages_language_still_find_them(
 def test_a_language_filter_is_kept(engine: Ragstrata) -> None:
     hits = engine.search("¿Cómo revierto un despliegue que falla?", filters={"language": "es"}).hits
     assert hits and all(h.chunk.language == "es" for h in hits)
+    either = engine.search("deploy", filters={"language": ("es", "en")}).hits  # a tuple: any of
+    assert {h.chunk.language for h in either} == {"es", "en"}
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ({"lang": "en"}, "filter key 'lang' is not allowed"),  # once: silently no hit at all
+        ({"language": None}, "NoneType is not allowed"),  # once: a raw TypeError
+        ({"language": []}, "a list must hold 1 to 100"),
+        ({"doc_id": [True]}, "a list must hold 1 to 100"),
+    ],
+)
+def test_a_bad_filter_is_a_clear_error(
+    engine: Ragstrata, filters: dict[str, object], message: str
+) -> None:
+    with pytest.raises(RetrievalError, match=message) as caught:
+        engine.search("deploy", filters=filters)  # type: ignore[arg-type]
+    assert caught.value.code == "RS600"
+    with pytest.raises(RetrievalError, match=message):
+        engine.ask("How do I roll back a bad deploy?", filters=filters)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

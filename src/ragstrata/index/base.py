@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ragstrata.errors import RetrievalError
 from ragstrata.types import Chunk, FloatArray
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
@@ -12,6 +14,46 @@ Filters = Mapping[str, FilterValue]
 """Payload path → required value (a sequence means "any of"); all entries must match.
 Paths: ``doc_id``, ``source``, ``title``, ``language`` (the chunk's detected language, ``und`` when
 unknown), and ``meta.<key>`` for chunk metadata."""
+
+FILTER_KEY = re.compile(r"doc_id|source|title|language|meta\.[A-Za-z0-9_]{1,64}")
+"""The payload paths a filter may name."""
+
+MAX_FILTER_VALUES = 100
+"""Most values a filter's "any of" list may hold."""
+
+
+def check_filters(filters: Mapping[str, Any] | None) -> Filters | None:
+    """``filters`` checked: keys ``doc_id``, ``source``, ``title``, ``language`` or
+    ``meta.<key>`` (:data:`FILTER_KEY`); values a string, an integer, a boolean, or a list or
+    tuple of 1 to :data:`MAX_FILTER_VALUES` strings or integers ("any of"). Empty or ``None``
+    -> ``None``. Raises :class:`~ragstrata.errors.RetrievalError` naming the bad key or value:
+    an unknown key would otherwise match nothing, silently (``{"lang": "en"}``)."""
+    if not filters:
+        return None
+    checked: dict[str, FilterValue] = {}
+    for key, value in filters.items():
+        if not isinstance(key, str) or not FILTER_KEY.fullmatch(key):
+            raise RetrievalError(
+                f"filter key {str(key)[:80]!r} is not allowed; use doc_id, source, title, "
+                "language or meta.<key>"
+            )
+        if isinstance(value, list | tuple):
+            if not 1 <= len(value) <= MAX_FILTER_VALUES or not all(
+                isinstance(v, str | int) and not isinstance(v, bool) for v in value
+            ):
+                raise RetrievalError(
+                    f"filter {key!r}: a list must hold 1 to {MAX_FILTER_VALUES} strings or integers"
+                )
+            checked[key] = list(value)
+        elif isinstance(value, str | int | bool):
+            checked[key] = value
+        else:
+            raise RetrievalError(
+                f"filter {key!r}: {type(value).__name__} is not allowed; use a string, an "
+                "integer, a boolean or a list of strings or integers"
+            )
+    return checked
+
 
 SparseVector = Mapping[int, float]
 """Term id → weight (BM25 term-frequency component; the store applies IDF)."""

@@ -14,7 +14,7 @@ import numpy as np
 from ragstrata.config import RetrievalConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
-from ragstrata.index.base import Filters, VectorStore
+from ragstrata.index.base import Filters, VectorStore, check_filters
 from ragstrata.index.bm25 import term_id
 from ragstrata.retrieve.fusion import FusedHit, cap_per_document, rrf
 from ragstrata.retrieve.language_shift import LanguageOffsets, language_offsets_for
@@ -195,6 +195,7 @@ class HybridRetriever:
             raise RetrievalError("the query is empty; pass a question or keywords")
         if mode not in MODES:
             raise RetrievalError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
+        filters = check_filters(filters)
         k = top_k or self.config.top_k
         limit = max(candidates or self.config.candidates, k)
         per_doc = self.config.max_chunks_per_doc if mode == "hybrid" else 0

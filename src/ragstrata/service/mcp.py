@@ -21,7 +21,6 @@ tool functions' annotations at registration, and they refer to names local to
 import inspect
 import json
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,9 +28,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
 from ragstrata.assemble.context import merge_section
 from ragstrata.config import RagConfig
-from ragstrata.errors import ConfigError, RagError
+from ragstrata.errors import ConfigError, RagError, RetrievalError
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
+from ragstrata.index.base import check_filters as check_index_filters
 from ragstrata.optional import require
 from ragstrata.pipeline import Ragstrata
 from ragstrata.render import answer_json, evidence_json, hit_json
@@ -56,7 +56,6 @@ DOCUMENTS_URI = "ragstrata://documents"
 DOCUMENT_URI = "ragstrata://documents/{doc_id}"
 CHUNK_URI = "ragstrata://chunks/{chunk_id}"
 
-_FILTER_KEY = re.compile(r"doc_id|source|title|language|meta\.[A-Za-z0-9_]{1,64}")
 
 INSTRUCTIONS = (
     "Searches and answers from a ragstrata index of the user's documents (Spanish and English). "
@@ -68,35 +67,14 @@ INSTRUCTIONS = (
 
 
 def check_filters(filters: Mapping[str, Any] | None) -> Filters | None:
-    """``filters`` checked: keys ``doc_id``, ``source``, ``title``, ``language`` or
-    ``meta.<key>``; values a string, number, boolean or a list of 1 to 100 strings or numbers
-    (a list means "any of"). Empty or ``None`` -> ``None``. Raises InvalidRequestError naming
-    the bad key or value."""
-    if not filters:
-        return None
-    checked: dict[str, Any] = {}
-    for key, value in filters.items():
-        if not _FILTER_KEY.fullmatch(key):
-            raise InvalidRequestError(
-                f"filter key {key[:80]!r} is not allowed; use doc_id, source, title, language or "
-                "meta.<key>"
-            )
-        if isinstance(value, list):
-            if not 1 <= len(value) <= 100 or not all(
-                isinstance(v, str | int) and not isinstance(v, bool) for v in value
-            ):
-                raise InvalidRequestError(
-                    f"filter {key!r}: a list must hold 1 to 100 strings or integers"
-                )
-            checked[key] = list(value)
-        elif isinstance(value, str | int | bool):
-            checked[key] = value
-        else:
-            raise InvalidRequestError(
-                f"filter {key!r}: {type(value).__name__} is not allowed; use a string, a number, "
-                "a boolean or a list of strings or numbers"
-            )
-    return checked
+    """``filters`` checked by :func:`ragstrata.index.base.check_filters` (keys ``doc_id``,
+    ``source``, ``title``, ``language`` or ``meta.<key>``; a string, number, boolean or a list
+    of 1 to 100 strings or numbers). Empty or ``None`` -> ``None``. Raises InvalidRequestError
+    naming the bad key or value."""
+    try:
+        return check_index_filters(filters)
+    except RetrievalError as exc:
+        raise InvalidRequestError(exc.args[0]) from exc
 
 
 def document_text(chunks: Sequence[Chunk]) -> str:
