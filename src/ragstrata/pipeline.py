@@ -528,13 +528,19 @@ class Ragstrata:
             reader=self._reader() if llm.reader else None,
         )
 
-    def warm_up_reader(self) -> None:
-        """Load the reader now when ``ask`` may use it (``llm.reader`` on, an e5 embedder):
-        a server's first question then does not wait for it (building it once takes about
-        15 s, loading it about 2 s)."""
+    def warm_up_reader(self, *, n_chunks: int | None = None) -> None:
+        """Load the reader now when ``ask`` may use it (``llm.reader`` on, ``llm.min_evidence``
+        unset, an e5 embedder, and an index of ``n_chunks`` at least
+        :data:`~ragstrata.generate.evidence.LEARNED_MIN_CHUNKS`; ``None``: unknown, as for a
+        service whose collections come and go): a server's first question then does not wait
+        for it (building it once takes about 15 s, loading it about 2 s and 0.6 GB)."""
         from ragstrata.config.embedder import embedder_family
+        from ragstrata.generate.evidence import LEARNED_MIN_CHUNKS
 
-        if self.config.llm.reader and embedder_family(self.embedder_name) == "e5":
+        llm = self.config.llm
+        if n_chunks is not None and n_chunks < LEARNED_MIN_CHUNKS:
+            return
+        if llm.reader and llm.min_evidence is None and embedder_family(self.embedder_name) == "e5":
             warm = getattr(self._reader(), "warm_up", None)
             if callable(warm):
                 warm()

@@ -106,3 +106,31 @@ def test_the_reader_reads_when_the_index_counts_as_large(
     meta_off = diagnostics_json(engine.ask("How long are backups kept?"))
     assert meta_off["evidence"]["model"] == "answerability-e5-v2"
     assert meta_off["evidence"]["reader"] is None
+
+
+def test_warm_up_loads_the_reader_only_when_ask_may_use_it(
+    engine: Ragstrata, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user's MCP server on a 65-chunk index loaded the reader (0.6 GB, 2 s) that its
+    small-index rule never reads (2026-12-04)."""
+    from dataclasses import replace
+
+    from ragstrata.generate.evidence import LEARNED_MIN_CHUNKS
+
+    warmed: list[str] = []
+
+    class Probe:
+        name = "probe"
+
+        def warm_up(self) -> None:
+            warmed.append("reader")
+
+    monkeypatch.setattr(engine, "_reader", Probe)
+    engine.warm_up_reader(n_chunks=LEARNED_MIN_CHUNKS - 1)
+    assert warmed == []
+    engine.warm_up_reader(n_chunks=LEARNED_MIN_CHUNKS)
+    assert warmed == ["reader"]
+    hand = replace(engine.config, llm=replace(engine.config.llm, min_evidence=1.1))
+    monkeypatch.setattr(engine, "config", hand)
+    engine.warm_up_reader(n_chunks=10_000)  # the hand-made rule reads no passage
+    assert warmed == ["reader"]

@@ -342,5 +342,7 @@ def test_a_quoted_number_in_the_file_is_refused_and_a_bad_variable_is_named(
         ConfigError, match=r"RAGSTRATA_RETRIEVAL_TOP_K \(retrieval\.top_k\)='abc' is not a valid"
     ):
         RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_RETRIEVAL_TOP_K": "abc"})
+    with pytest.raises(ConfigError, match=r"llm\.reader\)='maybe' is not a valid bool; set true"):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_LLM_READER": "maybe"})
     ok = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_RETRIEVAL_TOP_K": "7"})
     assert ok.retrieval.top_k == 7

@@ -81,7 +81,7 @@ class LLMConfig:
     setting it selects that rule for every embedder, with its old meaning; unset = the learned
     check for e5, the value calibrated for MiniLM; see docs/evaluation.md and
     docs/configuration.md), ``reader`` (the learned check of an e5 index of at least 500
-    chunks also reads the first hits with the packaged cross-encoder reader, about 0.3-0.6 s
+    chunks also reads the first hits with the packaged cross-encoder reader, about 0.35 s
     per question on 2 cores; off: the answerability model alone), ``verify_citations``,
     ``unsupported`` (``flag``: keep unsupported citations with ``verified=false``; ``remove``:
     drop them and their markers) and ``hyde`` (hypothetical-answer query expansion; off by

@@ -183,5 +183,8 @@ def _coerce(name: str, type_name: str, value: Any) -> Any:
                 return False
             raise ValueError(value)
     except ValueError as exc:
-        raise ConfigError(f"{name}={value!r} is not a valid {type_name}") from exc
+        hint = {"bool": "true or false", "int": "a whole number", "float": "a number"}.get(
+            type_name.split("|")[0].strip(), "another value"
+        )
+        raise ConfigError(f"{name}={value!r} is not a valid {type_name}; set {hint}") from exc
     return value

@@ -206,11 +206,12 @@ class LearnedRule:
         score = self.model.probability(features)
         name = _model_name(self.model)
         best: float | None = None
-        if self.reader is not None and self.blend is not None and hits:
-            passages = [h.chunk.rendered for h in hits[:READER_HITS]]
-            best = float(self.reader.score(question, passages).max())
-            score = self.blend.probability(best, score)
-            name = f"{name}+{self.blend.reader}"
+        if self.reader is not None and self.blend is not None:
+            name = f"{name}+{self.blend.reader}"  # its threshold applies, hits or none
+            if hits:
+                passages = [h.chunk.rendered for h in hits[:READER_HITS]]
+                best = float(self.reader.score(question, passages).max())
+                score = self.blend.probability(best, score)
         return Evidence(
             dense,
             coverage,

@@ -451,6 +451,7 @@ class ExtractiveAnswerer:
         ``rerank``, ``no_quotes``)."""
         t0 = time.perf_counter() if started is None else started
         spent = dict(timings or {})
+        t = time.perf_counter()
         check = check_evidence(
             question,
             hits,
@@ -458,6 +459,7 @@ class ExtractiveAnswerer:
             rule=self.evidence_rule,
             min_rerank=self.min_rerank,
         )
+        spent["evidence"] = (time.perf_counter() - t) * 1000
         if check.refused_by is not None:
             return refusal(
                 question, check.refused_by, timings=spent, started=t0, evidence=check, hits=hits

@@ -179,9 +179,10 @@ class E5Reader:
     Cheap constructor; tokenizer, weights and session load on first use (building the model
     into ``cache_dir`` when needed). Each pair is cut to :data:`MAX_PAIR_TOKENS` tokens as in
     training (:func:`pair_ids`) and runs alone (see :meth:`score_ids`). Float32: the int8
-    recipe of the embedders was 1.5x faster (38 ms per pair) but moved logits by up to 0.18,
+    recipe of the embedders was 6 % faster (65 ms per pair) but moved logits by up to 0.63,
     and the blend is fitted on these. ``threads``: onnxruntime's ``intra_op_num_threads`` (0:
-    one per physical core). Cost on 2 cores: about 60 ms per 200-token pair.
+    one per physical core). Cost on 2 cores: about 70 ms per 220-token pair, 0.35 s for one
+    question's 5 hits; loading it adds about 0.6 GB of peak memory to the process.
     """
 
     def __init__(self, *, threads: int = 0, cache_dir: Path | None = None) -> None:
@@ -223,8 +224,9 @@ class E5Reader:
 
     def score_ids(self, pairs: Sequence[Sequence[int]]) -> FloatArray:
         """float32 ``(len(pairs),)`` logits of already tokenized pairs (:func:`pair_ids`), one
-        pair per forward pass: on 2 cores that is faster than a padded batch (57 against 74 ms
-        per pair over 20 SQuAD-es pairs of 207 tokens on average), with the same logits."""
+        pair per forward pass: on 2 cores that is faster than a padded batch (69 against 96 ms
+        per pair over 40 SQuAD-es pairs of 218 tokens on average, 74 % of the fp32 GEMM
+        ceiling: ``bench/reader_latency.py``), with the same logits."""
         _, session = self._load()
         assert self._head is not None
         logits = np.zeros(len(pairs), dtype=np.float32)

@@ -130,11 +130,11 @@ class IndexTools:
         """Check that the index exists and load the embedding model, the reader of the
         refusal check and the configured LLM now rather than on the first call. Raises
         IndexNotFoundError without an index."""
-        catalog.read_manifest_shared(self.index_dir)
+        manifest = catalog.read_manifest_shared(self.index_dir)
         warm = getattr(self._models.embedder, "warm_up", None)
         if callable(warm):
             warm()
-        self._models.warm_up_reader()
+        self._models.warm_up_reader(n_chunks=manifest.n_chunks)
         _ = self._models.generator
 
     @contextmanager

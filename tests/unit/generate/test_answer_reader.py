@@ -121,4 +121,4 @@ def test_the_rule_reads_the_first_hits_and_blends() -> None:
         assert ev.to_json()["reader"] == logit
     assert base.reader is None and base.to_json()["reader"] is None
     no_hits = rule.measure(question, [], Analyzer())
-    assert no_hits.reader is None
+    assert no_hits.reader is None and no_hits.model == ev.model  # the blend's threshold applies
