@@ -136,3 +136,9 @@ def test_without_any_bm25_match_the_fusion_follows_the_dense_arm(
         assert hybrid == dense
     finally:
         retriever.close()
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\x00", " \x00\x00 "])
+def test_an_empty_query_is_a_clear_error(engine: Ragstrata, query: str) -> None:
+    with pytest.raises(RetrievalError, match="the query is empty"):
+        engine.search(query)

@@ -22,7 +22,6 @@ import hashlib
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
@@ -249,8 +248,16 @@ class E5Reader:
         )
 
 
-@cache
+_PACKAGED: dict[int, E5Reader] = {}
+_PACKAGED_LOCK = threading.Lock()
+
+
 def packaged_reader(threads: int = 0) -> E5Reader:
     """The process's one :class:`E5Reader` for ``threads`` (engines, service collections and
-    MCP calls share it; constructing it loads nothing)."""
-    return E5Reader(threads=threads)
+    MCP calls share it, even when two threads ask for it first at once; constructing it loads
+    nothing)."""
+    with _PACKAGED_LOCK:
+        reader = _PACKAGED.get(threads)
+        if reader is None:
+            reader = _PACKAGED[threads] = E5Reader(threads=threads)
+        return reader

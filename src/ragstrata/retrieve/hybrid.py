@@ -191,7 +191,7 @@ class HybridRetriever:
         filters: Filters | None = None,
         candidates: int | None = None,
     ) -> SearchResult:
-        if not query.strip():
+        if not query.replace("\x00", "").strip():  # NUL bytes alone are no query either
             raise RetrievalError("the query is empty; pass a question or keywords")
         if mode not in MODES:
             raise RetrievalError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")

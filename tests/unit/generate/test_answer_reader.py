@@ -122,3 +122,24 @@ def test_the_rule_reads_the_first_hits_and_blends() -> None:
     assert base.reader is None and base.to_json()["reader"] is None
     no_hits = rule.measure(question, [], Analyzer())
     assert no_hits.reader is None and no_hits.model == ev.model  # the blend's threshold applies
+
+
+def test_one_packaged_reader_per_thread_count_even_under_a_race() -> None:
+    import threading
+
+    from ragstrata.generate.reader import packaged_reader
+
+    got: list[object] = []
+    start = threading.Barrier(8)
+
+    def take() -> None:
+        start.wait()
+        got.append(packaged_reader(3))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(r) for r in got}) == 1 and got[0] is packaged_reader(3)
+    assert packaged_reader(4) is not got[0]
