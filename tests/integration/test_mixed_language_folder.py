@@ -70,6 +70,9 @@ def test_a_language_filter_is_kept(engine: Ragstrata) -> None:
     assert hits and all(h.chunk.language == "es" for h in hits)
     either = engine.search("deploy", filters={"language": ("es", "en")}).hits  # a tuple: any of
     assert {h.chunk.language for h in either} == {"es", "en"}
+    # the library takes long lists (eval-answers filters on every document but a few)
+    many = engine.search("deploy", filters={"doc_id": [f"d{i}" for i in range(500)]}).hits
+    assert not many
 
 
 @pytest.mark.parametrize(
@@ -77,8 +80,8 @@ def test_a_language_filter_is_kept(engine: Ragstrata) -> None:
     [
         ({"lang": "en"}, "filter key 'lang' is not allowed"),  # once: silently no hit at all
         ({"language": None}, "NoneType is not allowed"),  # once: a raw TypeError
-        ({"language": []}, "a list must hold 1 to 100"),
-        ({"doc_id": [True]}, "a list must hold 1 to 100"),
+        ({"language": []}, "a list must hold at least one"),
+        ({"doc_id": [True]}, "a list must hold at least one"),
     ],
 )
 def test_a_bad_filter_is_a_clear_error(

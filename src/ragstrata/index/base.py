@@ -18,16 +18,17 @@ unknown), and ``meta.<key>`` for chunk metadata."""
 FILTER_KEY = re.compile(r"doc_id|source|title|language|meta\.[A-Za-z0-9_]{1,64}")
 """The payload paths a filter may name."""
 
-MAX_FILTER_VALUES = 100
-"""Most values a filter's "any of" list may hold."""
 
-
-def check_filters(filters: Mapping[str, Any] | None) -> Filters | None:
+def check_filters(
+    filters: Mapping[str, Any] | None, *, max_values: int | None = None
+) -> Filters | None:
     """``filters`` checked: keys ``doc_id``, ``source``, ``title``, ``language`` or
-    ``meta.<key>`` (:data:`FILTER_KEY`); values a string, an integer, a boolean, or a list or
-    tuple of 1 to :data:`MAX_FILTER_VALUES` strings or integers ("any of"). Empty or ``None``
-    -> ``None``. Raises :class:`~ragstrata.errors.RetrievalError` naming the bad key or value:
-    an unknown key would otherwise match nothing, silently (``{"lang": "en"}``)."""
+    ``meta.<key>`` (:data:`FILTER_KEY`); values a string, an integer, a boolean, or a non-empty
+    list or tuple of strings or integers ("any of"; at most ``max_values`` when given: the
+    service caps what a request may send, the library does not, as ``eval-answers`` filters on
+    every document but a few). Empty or ``None`` -> ``None``. Raises
+    :class:`~ragstrata.errors.RetrievalError` naming the bad key or value: an unknown key would
+    otherwise match nothing, silently (``{"lang": "en"}``)."""
     if not filters:
         return None
     checked: dict[str, FilterValue] = {}
@@ -38,11 +39,13 @@ def check_filters(filters: Mapping[str, Any] | None) -> Filters | None:
                 "language or meta.<key>"
             )
         if isinstance(value, list | tuple):
-            if not 1 <= len(value) <= MAX_FILTER_VALUES or not all(
+            most = len(value) if max_values is None else max_values
+            if not 1 <= len(value) <= most or not all(
                 isinstance(v, str | int) and not isinstance(v, bool) for v in value
             ):
+                bound = "at least one" if max_values is None else f"1 to {max_values}"
                 raise RetrievalError(
-                    f"filter {key!r}: a list must hold 1 to {MAX_FILTER_VALUES} strings or integers"
+                    f"filter {key!r}: a list must hold {bound} strings or integers"
                 )
             checked[key] = list(value)
         elif isinstance(value, str | int | bool):

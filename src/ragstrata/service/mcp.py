@@ -72,7 +72,7 @@ def check_filters(filters: Mapping[str, Any] | None) -> Filters | None:
     of 1 to 100 strings or numbers). Empty or ``None`` -> ``None``. Raises InvalidRequestError
     naming the bad key or value."""
     try:
-        return check_index_filters(filters)
+        return check_index_filters(filters, max_values=100)
     except RetrievalError as exc:
         raise InvalidRequestError(exc.args[0]) from exc
 
