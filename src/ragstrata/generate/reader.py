@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
@@ -94,6 +94,17 @@ def reader_file() -> Path:
     return Path(str(path))
 
 
+def read_reader_head(path: Path) -> tuple[F32, float]:
+    """The head of a reader file: weight ``(hidden,)`` float32 and bias, read without the
+    encoder's tensors (what a loaded session needs). Raises ConfigError when one is missing."""
+    raw = np.load(path)
+    try:
+        weight, bias = raw["head.weight|f16"], raw["head.bias|f16"]
+    except KeyError as exc:
+        raise ConfigError(f"{path}: reader tensor {exc} missing") from exc
+    return weight.astype(np.float32).reshape(-1), float(bias.reshape(-1)[0])
+
+
 def read_reader_weights(path: Path) -> tuple[dict[str, F32], F32, float]:
     """The encoder tensors of a reader file under :mod:`ragstrata.embed.bert_onnx`'s names
     (float32; no ``emb.word``: it is the base model's), the head's weight ``(hidden,)`` and
@@ -122,26 +133,10 @@ def read_reader_weights(path: Path) -> tuple[dict[str, F32], F32, float]:
             else:
                 weights[f"{ours}.w"] = stored[f"{hf}.weight"]
                 weights[f"{ours}.b"] = stored[f"{hf}.bias"]
-        head, bias = stored["head.weight"].reshape(-1), float(stored["head.bias"].reshape(-1)[0])
     except KeyError as exc:
         raise ConfigError(f"{path}: reader tensor {exc} missing") from exc
+    head, bias = read_reader_head(path)
     return weights, head, bias
-
-
-class _Weights(Mapping[str, F32]):
-    """The reader's tensors (no ``emb.word``: :func:`build_bert_onnx` reads it from Q4_0)."""
-
-    def __init__(self, weights: dict[str, F32]) -> None:
-        self._w = weights
-
-    def __getitem__(self, name: str) -> F32:
-        return self._w[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._w)
-
-    def __len__(self) -> int:
-        return len(self._w)
 
 
 def pair_ids(question: Sequence[int], passage: Sequence[int], *, limit: int) -> list[int]:
@@ -168,7 +163,7 @@ def ensure_reader_model(*, cache_dir: Path | None = None) -> Path:
             logger.info("building the reader %s into %s", READER_NAME, target)
             model = read_e5_file(source)
             tensors, _, _ = read_reader_weights(weights)
-            build_bert_onnx(e5_config(model), _Weights(tensors), target, q4=model.q4_blocks)
+            build_bert_onnx(e5_config(model), tensors, target, q4=model.q4_blocks)
     return target
 
 
@@ -213,7 +208,7 @@ class E5Reader:
                     tok = build_tokenizer(model, max_length=4096)
                     tok.no_truncation()
                     tok.no_padding()
-                    _, head, bias = read_reader_weights(reader_file())
+                    head, bias = read_reader_head(reader_file())
                     path = ensure_reader_model(cache_dir=self._cache_dir)
                     self._tokenizer, self._head, self._bias = tok, head, bias
                     self._pad = model.pad_id
