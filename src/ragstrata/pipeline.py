@@ -534,14 +534,18 @@ class Ragstrata:
         :data:`~ragstrata.generate.evidence.LEARNED_MIN_CHUNKS`; ``None``: unknown, as for a
         service whose collections come and go): a server's first question then does not wait
         for it (building it once takes about 15 s, loading it about 2 s and 0.6 GB)."""
-        from ragstrata.config.embedder import embedder_family
-        from ragstrata.generate.evidence import LEARNED_MIN_CHUNKS
+        from ragstrata.generate.evidence import LearnedRule
 
         llm = self.config.llm
-        if n_chunks is not None and n_chunks < LEARNED_MIN_CHUNKS:
-            return
-        if llm.reader and llm.min_evidence is None and embedder_family(self.embedder_name) == "e5":
-            warm = getattr(self._reader(), "warm_up", None)
+        rule = evidence_rule_for(  # the decision ask takes, so warm-up cannot drift from it
+            self.embedder_name,
+            min_evidence=llm.min_evidence,
+            min_answerable=llm.min_answerable,
+            n_chunks=n_chunks,
+            reader=self._reader() if llm.reader else None,
+        )
+        if isinstance(rule, LearnedRule) and rule.reader is not None:
+            warm = getattr(rule.reader, "warm_up", None)
             if callable(warm):
                 warm()
 
