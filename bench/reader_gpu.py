@@ -132,6 +132,9 @@ def collect(args: argparse.Namespace) -> None:
         groups += xl_groups
         rows["dev"] += xl_rows["dev"]
         rows[f"test_{direction}"] = xl_rows["test"]
+        for split, split_rows in xl_rows.items():
+            if split.startswith("testq_"):
+                rows[split] = split_rows
     print(
         f"collected in {time.time() - started:.0f} s: {len(groups)} groups, "
         f"{len(rows['dev'])} dev rows, {len(rows['test'])} test rows"
@@ -265,7 +268,7 @@ def collect_headings(
                 text = data.queries[qid]
                 if not gold or not all(d in manifest.documents for d in gold):
                     continue
-                if sum(map(ord, min(gold))) % 5 == 0:  # a dev page
+                if dev_page(gold):
                     if asked == direction and len(rows["dev"]) < 2 * args.xl_dev_questions:
                         rows["dev"] += rows_of(text, gold)
                     continue
@@ -279,6 +282,11 @@ def collect_headings(
                     groups.append(
                         (text_id(text, "query: "), passages, [1] + [0] * (len(passages) - 1))
                     )
+        if args.questions or args.test_questions_file:
+            q_groups, q_rows = collect_questions(direction, engine, rows_of, text_id, args)
+            groups += q_groups
+            rows["dev"] += q_rows.pop("dev")
+            rows |= q_rows
         test = load_parallel_docs(root, direction=f"{direction}:test")
         ids = sorted(test.queries)
         for qid in ids[:: max(1, len(ids) // args.xl_test_questions)][: args.xl_test_questions]:
@@ -287,6 +295,71 @@ def collect_headings(
     print(
         f"{direction}: {len(groups)} groups, {len(rows['dev'])} dev rows, "
         f"{len(rows['test'])} test rows"
+    )
+    return groups, rows
+
+
+def _plain(text: str) -> str:
+    """Lowercase, Markdown emphasis and code marks dropped, whitespace runs collapsed: an
+    evidence span written from a page matches its chunk however the chunk was rendered."""
+    return " ".join(text.lower().replace("*", "").replace("`", "").replace("_", " ").split())
+
+
+def dev_page(gold: set[str]) -> bool:
+    """One training page in five gives dev rows instead of training groups (the headings' rule)."""
+    return sum(map(ord, min(gold))) % 5 == 0
+
+
+def collect_questions(
+    direction: str, engine: Any, rows_of: Any, text_id: Any, args: argparse.Namespace
+) -> tuple[list[tuple[int, list[int], list[int]]], dict[str, list[Any]]]:
+    """Written user questions (``--questions`` / ``--test-questions-file``, JSONL: ``page``,
+    ``lang``, ``question``, ``evidence_en``, ``evidence_es``) on one FastAPI index whose pages
+    are in ``direction``'s second language; questions of both languages are asked of it.
+
+    Training-file questions of a training page give a group: the positive is the gold page's
+    chunk holding the question's evidence span in the pages' language (the best-ranked gold
+    chunk of the first 10 hits when no chunk holds it), the negatives the first 10 hits of other
+    pages; on a dev page (:func:`dev_page`) present and absent rows for ``dev`` instead. Test-file
+    questions give rows ``testq_<question lang>-<page lang>``."""
+    pages_lang = direction.split("-")[1]
+    manifest, store = engine.manifest(), engine._read_store()
+    groups: list[tuple[int, list[int], list[int]]] = []
+    rows: dict[str, list[Any]] = {"dev": []}
+
+    def load(files: list[Path]) -> list[dict[str, str]]:
+        return [
+            json.loads(line)
+            for f in files
+            for line in f.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+
+    for q in load(args.questions):
+        gold = {q["page"]}
+        if q["page"] not in manifest.documents:
+            continue
+        if dev_page(gold):
+            rows["dev"] += rows_of(q["question"], gold)
+            continue
+        hits = engine.search(q["question"], top_k=10).hits
+        evidence = _plain(q[f"evidence_{pages_lang}"])
+        chunks = store.get(list(manifest.documents[q["page"]].chunk_ids))
+        holding = [c.rendered for c in chunks if evidence in _plain(c.rendered)]
+        positive = holding[:1] or [h.chunk.rendered for h in hits if h.chunk.doc_id in gold][:1]
+        negatives = [h.chunk.rendered for h in hits if h.chunk.doc_id not in gold]
+        if positive and negatives:
+            passages = [text_id(p, "passage: ") for p in positive + negatives[: args.negatives]]
+            groups.append(
+                (text_id(q["question"], "query: "), passages, [1] + [0] * (len(passages) - 1))
+            )
+    for q in load([args.test_questions_file] if args.test_questions_file else []):
+        if q["page"] in manifest.documents:
+            split = f"testq_{q['lang']}-{pages_lang}"
+            rows.setdefault(split, []).extend(rows_of(q["question"], {q["page"]}))
+    print(
+        f"{direction} questions: {len(groups)} groups, "
+        + ", ".join(f"{k} {len(v)} rows" for k, v in rows.items())
     )
     return groups, rows
 
@@ -479,6 +552,29 @@ def train(args: argparse.Namespace) -> None:
         "present": {s: int(arrays[f"{s}_y"].sum()) for s in splits},
         "recipes": [],
     }
+    if args.baseline is not None:  # the shipped reader on the same rows, for a same-run ratio
+        model = Reader().to(device)
+        raw = np.load(args.baseline)
+        loaded = {}
+        for key in raw.files:
+            name, _, kind = key.partition("|")
+            if kind == "q8":
+                loaded[name] = raw[key].astype(np.float32) * raw[f"{name}|scale"][:, None]
+            elif kind == "f16":
+                loaded[name] = raw[key].astype(np.float32)
+        own = model.state_dict()
+        missing = model.load_state_dict(
+            {k: torch.from_numpy(v.reshape(own[k].shape)) for k, v in loaded.items()},
+            strict=False,
+        )
+        assert all("word_embeddings" in k or "position_ids" in k for k in missing.missing_keys)
+        baseline = {s: scores_of(model, s) for s in splits}
+        results["baseline"] = judge(baseline)
+        results["baseline_scores"] = {s: baseline[s].round(4).tolist() for s in splits}
+        print(json.dumps({"baseline": results["baseline"]}), flush=True)
+        del model
+    results["rows_y"] = {s: arrays[f"{s}_y"].astype(int).tolist() for s in splits}
+    results["rows_shipped"] = {s: arrays[f"{s}_shipped"].round(4).tolist() for s in splits}
     best_state, best_auc = None, -1.0
     recipes = [json.loads(r) for r in args.recipe]
     for recipe in recipes:
@@ -551,6 +647,7 @@ def train(args: argparse.Namespace) -> None:
                     if "word_embeddings" not in k and "position_ids" not in k
                 }
                 results["best"] = {"recipe": recipe, "epoch": epoch, **judged}
+                results["best_scores"] = {s: reader[s].round(4).tolist() for s in splits}
         results["recipes"].append({"recipe": recipe, "epochs": log})
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "reader_gpu.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -571,6 +668,28 @@ def save_weights(state: dict[str, np.ndarray], out: Path) -> None:
             part, size, n = {}, 0, n + 1
 
 
+def pack(args: argparse.Namespace) -> None:
+    """The ``train --save-weights`` fp16 files (``reader_w<n>.npz``) as one shipped reader file
+    (layout: ``src/ragstrata/generate/reader_models/README.md``): the encoder layers' weight
+    matrices int8 per row (symmetric, scale = max |row| / 127), every other tensor float16."""
+    state: dict[str, np.ndarray] = {}
+    for part in sorted(args.weights.glob("reader_w*.npz")):
+        state |= dict(np.load(part))
+    packed: dict[str, np.ndarray] = {}
+    for name, value in sorted(state.items()):
+        value = value.astype(np.float32)
+        if name.startswith("encoder.encoder.layer.") and value.ndim == 2:
+            scale = np.maximum(np.abs(value).max(axis=1), 1e-12) / 127.0
+            packed[f"{name}|q8"] = np.clip(np.round(value / scale[:, None]), -127, 127).astype(
+                np.int8
+            )
+            packed[f"{name}|scale"] = scale.astype(np.float32)
+        else:
+            packed[f"{name}|f16"] = value.astype(np.float16)
+    np.savez(args.out, **packed)
+    print(f"wrote {args.out}: {len(state)} tensors")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="command", required=True)
@@ -584,6 +703,10 @@ def main() -> None:
     c.add_argument("--xl", action="append", default=[], help="es-en=INDEX or en-es=INDEX")
     c.add_argument("--xl-dev-questions", type=int, default=100)
     c.add_argument("--xl-test-questions", type=int, default=150)
+    c.add_argument(
+        "--questions", type=Path, action="append", default=[], help="written questions, JSONL"
+    )
+    c.add_argument("--test-questions-file", type=Path, default=None)
     t = sub.add_parser("train")
     t.add_argument("--data", type=Path, default=Path(".reader"))
     t.add_argument("--out", type=Path, required=True)
@@ -599,9 +722,15 @@ def main() -> None:
         default=None,
         help='JSON, e.g. {"lr": 3e-5, "epochs": 3, "listwise": 1.0}',
     )
+    t.add_argument("--baseline", type=Path, default=None, help="a shipped reader file to compare")
+    k = sub.add_parser("pack")
+    k.add_argument("--weights", type=Path, required=True, help="train's --out folder")
+    k.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     if args.command == "collect":
         collect(args)
+    elif args.command == "pack":
+        pack(args)
     else:
         args.recipe = args.recipe or ['{"lr": 3e-5, "epochs": 3}']
         train(args)
