@@ -204,8 +204,7 @@ def present_absent_rows(engine: Any, text_id: Any) -> Any:
     ``HITS`` hybrid hits on the full index (label 1, only when a gold document is among them)
     and with its own gold documents removed (label 0); the score is the shipped answerability
     model's on those hits."""
-    from ragstrata.retrieve.hybrid import HybridRetriever
-    from ragstrata.training.answerability import ExcludingStore
+    from ragstrata.training.answerability import search_without_docs
 
     store, manifest, rule = engine._read_store(), engine.manifest(), engine._evidence_rule()
 
@@ -216,17 +215,16 @@ def present_absent_rows(engine: Any, text_id: Any) -> Any:
         if any(h.chunk.doc_id in gold for h in hits):
             score = rule.measure(text, hits, engine.analyzer).score
             out.append((1, q, [text_id(h.chunk.rendered, "passage: ") for h in hits], score))
-        removed = frozenset(
-            c for d in gold if d in manifest.documents for c in manifest.documents[d].chunk_ids
-        )
-        part = HybridRetriever(
-            ExcludingStore(store, removed),  # type: ignore[arg-type]
+        absent = search_without_docs(
+            store,
+            manifest,
+            gold,
             engine.read_embedder,
             engine.analyzer,
             engine.config.retrieval,
+            text,
+            top_k=HITS,
         )
-        absent = part.search(text, top_k=HITS).hits
-        part.close()
         score = rule.measure(text, absent, engine.analyzer).score
         out.append((0, q, [text_id(h.chunk.rendered, "passage: ") for h in absent], score))
         return out

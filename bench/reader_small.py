@@ -57,8 +57,7 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     from ragstrata.generate.evidence import LearnedRule
     from ragstrata.generate.reader import packaged_reader
     from ragstrata.pipeline import Ragstrata
-    from ragstrata.retrieve.hybrid import HybridRetriever
-    from ragstrata.training.answerability import ExcludingStore
+    from ragstrata.training.answerability import search_without_docs
     from ragstrata.training.small_indexes import build_index, parallel_groups, squad_groups
 
     dev_articles, test_articles = reader_dev_articles()
@@ -105,20 +104,16 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                 hits = engine.search(text).hits
                 if any(h.chunk.doc_id in gold for h in hits):
                     rows_of.append((hits, 1))
-                removed = frozenset(
-                    c
-                    for d in gold
-                    if d in manifest.documents
-                    for c in manifest.documents[d].chunk_ids
-                )
-                part = HybridRetriever(
-                    ExcludingStore(store, removed),  # type: ignore[arg-type]
+                absent = search_without_docs(
+                    store,
+                    manifest,
+                    gold,
                     engine.read_embedder,
                     engine.analyzer,
                     engine.config.retrieval,
+                    text,
                 )
-                rows_of.append((part.search(text).hits, 0))
-                part.close()
+                rows_of.append((absent, 0))
                 for found, label in rows_of:
                     ev = rule.measure(text, found, engine.analyzer)
                     passages = [h.chunk.rendered for h in found[:READER_HITS]]

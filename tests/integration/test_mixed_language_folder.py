@@ -145,3 +145,27 @@ def test_without_any_bm25_match_the_fusion_follows_the_dense_arm(
 def test_an_empty_query_is_a_clear_error(engine: Ragstrata, query: str) -> None:
     with pytest.raises(RetrievalError, match="the query is empty"):
         engine.search(query)
+
+
+def test_search_without_docs_ranks_as_if_the_page_were_gone(engine: Ragstrata) -> None:
+    """The "paragraph absent" search of the answerability training and the reader benches: the
+    removed page's chunks never come back and the other pages keep their order."""
+    from ragstrata.training.answerability import search_without_docs
+
+    question = "¿Cómo revierto un despliegue que falla?"
+    full = engine.search(question, top_k=10).hits
+    gone = full[0].chunk.doc_id
+    store, manifest = engine._read_store(), engine.manifest()
+    hits = search_without_docs(
+        store,
+        manifest,
+        {gone, "not-a-document"},
+        engine.read_embedder,
+        engine.analyzer,
+        engine.config.retrieval,
+        question,
+        top_k=10,
+    )
+    assert hits and all(h.chunk.doc_id != gone for h in hits)
+    kept = [h.chunk.chunk_id for h in full if h.chunk.doc_id != gone]
+    assert [h.chunk.chunk_id for h in hits][: len(kept)] == kept[: len(hits)]

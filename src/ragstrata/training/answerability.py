@@ -51,7 +51,7 @@ import argparse
 import json
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,35 @@ class ExcludingStore:
 
     def dense_vectors(self, chunk_ids: Sequence[str]) -> Any:
         return self.store.dense_vectors(chunk_ids)
+
+
+def search_without_docs(
+    store: Any,
+    manifest: Any,
+    docs: Collection[str],
+    embedder: Any,
+    analyzer: Any,
+    retrieval: Any,
+    text: str,
+    *,
+    top_k: int | None = None,
+) -> Any:
+    """Hits of ``text`` as an index without the documents ``docs`` would rank them (the
+    "paragraph absent" negative): a :class:`~ragstrata.retrieve.hybrid.HybridRetriever` over an
+    :class:`ExcludingStore` of their chunks (``manifest.documents[d].chunk_ids``; unknown ids are
+    skipped), with ``embedder``, ``analyzer`` and the ``retrieval`` config of the full index.
+    Returns the hits, ``top_k`` of them (default: the config's)."""
+    from ragstrata.retrieve.hybrid import HybridRetriever
+
+    excluded = frozenset(
+        c for d in docs if d in manifest.documents for c in manifest.documents[d].chunk_ids
+    )
+    view = ExcludingStore(store, excluded)
+    part = HybridRetriever(view, embedder, analyzer, retrieval)  # type: ignore[arg-type]
+    try:
+        return part.search(text, top_k=top_k).hits
+    finally:
+        part.close()
 
 
 class _MemoEmbedder:
@@ -180,20 +209,9 @@ def collect(
                     vec = _vec(text, hits, analyzer, memo)
                     rows.append(Row(source, qid, 1, vec, in_hits(hits)))
                 if absent:
-                    excluded = frozenset(
-                        c
-                        for d in gold
-                        if d in manifest.documents
-                        for c in manifest.documents[d].chunk_ids
+                    neg = search_without_docs(
+                        store, manifest, gold, memo, analyzer, cfg.retrieval, text
                     )
-                    part = HybridRetriever(
-                        ExcludingStore(store, excluded),  # type: ignore[arg-type]
-                        memo,  # type: ignore[arg-type]
-                        analyzer,
-                        cfg.retrieval,
-                    )
-                    neg = part.search(text).hits
-                    part.close()
                     vec = _vec(text, neg, analyzer, memo)
                     rows.append(Row(source, qid, 0, vec, in_hits(neg)))
                 if n % 200 == 0:
