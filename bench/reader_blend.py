@@ -78,6 +78,8 @@ def reader_scores(data_dir: Path) -> dict[str, dict[str, list[float]]]:
             "answerable": data[f"{split}_shipped"].astype(float).tolist(),
             "y": data[f"{split}_y"].astype(int).tolist(),
         }
+        if f"{split}_source" in data.files:
+            out[split]["source"] = [str(x) for x in data[f"{split}_source"]]
         print(f"{split}: {len(best)} rows, {(time.time() - started) / len(best):.2f} s per row")
     return out
 
@@ -99,6 +101,13 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path(".reader"))
     ap.add_argument("--scores", type=Path, default=None, help="reader scores of an earlier run")
     ap.add_argument("--refuse-answerable", type=float, default=0.10)
+    ap.add_argument(
+        "--threshold-rule",
+        choices=("pooled", "per-source"),
+        default="pooled",
+        help="pooled: the quantile over every dev answerable row; per-source: the lowest of "
+        "each dev source's quantile (needs the collect's dev_source)",
+    )
     ap.add_argument("--write-model", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("bench/results/reader_blend.json"))
     args = ap.parse_args()
@@ -109,7 +118,10 @@ def main() -> None:
     else:
         rows = reader_scores(args.data)
     splits = splits_of(f"{s}_y" for s in rows)
-    arrays = {s: {k: np.asarray(v, dtype=float) for k, v in rows[s].items()} for s in splits}
+    arrays = {
+        s: {k: np.asarray(v, dtype=float) for k, v in rows[s].items() if k != "source"}
+        for s in splits
+    }
     dev = arrays["dev"]
     fit = LogisticRegression(C=1.0).fit(np.stack([dev["reader"], dev["answerable"]], 1), dev["y"])
     blend = ReaderBlend(
@@ -127,7 +139,18 @@ def main() -> None:
             [blend.probability(r, a) for r, a in zip(d["reader"], d["answerable"], strict=True)]
         )
 
-    threshold = float(np.quantile(blended(dev)[dev["y"] == 1], args.refuse_answerable))
+    dev_p, dev_y = blended(dev), dev["y"] == 1
+    sources = rows["dev"].get("source")
+    if args.threshold_rule == "per-source" and sources:
+        # each kind of dev question (SQuAD-es, FastAPI headings, written questions; both
+        # directions pooled) refuses at most --refuse-answerable of its answerable rows
+        kinds = np.asarray([k.split("_")[0] for k in sources])  # squad, headings, questions
+        threshold = min(
+            float(np.quantile(dev_p[dev_y & (kinds == k)], args.refuse_answerable))
+            for k in sorted(set(kinds))
+        )
+    else:
+        threshold = float(np.quantile(dev_p[dev_y], args.refuse_answerable))
     report: dict[str, Any] = {"threshold": threshold, "splits": {}}
     print(
         f"blend: {blend.reader_weight:.4f} x reader + {blend.answerable_weight:.4f} x p "
@@ -179,9 +202,16 @@ def main() -> None:
                 "answerability-e5-v2 probability)",
                 "rows": "bench/reader_gpu.py collect dev rows: SQuAD-es small, 5 training-half "
                 "articles the reader did not train on (801 rows); FastAPI docs, one training "
-                "page in five (193 rows); never test articles or pages, never SciFact",
+                "page in five: headings (193 rows) and written questions of "
+                "eval/questions/fastapi-written-train.jsonl (122 rows); never test articles or "
+                "pages, never SciFact",
                 "dev_rows": dev_rows["rows"],
-                "threshold_rule": f"refuses {args.refuse_answerable:.0%} of the dev answerable",
+                "threshold_rule": (
+                    f"refuses at most {args.refuse_answerable:.0%} of the dev answerable rows of "
+                    "each kind (SQuAD-es, headings, written questions)"
+                    if args.threshold_rule == "per-source"
+                    else f"refuses {args.refuse_answerable:.0%} of the dev answerable"
+                ),
                 "dev_absent_refused": dev_rows["absent_refused"],
                 "version": READER_BLEND_VERSION,
             },

@@ -55,6 +55,8 @@ LAYER_NAMES = {
     "oln": "output.LayerNorm",
 }
 HITS = 5
+# the rows' score is the answerability model's probability alone, not its blend with a reader
+NO_READER = {"RAGSTRATA_LLM_READER": "false"}
 
 
 # ----------------------------------------------------------------------------- collect (CPU)
@@ -89,7 +91,7 @@ def collect(args: argparse.Namespace) -> None:
 
     groups: list[tuple[int, list[int], list[int]]] = []  # (query, passages, labels)
     rows: dict[str, list[tuple[int, int, list[int], float]]] = {"dev": [], "test": []}
-    config = RagConfig.load(env={}).with_index(args.index)
+    config = RagConfig.load(env=NO_READER).with_index(args.index)
     started = time.time()
     with Ragstrata(config) as engine:
         engine.search("x")
@@ -250,7 +252,7 @@ def collect_headings(
 
     root = Path("../shared/data/fastapi-docs-md")
     reverse = "-".join(reversed(direction.split("-")))
-    config = RagConfig.load(env={}).with_index(index)
+    config = RagConfig.load(env=NO_READER).with_index(index)
     groups: list[tuple[int, list[int], list[int]]] = []
     rows: dict[str, list[Any]] = {"dev": [], "test": []}
     with Ragstrata(config) as engine:
