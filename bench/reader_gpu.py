@@ -27,6 +27,13 @@ trains the same reader to convergence, several recipes, on a GPU, in two steps:
 
     PYTHONPATH=src python bench/reader_gpu.py collect --index SQUAD_INDEX --out .reader
     python bench/reader_gpu.py train --data .reader --out OUT     # on the GPU machine
+    python bench/reader_gpu.py pack --weights OUT --out READER.npz  # the shipped int8 file
+
+``collect --xl es-en=XLES --xl en-es=XLEN`` adds FastAPI headings (:func:`collect_headings`),
+``--questions FILE`` / ``--test-questions-file FILE`` written questions
+(:func:`collect_questions`, ``eval/questions/``); each dev row records its kind
+(``dev_source``). ``train --baseline READER.npz`` scores a shipped reader on the same rows first.
+Every row's score is the answerability model's probability alone (``llm.reader`` off).
 
 Writes OUT/reader_gpu.json (copied to bench/results/reader_gpu.json).
 """
@@ -128,10 +135,13 @@ def collect(args: argparse.Namespace) -> None:
         for qid in test_ids[::step][: args.test_questions]:
             rows["test"] += rows_of(qid, test)
 
+    dev_source = ["squad"] * len(rows["dev"])  # each dev row's kind, for reader_blend
     for spec in args.xl:  # FastAPI headings: "es-en=INDEX" (Spanish headings, English pages)
         direction, _, xl_index = spec.partition("=")
         xl_groups, xl_rows = collect_headings(direction, Path(xl_index), text_id, args)
         groups += xl_groups
+        dev_source += [f"headings_{direction}"] * (len(xl_rows["dev"]) - xl_rows["n_questions_dev"])
+        dev_source += [f"questions_{direction}"] * xl_rows.pop("n_questions_dev")
         rows["dev"] += xl_rows["dev"]
         rows[f"test_{direction}"] = xl_rows["test"]
         for split, split_rows in xl_rows.items():
@@ -195,6 +205,7 @@ def collect(args: argparse.Namespace) -> None:
             [r[2] + [-1] * (width - len(r[2])) for r in rs], dtype=np.int32
         )
         arrays[f"{split}_shipped"] = np.array([r[3] for r in rs], dtype=np.float32)
+    arrays["dev_source"] = np.array(dev_source)
     np.savez_compressed(args.out / "data.npz", **arrays)
     (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(meta))
@@ -254,7 +265,7 @@ def collect_headings(
     reverse = "-".join(reversed(direction.split("-")))
     config = RagConfig.load(env=NO_READER).with_index(index)
     groups: list[tuple[int, list[int], list[int]]] = []
-    rows: dict[str, list[Any]] = {"dev": [], "test": []}
+    rows: dict[str, Any] = {"dev": [], "test": [], "n_questions_dev": 0}
     with Ragstrata(config) as engine:
         engine.search("x")
         manifest = engine.manifest()
@@ -285,6 +296,7 @@ def collect_headings(
         if args.questions or args.test_questions_file:
             q_groups, q_rows = collect_questions(direction, engine, rows_of, text_id, args)
             groups += q_groups
+            rows["n_questions_dev"] = len(q_rows["dev"])
             rows["dev"] += q_rows.pop("dev")
             rows |= q_rows
         test = load_parallel_docs(root, direction=f"{direction}:test")
