@@ -142,6 +142,24 @@ def load_one(path: Path, max_file_bytes: int) -> Document | IngestFailure:
         )
 
 
+def _parse_in_worker(
+    loader: Callable[[Path, int], Document | IngestFailure],
+    path: Path,
+    max_file_bytes: int,
+    max_memory_mb: int | None,
+) -> Document | IngestFailure:
+    """``loader(path, max_file_bytes)`` in a pool worker. A MemoryError (the address-space
+    backstop) becomes the file's RS212 failure here, once the ``except`` block has let go of
+    the parse's frames: sent back as an exception, it was pickled with a traceback that still
+    held the memory the parse took, which can fail for want of memory and lose the reason (CI
+    once got RS200 for a file over the limit)."""
+    try:
+        return loader(path, max_file_bytes)
+    except MemoryError:
+        pass
+    return _over_memory(path, max_memory_mb)
+
+
 def load_many(
     files: Sequence[Path],
     *,
@@ -194,7 +212,9 @@ def load_many(
         while source and len(pending) < limit:
             path = source.popleft()
             try:
-                future = executor.submit(loader, path, max_file_bytes)
+                future = executor.submit(
+                    _parse_in_worker, loader, path, max_file_bytes, max_memory_mb
+                )
             except BrokenProcessPool:
                 source.appendleft(path)
                 return
