@@ -9,10 +9,12 @@ two rankings with weighted RRF (k = 60) for every dense weight in ``--weights`` 
 level, exactly as the evaluation runner does. As the hybrid retriever does, each arm reads
 ``4 × --candidates`` hits and keeps the first ``--candidates`` once each document keeps at most
 ``--max-chunks-per-doc`` (default 8, ``retrieval.max_chunks_per_doc``; 0: no cap, each arm
-reads ``--candidates``). Each query is also classified the way the
-hybrid retriever does (:func:`ragstrata.text.language.language_relation`: the question's
-language against the languages of the dense arm's top hits), so the table shows how often the
-rule calls a set cross-lingual.
+reads ``--candidates``). A ``dataset`` ending in ``.jsonl``/``.yaml`` is a golden file
+(``ragstrata eval FILE --index DIR``'s format; its split is ignored). Each query is also
+classified the way the hybrid retriever does
+(:func:`ragstrata.text.language.language_relation`: the question's language against the
+languages of the dense arm's top hits), so the table shows how often the rule calls a set
+cross-lingual.
 
     python bench/fusion_weights.py --sets \\
         "scifact=../shared/data/beir-scifact:train:/tmp/ev/scifact-e5onnx" \\
@@ -32,8 +34,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ragstrata.config import RagConfig
+from ragstrata.eval.datasets import load_golden
 from ragstrata.eval.metrics import hit_rate_at_k, ndcg_at_k
-from ragstrata.eval.runner import load_dataset
+from ragstrata.eval.runner import golden_qrels, load_dataset
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.fusion import cap_per_document, rrf
 from ragstrata.retrieve.hybrid import CAP_FETCH
@@ -54,17 +57,24 @@ def sweep_set(
     candidates: int,
     per_doc: int = 8,
 ) -> dict[str, object]:
-    data = load_dataset(dataset, split=split)
     manifest_embedder = json.loads((index_dir / "manifest.json").read_text())["embedder"]
     family = "e5-onnx" if manifest_embedder.startswith("e5-onnx:") else "minilm-onnx"
     config = RagConfig.load().with_index(index_dir)
     config = replace(config, embedder=replace(config.embedder, name=family))
     engine = Ragstrata(config)
-    qids = sorted(q for q in data.queries if q in data.qrels)
+    if dataset.suffix in {".jsonl", ".yaml", ".yml"}:  # a golden file: expected paths -> doc ids
+        queries, qrels, unmatched = golden_qrels(engine, load_golden(dataset))
+        if unmatched:
+            raise SystemExit(f"{dataset}: {len(unmatched)} expectations match no document")
+        name = dataset.name
+    else:
+        data = load_dataset(dataset, split=split)
+        queries, qrels, name = data.queries, data.qrels, data.name
+    qids = sorted(q for q in queries if qrels.get(q))
     per_query: list[dict[str, object]] = []
     started = time.perf_counter()
     for qid in qids:
-        text = data.queries[qid]
+        text = queries[qid]
         fetch = candidates * CAP_FETCH if per_doc else candidates
         dense = engine.search(text, top_k=fetch, mode="dense", candidates=fetch)
         bm25 = engine.search(text, top_k=fetch, mode="bm25", candidates=fetch)
@@ -80,7 +90,7 @@ def sweep_set(
             else ranking
             for arm, ranking in rankings.items()
         }
-        rel = data.qrels[qid]
+        rel = qrels[qid]
         row: dict[str, object] = {"qid": qid, "relation": relation}
         for arm in ("dense", "bm25"):
             ranked = _doc_ranking([i for i, _ in rankings[arm]], doc_of, 100)
@@ -109,7 +119,7 @@ def sweep_set(
             }
     return {
         "by_relation": by_relation,
-        "dataset": data.name,
+        "dataset": name,
         "embedder": manifest_embedder,
         "n_queries": n,
         "cross_share": round(sum(r["relation"] == "cross" for r in per_query) / n, 4),
