@@ -3,7 +3,7 @@ decides, in both languages (real packaged e5 model, real store, real extractive 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -134,3 +134,28 @@ def test_warm_up_loads_the_reader_only_when_ask_may_use_it(
     monkeypatch.setattr(engine, "config", hand)
     engine.warm_up_reader(n_chunks=10_000)  # the hand-made rule reads no passage
     assert warmed == ["reader"]
+
+
+def test_copies_of_a_file_do_not_turn_its_answer_into_a_refusal(
+    tmp_path: Path, shared_corpus: Callable[[str], Path]
+) -> None:
+    """Four copies of FastAPI's Spanish CORS page and an unrelated note: the copies' equal
+    scores made every gap feature 0 and "¿Cómo configuro CORS?" was refused (0.21 against 0.28)
+    although one copy answers it (0.70); the evidence check now reads each passage once."""
+    page = shared_corpus("fastapi-docs-md") / "es" / "docs" / "tutorial" / "cors.md"
+    (tmp_path / "docs").mkdir()
+    for i in range(4):
+        (tmp_path / "docs" / f"cors-{i}.md").write_bytes(page.read_bytes())
+    (tmp_path / "docs" / "notas.md").write_text(
+        "# Notas\n\nEl almuerzo es a las dos de la tarde en la cafetería del tercer piso.\n",
+        encoding="utf-8",
+    )
+    question = "¿Cómo configuro CORS?"
+    with Ragstrata(RagConfig(home=tmp_path / "home")) as eng:
+        assert eng.ingest([tmp_path / "docs"]).added == 5
+        answer = eng.ask(question)
+        hits = eng.search(question, top_k=5).hits
+    assert len({h.chunk.text for h in hits}) < len(hits)  # the copies were retrieved
+    meta = diagnostics_json(answer)
+    assert not answer.refusal, meta
+    assert meta["evidence"]["model"] == "answerability-e5-small-v2"

@@ -239,6 +239,27 @@ def _model_name(model: AnswerabilityModel) -> str:
     return f"answerability-{model.family}{scope}-v{MODEL_VERSION}"
 
 
+def distinct_hits(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` without the later copies of a passage: a hit whose chunk text equals an earlier
+    hit's (whitespace collapsed) is dropped, the order of the rest kept.
+
+    The answerability model reads the gaps between the first hits (``dense_gap``, ``bm25_gap``,
+    ``coverage_gap``: one clear best passage against several similar ones); exact copies make
+    every gap 0 and read as ambiguity. Four copies of one page with one unrelated note refused
+    "¿Cómo configuro CORS?" at score 0.21 (threshold 0.28), one copy answered at 0.70. Its
+    training corpora (SQuAD-es paragraphs, documentation pages) have no copies, so collapsing
+    them gives the model the kind of list it was fitted on."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        key = " ".join(hit.chunk.text.split())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(hit)
+    return out
+
+
 def check_evidence(
     question: str,
     hits: Sequence[Hit],
@@ -250,7 +271,10 @@ def check_evidence(
     """Whether ``ask`` may answer ``question`` from ``hits``, for the LLM and the extractive
     answerer alike: refuse when there is no hit, when ``rule``'s score is under its threshold,
     or when reranked hits' best cross-encoder logit is under ``min_rerank``
-    (``rerank.min_score``; ``None``: no such check)."""
+    (``rerank.min_score``; ``None``: no such check). ``rule`` measures :func:`distinct_hits`:
+    copies of one passage (the same file saved twice, a backup folder) are one piece of
+    evidence, not several."""
+    hits = distinct_hits(hits)
     ev = rule.measure(question, hits, analyzer)
     refused_by: EvidenceRefusal | None = None
     best_rerank = max(
