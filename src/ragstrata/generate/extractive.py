@@ -69,6 +69,7 @@ _MAX_SENTENCE_CHARS = 600
 """Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _ORDERED_ITEM = re.compile(r"[ \t]*(\d{1,3}[.)])[ \t]+")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+")
 _SUPERSCRIPT_DIGITS = "\u00b9\u00b2\u00b3\u2070\u2074\u2075\u2076\u2077\u2078\u2079"
 _FOOTNOTE_MARK = re.compile(
     rf"\s+[{_SUPERSCRIPT_DIGITS}]+(?=[\s.,;:!?)]|$)|^[{_SUPERSCRIPT_DIGITS}]+(?=\w)"
@@ -366,18 +367,41 @@ def clean_sentence(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def _shown_in_block(
+    items: Sequence[tuple[Source, _Candidate, str]], inner: int, outer: int
+) -> bool:
+    """Whether sentence ``inner`` lies inside the block that sentence ``outer`` (a lead-in
+    ending in ":") shows after itself, in the same chunk: quoting both would say it twice."""
+    source_in, cand_in, _ = items[inner]
+    source_out, cand_out, _ = items[outer]
+    return (
+        source_in.hit.chunk.chunk_id == source_out.hit.chunk.chunk_id
+        and cand_out.block_end > cand_out.end
+        and cand_in.start >= cand_out.end
+        and cand_in.end <= cand_out.block_end
+    )
+
+
 def _clean_block(block: str) -> str:
     """A block for display: a code block verbatim (trimmed), list items one per line with
     their links shown as text, a numbered item with its number ("1.", "2.") and any other
-    with "- "."""
+    with "- ". An indented line that opens no item continues the item above it (Markdown's
+    wrapped list items: one item, not one per source line)."""
     block = _LONE_TAG.sub("", block).strip("\n")
     if block.lstrip().startswith(("```", "~~~")):
         return block.strip()
-    lines = []
+    items: list[str] = []
     for line in block.splitlines():
-        if line.strip():
-            number = _ORDERED_ITEM.match(line)
-            lines.append(f"{number.group(1) if number else '-'} {clean_sentence(line)}")
+        if not line.strip():
+            continue
+        if items and _LIST_ITEM.match(line) is None and line[:1] in " \t":
+            items[-1] += " " + line.strip()  # a wrapped item goes on, indented, on this line
+        else:
+            items.append(line)
+    lines = []
+    for item in items:
+        number = _ORDERED_ITEM.match(item)
+        lines.append(f"{number.group(1) if number else '-'} {clean_sentence(item)}")
     return "\n".join(lines)
 
 
@@ -565,9 +589,14 @@ class ExtractiveAnswerer:
             if chunk.doc_id != lead and covers[index] == 0.0 and chunk.language == language:
                 continue  # only the flat cosine ties it to the question: padding
             shown = items[index][2].lower()
-            if shown not in seen:
-                seen.add(shown)
-                picked.append(index)
+            # a sentence of a list already shown under a picked lead-in, or a lead-in whose
+            # list holds a sentence already picked (the better one), would say it twice
+            if shown in seen or any(
+                _shown_in_block(items, index, p) or _shown_in_block(items, p, index) for p in picked
+            ):
+                continue
+            seen.add(shown)
+            picked.append(index)
         disagreements, extra = self._disagreements(items, qualified, picked)
         picked.extend(extra)
         chosen = [self._quote(items[i], scores[i]) for i in _reading_order(picked, items)]

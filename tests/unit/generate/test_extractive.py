@@ -165,6 +165,52 @@ def test_an_announced_numbered_list_keeps_its_numbers() -> None:
     assert _clean_block("- uno [a](/x)\n* dos\n") == "- uno a\n- dos"
 
 
+def test_a_wrapped_list_item_is_one_item() -> None:
+    """Markdown list items wrapped onto indented lines were shown one bullet per source line
+    ("- de vacaciones pagadas por año natural, ...", a new user's run, 2026-12-04)."""
+    from ragstrata.generate.extractive import _clean_block
+
+    wrapped = (
+        "- **Días por año**: cada empleado tiene derecho a veintidós días laborables\n"
+        "  de vacaciones pagadas por año natural.\n"
+        "- **Solicitud**: con quince días de\n"
+        "  antelación.\n"
+        "2. Paso dos\n"
+        "   sigue aquí.\n"
+    )
+    assert _clean_block(wrapped) == (
+        "- Días por año: cada empleado tiene derecho a veintidós días laborables de vacaciones "
+        "pagadas por año natural.\n"
+        "- Solicitud: con quince días de antelación.\n"
+        "2. Paso dos sigue aquí."
+    )
+    # lines at the left margin that open no item stay lines of their own, as before
+    assert _clean_block("uno\ndos\n") == "- uno\n- dos"
+
+
+@pytest.mark.slow
+def test_a_list_shown_under_its_lead_in_is_not_quoted_again(onnx_embedder: Any) -> None:
+    """The list's items were quoted again as sentences after the lead-in had shown them (a new
+    user's run, 2026-12-04): each item is said once, by whichever of the two scored first."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "Estas son las reglas de vacaciones de la empresa:\n\n"
+        "- **Días por año**: cada empleado tiene derecho a veintidós días laborables\n"
+        "  de vacaciones pagadas por año natural, que se acumulan de forma proporcional\n"
+        "  a los meses trabajados.\n"
+        "- **Solicitud**: las vacaciones se solicitan con al menos quince días de\n"
+        "  antelación a través del portal de recursos humanos.\n"
+    )
+    ctx = assemble(
+        [source("vacaciones", text, 1, language="es")], counter=e5.counter, budget_tokens=500
+    )
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3, relative_floor=0.0)
+    out = answerer.pick_quotes("¿Con cuánta antelación se solicitan las vacaciones?", ctx)
+    shown = "\n".join(q.text + ("\n" + q.block if q.block else "") for q in out.quotes)
+    assert shown.count("quince días") == 1, shown
+    assert shown.count("veintidós") <= 1, shown
+
+
 @pytest.mark.slow
 def test_no_sentence_is_cut_inside_inline_code(onnx_embedder: Any) -> None:
     e5 = onnx_embedder("e5", "int8")
