@@ -77,6 +77,9 @@ def test_pdf_pages_reach_search_json_and_citations(tmp_path: Path) -> None:
         "What does the first page talk about?",
     ]
     assert answers[0]["citations"] == json.loads(asked.output)["citations"]
+    # nothing (or blank lines only) on standard input is no question: RS600, not silence
+    empty = runner.invoke(app, ["ask", "-", "--index", index], input="\n  \n")
+    assert empty.exit_code == 1 and "RS600" in empty.output, empty.output
 
 
 def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:

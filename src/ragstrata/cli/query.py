@@ -15,7 +15,7 @@ from rich.table import Table
 from ragstrata.cli.common import _engine, _fail, _llm_overrides, _term, _warn_empty, out
 from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
 from ragstrata.config import RagConfig
-from ragstrata.errors import ConfigError, RagError
+from ragstrata.errors import ConfigError, RagError, RetrievalError
 from ragstrata.paths import display_path
 from ragstrata.pipeline import Ragstrata
 from ragstrata.types import Answer, Hit
@@ -175,7 +175,9 @@ def ask(
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None
             questions = _stdin_questions() if question == "-" else iter([question])
+            asked_any = False
             for n, asked in enumerate(questions):
+                asked_any = True
                 if question == "-" and not json_out:
                     out.print(f"{'' if n == 0 else chr(10)}[bold]? {escape(asked)}[/]")
                 answer: Answer | None = None
@@ -189,6 +191,10 @@ def ask(
                 assert answer is not None
                 _show_answer(
                     answer, cfg, streamed=streamed, json_out=json_out, lines=question == "-"
+                )
+            if not asked_any:  # `-` and an empty standard input: as an empty question
+                raise RetrievalError(
+                    "no question on standard input (`ask -` reads one question per line)"
                 )
     except RagError as exc:
         raise _fail(exc) from exc

@@ -13,7 +13,7 @@ from rich.table import Table
 from ragstrata.cli.common import _Command, _fail, _Group, err, out
 from ragstrata.cli.options import ConfigOpt, DataDirOpt, IndexOpt, JsonOpt
 from ragstrata.config import RagConfig
-from ragstrata.errors import RagError
+from ragstrata.errors import ConfigError, RagError
 
 
 def serve(
@@ -29,6 +29,14 @@ def serve(
     ] = None,
     config: ConfigOpt = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            help="Proxy addresses trusted for X-Forwarded-For (comma list, '*': any; default: "
+            "uvicorn's FORWARDED_ALLOW_IPS, else 127.0.0.1).",
+        ),
+    ] = None,
 ) -> None:
     """Run the HTTP API and web page (FastAPI on uvicorn, one process; see docs/service.md)."""
     try:
@@ -54,6 +62,7 @@ def serve(
         service_app = create_app(cfg)
         state = service_app.state.service
         _claim_data_dir(state.data_dir)
+        _check_port_free(cfg.service.host, cfg.service.port)
         warm_up = getattr(state.registry.embedder, "warm_up", None)
         if callable(warm_up):
             warm_up()  # load (or export) the model now, not on the first request
@@ -66,15 +75,49 @@ def serve(
         )
     except RagError as exc:
         raise _fail(exc) from exc
-    uvicorn.run(
-        service_app,
-        host=cfg.service.host,
-        port=cfg.service.port,
-        log_level=log_level,
-        workers=1,
-        timeout_keep_alive=cfg.service.keep_alive_s,
-        timeout_graceful_shutdown=30,
-    )
+    try:
+        uvicorn.run(
+            service_app,
+            host=cfg.service.host,
+            port=cfg.service.port,
+            log_level=log_level,
+            workers=1,
+            timeout_keep_alive=cfg.service.keep_alive_s,
+            timeout_graceful_shutdown=30,
+            forwarded_allow_ips=forwarded_allow_ips,
+        )
+    except SystemExit as exc:
+        if exc.code == UVICORN_STARTUP_FAILURE:  # it has logged why; 3 means "partial ingest" here
+            err.print("error: the server did not start (uvicorn's error above)", highlight=False)
+            raise typer.Exit(1) from None
+        raise
+
+
+UVICORN_STARTUP_FAILURE = 3
+"""uvicorn's exit status when its server could not start (``uvicorn.main.STARTUP_FAILURE``)."""
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Raise ConfigError when ``host:port`` cannot be bound (another server holds it, or the
+    address is not this machine's), before the models load and before "serving" is printed:
+    uvicorn would fail only after both, with exit status 3. The probe socket is closed at once
+    (``SO_REUSEADDR`` as uvicorn sets it, so a port in TIME_WAIT is not called busy)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise ConfigError(f"service.host {host!r} cannot be resolved ({exc})") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
+                "on that port? choose one with --port or service.port)"
+            ) from exc
 
 
 _DATA_DIR_LOCKS: list[Any] = []

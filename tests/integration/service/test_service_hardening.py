@@ -384,3 +384,25 @@ def test_killed_server_reports_its_interrupted_job_after_restart(tmp_path: Path)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_serve_on_a_port_in_use_fails_before_announcing_it(tmp_path: Path) -> None:
+    """A new user's second ``serve`` on a busy port printed "ragstrata serving ... on
+    http://..." and then exited 3 (uvicorn's startup failure; 3 means "partial ingest" in
+    this CLI). It now stops before loading anything, as a configuration error (exit 2)."""
+    env = os.environ | {"RAGSTRATA_HOME": str(tmp_path / "home")}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = int(busy.getsockname()[1])
+        result = subprocess.run(
+            [*_ragstrata(), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=240,
+        )
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 2, said
+    assert f"cannot listen on 127.0.0.1:{port}" in said and "RS101" in said, said
+    assert "serving" not in said
