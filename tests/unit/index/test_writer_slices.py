@@ -166,3 +166,30 @@ def test_a_partial_document_is_never_skipped_as_unchanged(tmp_path: Path) -> Non
         tmp_path, [source], signature=lambda: w.signature
     )
     assert (keep, skipped) == ([source], 0)
+
+
+def test_a_run_commits_small_first_then_doubles_up_to_the_commit_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C in a run's first minute kept nothing when every commit gathered 256 chunks
+    before embedding them; the first commits are now 32, 64, 128 chunks (a document is never
+    split for it: a commit closes after the document that reaches its size)."""
+    monkeypatch.setattr(writer_module, "COMMIT_CHUNKS", 256)
+    sizes: list[int] = []
+    real = IndexWriter.commit
+
+    def spy(self: IndexWriter, batch: Sequence[writer_module.Slice], **kw: object) -> object:
+        sizes.append(sum(len(piece.chunks) for piece in batch))
+        return real(self, batch, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IndexWriter, "commit", spy)
+    w = make_writer(tmp_path / "w")
+    report = w.add([doc(f"d{i}", big(3, tag=f"-{i}")) for i in range(200)])
+    per_doc = report.chunks // 200
+    assert report.chunks == 200 * per_doc and per_doc >= 3
+    limits = [writer_module.commit_size(n) for n in range(len(sizes))]
+    assert limits[:4] == [32, 64, 128, 256]
+    for size, limit in zip(sizes[:-1], limits, strict=False):
+        assert limit <= size < limit + per_doc  # closed by the document that reached it
+    assert sum(sizes) == report.chunks
+    assert_consistent(w)
