@@ -180,8 +180,11 @@ def test_invalid_toml_and_missing_file(tmp_path: Path) -> None:
     bad = write_toml(tmp_path / "broken.toml", "[retrieval\n")
     with pytest.raises(ConfigError, match=r"broken\.toml"):
         RagConfig.load(config_file=bad, env=home)
-    with pytest.raises(ConfigError, match=r"missing\.toml"):
+    with pytest.raises(ConfigError, match=r"missing\.toml' does not exist"):
         RagConfig.load(config_file=tmp_path / "missing.toml", env=home)
+    (tmp_path / "conf.d").mkdir()
+    with pytest.raises(ConfigError, match=r"conf\.d' is a folder, not a TOML file"):
+        RagConfig.load(config_file=tmp_path / "conf.d", env=home)
 
 
 def test_ragstrata_home_sets_home_and_index_path(tmp_path: Path) -> None:

@@ -72,7 +72,8 @@ class RagConfig:
         tree: dict[str, dict[str, Any]] = {}
         path = config_file if config_file is not None else home / "config.toml"
         if config_file is not None and not path.is_file():
-            raise ConfigError(f"config file {str(path)!r} does not exist")
+            what = "is a folder, not a TOML file" if path.is_dir() else "does not exist"
+            raise ConfigError(f"config file {str(path)!r} {what}")
         if path.is_file():
             try:
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
