@@ -69,7 +69,6 @@ _MAX_SENTENCE_CHARS = 600
 """Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
 _ORDERED_ITEM = re.compile(r"[ \t]*(\d{1,3}[.)])[ \t]+")
-_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+")
 _SUPERSCRIPT_DIGITS = "\u00b9\u00b2\u00b3\u2070\u2074\u2075\u2076\u2077\u2078\u2079"
 _FOOTNOTE_MARK = re.compile(
     rf"\s+[{_SUPERSCRIPT_DIGITS}]+(?=[\s.,;:!?)]|$)|^[{_SUPERSCRIPT_DIGITS}]+(?=\w)"
@@ -233,20 +232,29 @@ def _candidates(source: Source) -> list[_Candidate]:
     blockquote's empty ``>`` line (its title line, ``> Note``, is no prose). Fenced code,
     headings, HTML/MDX lines and admonition markers (``/// note``, ``!!! tip``, ``:::``) are
     not prose; a table's data rows are candidates of their own, read with their header
-    (:func:`_table_rows`). A sentence ending in ``:`` takes the
-    fenced block or the list right after it (up to :data:`_MAX_BLOCK_LINES` lines).
+    (:func:`_table_rows`). A list item of at most :data:`LIST_ITEM_WORDS` words is one
+    candidate. A sentence ending in ``:`` takes the fenced block or the list right after it (up
+    to :data:`_MAX_BLOCK_LINES` lines).
     """
     text = source.hit.chunk.text
     fences = find_fences(text)
     fenced = [(f.open_start, f.close_end) for f in fences]
     spans: list[tuple[int, int]] = []
     para: tuple[int, int] | None = None
+    item = -1  # where the paragraph's list item text starts, after its marker (-1: no item)
 
     def flush() -> None:
         if para is not None:
             joined = _with_short_followers(
                 text, join_split_code(text, sentence_spans(text, para[0], para[1]))
             )
+            if item >= 0:  # a list item: its sentences start after its marker
+                joined = [(a, b) for a, b in joined if b > item]
+                if joined:
+                    joined[0] = strip_span(text, max(joined[0][0], item), joined[0][1])
+                whole = (joined[0][0], joined[-1][1]) if joined else (0, 0)
+                if len(joined) > 1 and len(text[whole[0] : whole[1]].split()) <= LIST_ITEM_WORDS:
+                    joined = [whole]
             for a, b in joined:
                 spans.extend(_windows(text, a, b))
 
@@ -263,17 +271,25 @@ def _candidates(source: Source) -> list[_Candidate]:
             or stripped.startswith(("#", "|", "<", "{", "///", "!!!", ":::"))
             or _SEPARATOR.match(line)
         )
-        if not prose or _LIST_ITEM.match(line):
+        marker = _LIST_ITEM.match(line)
+        if not prose or marker:
             flush()
             para = (start, end) if prose else None
+            item = start + marker.end() if prose and marker else -1
         elif para is None:
-            para = (start, end)
+            para, item = (start, end), -1
         else:
             para = (para[0], end)
     flush()
     sentences = [_Candidate(a, b, _announced_block(text, a, b, fences)) for a, b in spans]
     return sorted(sentences + _table_rows(text, fenced), key=lambda c: c.start)
 
+
+LIST_ITEM_WORDS = 40
+"""A list item of at most this many words is one candidate, all its sentences together: an
+item is one statement, and its second sentence alone often leaves out what it is about
+("Comúnmente se usa después de crear un nuevo registro" was quoted without "Otro ejemplo sería
+`201`, "Created"." before it)."""
 
 SHORT_FOLLOWER_WORDS = 5
 """A sentence of at most this many words is quoted with the sentence before it in its

@@ -189,6 +189,30 @@ def test_a_wrapped_list_item_is_one_item() -> None:
 
 
 @pytest.mark.slow
+def test_a_short_list_item_is_quoted_whole(onnx_embedder: Any) -> None:
+    """A new user asked which status code to use when creating a resource and got "Comúnmente
+    se usa después de crear un nuevo registro en la base de datos." without the sentence of the
+    same item that names the code (2026-12-04)."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "En HTTP, envías un código de estado numérico de 3 dígitos como parte del response.\n\n"
+        '* `200` es el código de estado por defecto, lo que significa que todo estaba "OK".\n'
+        '* Otro ejemplo sería `201`, "Created". Comúnmente se usa después de crear un nuevo '
+        "registro en la base de datos.\n"
+        "1. Primer paso. Ejecute el instalador.\n"
+    )
+    ctx = assemble([source("codes", text, 1, language="es")], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1)
+    [quote] = answerer.pick_quotes("¿Qué código de estado uso al crear un registro?", ctx).quotes
+    assert quote.text.startswith("Otro ejemplo sería `201`") and quote.text.endswith("datos.")
+    assert text[quote.start : quote.end].startswith("Otro ejemplo")  # after the "* " marker
+    every = ExtractiveAnswerer(e5, Analyzer(), max_sentences=10, relative_floor=0.0)
+    quotes = every.pick_quotes("¿Cuál es el primer paso?", ctx).quotes
+    step = next(q for q in quotes if "instalador" in q.text)
+    assert step.text == "Primer paso. Ejecute el instalador." and step.marker == "1."
+
+
+@pytest.mark.slow
 def test_a_list_shown_under_its_lead_in_is_not_quoted_again(onnx_embedder: Any) -> None:
     """The list's items were quoted again as sentences after the lead-in had shown them (a new
     user's run, 2026-12-04): each item is said once, by whichever of the two scored first."""
