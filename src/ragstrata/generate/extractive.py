@@ -562,12 +562,17 @@ class ExtractiveAnswerer:
         # learning goals, an FAQ's questions) names what a page covers, it says nothing:
         # quoted only when nothing else can be
         # and a lead-in ending in ":" whose list or code is not in the chunk (cut off by the
-        # chunk's end) announces what it cannot show
+        # chunk's end: nothing after it) announces what it cannot show; one followed by a line
+        # we do not show (a `{* file *}` include, a component) still says something
         statements = [
             item
             for item in items
             if not is_topic_line(item[2])
-            and not (item[2].endswith(":") and item[1].block_end == item[1].end)
+            and not (
+                item[2].endswith(":")
+                and item[1].block_end == item[1].end
+                and not item[0].hit.chunk.text[item[1].end :].strip()
+            )
         ]
         items = statements or items
         if not items:

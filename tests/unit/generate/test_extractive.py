@@ -581,6 +581,26 @@ def test_a_lead_in_whose_list_is_cut_off_is_not_quoted(onnx_embedder: Any) -> No
     assert answerer.pick_quotes("¿Qué chequeos habilita el Modo Estricto?", ctx).quotes
 
 
+@pytest.mark.slow
+def test_a_lead_in_before_an_include_line_is_quoted(onnx_embedder: Any) -> None:
+    """FastAPI's docs show code with ``{* ... *}`` include lines; "... estableciendo su valor
+    por defecto en `None`:" holds the answer and was passed over as a lead-in without its block
+    (a new user's run, 2026-12-04). Only a lead-in at the very end of its chunk is cut off."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "De la misma manera, puedes declarar parámetros de query opcionales, estableciendo su "
+        "valor por defecto en `None`:\n\n"
+        "{* ../../docs_src/query_params/tutorial002_py310.py hl[7] *}\n\n"
+        "Los parámetros de path siempre son requeridos en FastAPI.\n"
+    )
+    ctx = assemble([source("query", text, 1, language="es")], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1)
+    [quote] = answerer.pick_quotes(
+        "¿Cómo declaro un parámetro de query opcional con valor por defecto?", ctx
+    ).quotes
+    assert quote.text.endswith("por defecto en `None`:")
+
+
 def test_a_blockquote_title_and_empty_quote_lines_are_no_prose(onnx_embedder: Any) -> None:
     """A new user's quote read "Note > > `useId` no está diseñado ..." (React docs' ``> Note``
     admonitions): the title line and the empty ``>`` line are skipped, later lines lose their
