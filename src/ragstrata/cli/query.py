@@ -175,9 +175,7 @@ def ask(
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None
             questions = _stdin_questions() if question == "-" else iter([question])
-            asked_any = False
             for n, asked in enumerate(questions):
-                asked_any = True
                 if question == "-" and not json_out:
                     out.print(f"{'' if n == 0 else chr(10)}[bold]? {escape(asked)}[/]")
                 answer: Answer | None = None
@@ -192,19 +190,20 @@ def ask(
                 _show_answer(
                     answer, cfg, streamed=streamed, json_out=json_out, lines=question == "-"
                 )
-            if not asked_any:  # `-` and an empty standard input: as an empty question
-                raise RetrievalError(
-                    "no question on standard input (`ask -` reads one question per line)"
-                )
     except RagError as exc:
         raise _fail(exc) from exc
 
 
 def _stdin_questions() -> Iterator[str]:
-    """The non-empty lines of standard input, stripped, as they arrive."""
+    """The non-empty lines of standard input, stripped, as they arrive. Raises RetrievalError
+    (as an empty question does) when standard input ends without one."""
+    asked = False
     for line in sys.stdin:
         if line.strip():
+            asked = True
             yield line.strip()
+    if not asked:
+        raise RetrievalError("no question on standard input (`ask -` reads one question per line)")
 
 
 def _show_answer(

@@ -87,14 +87,12 @@ def serve(
             forwarded_allow_ips=forwarded_allow_ips,
         )
     except SystemExit as exc:
-        if exc.code == UVICORN_STARTUP_FAILURE:  # it has logged why; 3 means "partial ingest" here
+        from uvicorn.config import STARTUP_FAILURE
+
+        if exc.code == STARTUP_FAILURE:  # uvicorn logged why; its 3 means "partial ingest" here
             err.print("error: the server did not start (uvicorn's error above)", highlight=False)
             raise typer.Exit(1) from None
         raise
-
-
-UVICORN_STARTUP_FAILURE = 3
-"""uvicorn's exit status when its server could not start (``uvicorn.main.STARTUP_FAILURE``)."""
 
 
 def _check_port_free(host: str, port: int) -> None:

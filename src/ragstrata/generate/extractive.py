@@ -252,9 +252,9 @@ def _candidates(source: Source) -> list[_Candidate]:
                 joined = [(a, b) for a, b in joined if b > item]
                 if joined:
                     joined[0] = strip_span(text, max(joined[0][0], item), joined[0][1])
-                whole = (joined[0][0], joined[-1][1]) if joined else (0, 0)
-                if len(joined) > 1 and len(text[whole[0] : whole[1]].split()) <= LIST_ITEM_WORDS:
-                    joined = [whole]
+                    a, b = joined[0][0], joined[-1][1]
+                    if len(joined) > 1 and len(text[a:b].split()) <= LIST_ITEM_WORDS:
+                        joined = [(a, b)]
             for a, b in joined:
                 spans.extend(_windows(text, a, b))
 
@@ -568,11 +568,7 @@ class ExtractiveAnswerer:
             item
             for item in items
             if not is_topic_line(item[2])
-            and not (
-                item[2].endswith(":")
-                and item[1].block_end == item[1].end
-                and not item[0].hit.chunk.text[item[1].end :].strip()
-            )
+            and not (item[2].endswith(":") and not item[0].hit.chunk.text[item[1].end :].strip())
         ]
         items = statements or items
         if not items:
