@@ -50,8 +50,9 @@ the slices a large document is committed in."""
 
 FIRST_COMMIT_CHUNKS = 32
 """Size of a run's first commit; each later one doubles it up to :data:`COMMIT_CHUNKS` (32, 64,
-128, 256, 256...). Embedding is most of a commit's time (256 chunks took about 46 s with the
-default embedder on 2 cores), so with one size a Ctrl-C in a run's first minute kept nothing
+128, 256, 256...). Embedding is most of a commit's time (the default embedder on 2 cores embeds
+6-8 chunks/s, the rate ``ragstrata ingest`` prints on 28 FastAPI pages: 30-45 s for 256 chunks),
+so with one size a Ctrl-C in a run's first half minute kept nothing
 (a new user stopped a 28-page ingest at 96 chunks embedded: 0 committed); the first commits
 are now a few seconds each, and a large run still commits in 256s (four more commits in all,
 each one journal, flush and manifest write)."""
