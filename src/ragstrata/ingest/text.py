@@ -56,7 +56,11 @@ that holds others (``ÿ``, ``þ``, ``Ã``, ``Â``: what stray bytes in an ASCII 
 ``legacy_encoding`` warning."""
 _MAX_REPLACED_RATIO = 0.05
 """Above this share of replaced (undecodable) characters a mostly-UTF-8 reading is given up for
-whole-file encoding detection (which may reject the file with RS202)."""
+whole-file encoding detection (which may reject the file with RS202), unless more lines are
+clean UTF-8 with non-ASCII characters than lines hold bad bytes (whole-file detection would
+garble every clean line: "Título" read as cp1250 is "TĂ­tulo")."""
+_MAX_REPLACED_RATIO_CLEAN = 0.25
+"""Above this share of replaced characters whole-file detection decides, clean lines or not."""
 
 # What the bytes 0x80-0xBF (UTF-8 continuation bytes) become when read as cp1252.
 _CP1252_CONTINUATION = bytes(range(0x80, 0xC0)).decode("cp1252", errors="ignore")
@@ -189,13 +193,16 @@ def _decode_mixed(data: bytes, *, path: str) -> DecodedText | None:
     reads as Western text in cp1252 is cp1252 (a Latin-1 paragraph pasted into a UTF-8 file).
 
     Returns ``None`` (whole-file detection should decide) when more than
-    :data:`_MAX_REPLACED_RATIO` of the characters had to be replaced.
+    :data:`_MAX_REPLACED_RATIO` of the characters had to be replaced and no more lines are
+    clean multi-byte UTF-8 than hold replaced bytes, or when more than
+    :data:`_MAX_REPLACED_RATIO_CLEAN` had to be.
     """
     pieces: list[str] = []
-    replaced = legacy_lines = legacy_chars = 0
+    replaced = legacy_lines = legacy_chars = clean_lines = bad_lines = 0
     for line in data.splitlines(keepends=True):
         try:
             pieces.append(line.decode("utf-8"))
+            clean_lines += not line.isascii()
             continue
         except UnicodeDecodeError:
             pass
@@ -212,8 +219,11 @@ def _decode_mixed(data: bytes, *, path: str) -> DecodedText | None:
                 continue
         pieces.append(loose)
         replaced += _replaced(line, loose)
+        bad_lines += 1
     text = "".join(pieces)
-    if replaced > _MAX_REPLACED_RATIO * len(text):
+    if replaced > _MAX_REPLACED_RATIO_CLEAN * len(text) or (
+        replaced > _MAX_REPLACED_RATIO * len(text) and bad_lines >= clean_lines
+    ):
         return None
     size = max(len(text), 1)
     warnings: list[IngestWarning] = []
@@ -316,7 +326,8 @@ def decode_text(data: bytes, *, path: str) -> DecodedText:
     tried strictly. Bytes with valid multi-byte UTF-8 that are not valid UTF-8 as a whole are
     decoded line by line (:func:`_decode_mixed`): a few bad bytes become U+FFFD
     (``replaced_bytes`` warning), Latin-1/cp1252 lines are read as cp1252 (``mixed_encoding``).
-    Bytes without any (or with too many bad bytes, over 5 % of characters) are decoded as a
+    Bytes without any (or with too many bad bytes: over 5 % of characters unless clean
+    multi-byte UTF-8 lines outnumber the bad ones, over 25 % in any case) are decoded as a
     whole: cp1252 (Western text, Latin-1 included; a ``legacy_encoding`` warning when it holds
     characters outside :data:`_USUAL_LEGACY`, as stray bytes give), else charset-normalizer
     (always a ``legacy_encoding`` warning, naming the encoding guessed). Any decoded text

@@ -113,3 +113,24 @@ def test_an_example_of_garbling_shown_with_its_meaning_is_not_mojibake() -> None
     text = 'UTF-8 read as cp1252 ("mÃ¡s" for "más", "Â¿" for "¿", "â€™" for "’") is detected.'
     assert find_mojibake(text) == []
     assert find_mojibake("La canciÃ³n es mÃ¡s larga.") == [("Ã³", "ó"), ("Ã¡", "á")]
+
+
+def test_clean_utf8_lines_are_kept_beside_a_short_line_of_bad_bytes() -> None:
+    # a new user's file: 4 bad bytes in 75 characters (over 5 %) sent the whole file to
+    # detection, which read it as cp1250: "# TĂ­tulo", "El cĂłdigo secreto" were indexed and cited
+    data = (
+        b"Hola \xff\xfe mundo \xc3\x28 caf\xe9 inv\xc3\xa1lido\n"
+        + "# Título\nEl código secreto es ZANAHORIA-42.\n".encode()
+    )
+    decoded = decode_text(data, path="invalid-utf8.md")
+    assert "# Título\nEl código secreto es ZANAHORIA-42." in decoded.text
+    assert "inválido" in decoded.text and decoded.text.count("\ufffd") == 4
+    [warning] = decoded.warnings
+    assert warning.kind == "replaced_bytes" and "4 undecodable" in warning.message
+
+
+def test_a_mostly_garbled_file_with_clean_lines_still_goes_to_detection() -> None:
+    clean = "Línea limpia número uno.\nLínea limpia número dos.\n".encode()
+    noise = bytes(range(0x80, 0x100)) * 4 + b"\n"  # 512 bad bytes on one line
+    with pytest.raises(DecodeError):
+        decode_text(clean + noise, path="noise.md")
