@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+MAX_QUERY_CHARS = 2000
+"""Longest search query or question the user interfaces accept (CLI, HTTP API, MCP tools), in
+characters: about 400 words, far past what the query encoders read (e5: 512 tokens). The
+library and ``ragstrata eval`` take any length (BEIR sets such as ArguAna have long queries)."""
+
 FloatArray: TypeAlias = "npt.NDArray[np.float32]"
 """A float32 numpy array: embeddings ``(n, dim)`` or ``(dim,)``, reranker scores ``(n,)``."""
 

@@ -80,6 +80,18 @@ def test_pdf_pages_reach_search_json_and_citations(tmp_path: Path) -> None:
     # nothing (or blank lines only) on standard input is no question: RS600, not silence
     empty = runner.invoke(app, ["ask", "-", "--index", index], input="\n  \n")
     assert empty.exit_code == 1 and "RS600" in empty.output, empty.output
+    # the HTTP API's 2,000-character cap holds on the command line too (an 8 MB question took
+    # 25 s and 1.4 GB, and was echoed back whole); standard input: the lines before it answered
+    long = ("backups " * 300).strip()
+    for command in (["ask", long], ["search", long]):
+        refused = runner.invoke(app, [*command, "--index", index])
+        assert refused.exit_code == 1 and "RS600" in refused.output, refused.output
+        assert "2,399 characters long; at most 2,000" in refused.output
+        assert long not in refused.output
+    stdin = f"How long are backups kept?\n{long}\nWhat does the first page talk about?\n"
+    cut = runner.invoke(app, ["ask", "-", "--index", index, "--json"], input=stdin)
+    assert cut.exit_code == 1 and "on line 2 is 2,399 characters" in cut.output, cut.output
+    assert json.loads(cut.output.splitlines()[0])["question"] == "How long are backups kept?"
 
 
 def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:

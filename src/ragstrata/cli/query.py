@@ -18,7 +18,7 @@ from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, RagError, RetrievalError
 from ragstrata.paths import display_path
 from ragstrata.pipeline import Ragstrata
-from ragstrata.types import Answer, Hit
+from ragstrata.types import MAX_QUERY_CHARS, Answer, Hit
 
 
 def _pages(start: int, end: int | None) -> str:
@@ -29,6 +29,17 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     from ragstrata.render import hit_json  # the same JSON as the HTTP API
 
     return hit_json(hit)
+
+
+def _check_length(text: str, what: str) -> str:
+    """``text`` when it holds at most :data:`~ragstrata.types.MAX_QUERY_CHARS` characters, the
+    HTTP API's and MCP tools' limit; raises RetrievalError (RS600) naming ``what`` otherwise."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise RetrievalError(
+            f"{what} is {len(text):,} characters long; at most {MAX_QUERY_CHARS:,} are "
+            "accepted (as by the HTTP API): ask about one thing at a time"
+        )
+    return text
 
 
 def search(
@@ -51,6 +62,7 @@ def search(
     try:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
+        _check_length(query, "the query")
         with _engine(index, config) as engine:
             result = engine.search(query, top_k=top_k, mode=mode, rerank=rerank)  # type: ignore[arg-type]
             if not result.hits and not engine.manifest().documents:
@@ -170,6 +182,8 @@ def ask(
     from ragstrata.generate.answerer import AnswerEvent, TokenEvent
 
     try:
+        if question != "-":
+            _check_length(question, "the question")
         overrides = _llm_overrides(llm)
         cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
         with Ragstrata(cfg) as engine:
@@ -196,12 +210,13 @@ def ask(
 
 def _stdin_questions() -> Iterator[str]:
     """The non-empty lines of standard input, stripped, as they arrive. Raises RetrievalError
-    (as an empty question does) when standard input ends without one."""
+    (as an empty question does) when standard input ends without one, and at a line over
+    :data:`~ragstrata.types.MAX_QUERY_CHARS` characters (the questions before it answered)."""
     asked = False
-    for line in sys.stdin:
+    for n, line in enumerate(sys.stdin, 1):
         if line.strip():
             asked = True
-            yield line.strip()
+            yield _check_length(line.strip(), f"the question on line {n}")
     if not asked:
         raise RetrievalError("no question on standard input (`ask -` reads one question per line)")
 

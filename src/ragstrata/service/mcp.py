@@ -269,7 +269,7 @@ def create_server(tools: IndexTools, *, log_level: LogLevel = "WARNING") -> "MCP
     from pydantic import Field, ValidationError
 
     from ragstrata import __version__
-    from ragstrata.service.schemas import MAX_QUERY_CHARS
+    from ragstrata.types import MAX_QUERY_CHARS
 
     class Server(MCPServer[Any]):
         """Lists every indexed document as a resource, read fresh on each ``resources/list``;

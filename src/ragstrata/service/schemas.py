@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragstrata.types import MAX_QUERY_CHARS
+
 _FILTER_KEY = re.compile(r"doc_id|title|language|meta\.[A-Za-z0-9_]{1,64}")
 
 
@@ -23,8 +25,6 @@ class _Response(BaseModel):
 
 
 FilterValue = str | list[str]
-MAX_QUERY_CHARS = 2000
-"""Longest search query or question, in characters (HTTP API and MCP tools)."""
 
 
 def _check_filters(value: dict[str, FilterValue] | None) -> dict[str, FilterValue] | None:
