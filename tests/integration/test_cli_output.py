@@ -92,6 +92,15 @@ def test_pdf_pages_reach_search_json_and_citations(tmp_path: Path) -> None:
     cut = runner.invoke(app, ["ask", "-", "--index", index, "--json"], input=stdin)
     assert cut.exit_code == 1 and "on line 2 is 2,399 characters" in cut.output, cut.output
     assert json.loads(cut.output.splitlines()[0])["question"] == "How long are backups kept?"
+    # --json: a failure is a JSON object on standard output too (the HTTP API's error body)
+    for command in (["ask", "", "--index", index], ["search", long, "--index", index]):
+        failed = runner.invoke(app, [*command, "--json"])
+        assert failed.exit_code == 1
+        [line] = [x for x in failed.stdout.splitlines() if x.startswith("{")]
+        error = json.loads(line)["error"]
+        assert error["code"] == "RS600" and not error["message"].startswith("[RS600]")
+    missing = runner.invoke(app, ["stats", "--index", str(tmp_path / "none"), "--json"])
+    assert json.loads(missing.stdout)["error"]["code"] == "RS501", missing.output
 
 
 def test_search_explain_keeps_long_file_names_whole(tmp_path: Path) -> None:

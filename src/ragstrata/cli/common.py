@@ -109,7 +109,14 @@ def _llm_overrides(llm: str | None) -> dict[str, Any]:
     return {"llm.provider": llm}
 
 
-def _fail(exc: RagError) -> typer.Exit:
+def _fail(exc: RagError, *, json_out: bool = False) -> typer.Exit:
+    """The exit of a command that failed with ``exc``: an ``error [RSxxx] ...`` line on standard
+    error, and with ``--json`` also ``{"error": {"code", "message"}}`` on standard output (the
+    HTTP API's error body), so that a script reading the JSON gets an object either way.
+    Exit status 2 for a configuration error, else 1."""
+    if json_out:
+        message = str(exc).removeprefix(f"[{exc.code}] ")
+        print(json.dumps({"error": {"code": exc.code, "message": message}}, ensure_ascii=False))
     err.print(
         f"[bold red]error[/] {escape(_term(str(exc), keep_newlines=True))}",
         highlight=False,

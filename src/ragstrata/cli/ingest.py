@@ -159,7 +159,7 @@ def ingest(
                 stats = {"index": str(engine.index_dir), "documents": 0, "chunks": 0}
                 stats["size_bytes"] = 0
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
     data = result.to_json() | {"index": stats}
     if report is not None:
         # paths are text already (ragstrata.paths); backslashreplace is the last guard
@@ -299,7 +299,7 @@ def watch(
             for outcome in watcher.run(stop):
                 show(outcome)
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
     if json_out:
         print(json.dumps({"event": "stopped"}), flush=True)
     else:
@@ -312,7 +312,7 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
         engine = _engine(index, config)
         data = engine.stats()
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
     if json_out:
         print(json.dumps(data, indent=2))
         return

@@ -68,7 +68,7 @@ def search(
             if not result.hits and not engine.manifest().documents:
                 _warn_empty(engine.index_dir)
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
     if json_out:
         data = {
             "query": query,
@@ -205,7 +205,7 @@ def ask(
                     answer, cfg, streamed=streamed, json_out=json_out, lines=question == "-"
                 )
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
 
 
 def _stdin_questions() -> Iterator[str]:

@@ -221,7 +221,7 @@ def keys_create(
     try:
         key, record = _key_store(data_dir, config).create(tenant, name=name, scopes=chosen)
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
     if json_out:
         print(json.dumps(record.public() | {"key": key}, indent=2))
     else:
@@ -241,7 +241,7 @@ def keys_list(
     try:
         records = [r.public() for r in _key_store(data_dir, config).records()]
     except RagError as exc:
-        raise _fail(exc) from exc
+        raise _fail(exc, json_out=json_out) from exc
     if json_out:
         print(json.dumps(records, indent=2))
         return
