@@ -11,6 +11,7 @@ import pytest
 
 from ragstrata.config import RagConfig, RetrievalConfig
 from ragstrata.pipeline import Ragstrata
+from ragstrata.retrieve import hybrid
 from ragstrata.types import Hit
 
 pytestmark = pytest.mark.slow
@@ -112,3 +113,68 @@ def test_the_shift_can_be_turned_off(tmp_path_factory: pytest.TempPathFactory) -
         assert [(h.chunk.chunk_id, h.score) for h in result.hits] == [
             (i, pytest.approx(s, abs=1e-6)) for i, s in raw
         ]
+
+
+MIXED = {  # a mostly Spanish folder with untranslated English pages, as the Spanish React docs
+    "efectos.md": "# Efectos\n\n## Limpiar un efecto\n\nReact llama a la función de limpieza antes "
+    "de volver a ejecutar el efecto y una última vez cuando el componente se desmonta.\n",
+    "estado.md": "# El estado\n\n## Actualizar el estado\n\nLlamar a la función set no cambia el "
+    "estado en el código que ya se está ejecutando; solo afecta a lo que devolverá `useState` "
+    "en el siguiente renderizado.\n",
+    "fragment.md": "# Fragment\n\n## Renderizar una lista de fragmentos\n\nCuando necesitas pasar "
+    "una `key` a un Fragment dentro de un map, no puedes usar la sintaxis corta `<>...</>`. "
+    "Importa `Fragment` desde `react` y escribe `<Fragment key={id}>` de forma explícita.\n",
+    "memo.md": "# memo\n\n## Skipping re-rendering when props are unchanged\n\nReact normally "
+    "re-renders a component whenever its parent re-renders. With memo, you can create a "
+    "component that React will not re-render when its parent re-renders so long as its new "
+    "props are the same as the old props.\n",
+    "test-utils.md": "---\ntitle: react-dom/test-utils Deprecation Warnings\n---\n\nTODO: update "
+    "for 19?\n\n## ReactDOMTestUtils.act() warning\n\n`act` from `react-dom/test-utils` has been "
+    "deprecated in favor of `act` from `react`. Before, tests imported it from the test "
+    "utilities package; now import it from the react package itself. The old export logs a "
+    "warning and will be removed in a future major release, so update your test setup files "
+    "and helpers.\n\n## Rest of ReactDOMTestUtils APIs\n\nAll APIs except `act` have been "
+    "removed. The React Team recommends migrating your tests to React Testing Library for a "
+    "modern and well supported testing experience.\n",
+    "test-renderer.md": "---\ntitle: react-test-renderer Deprecation Warnings\n---\n\nTODO: "
+    "Update this for 19?\n\n## ReactTestRenderer.create() warning\n\nreact-test-renderer is "
+    "deprecated. A warning will fire whenever calling ReactTestRenderer.create() or "
+    "ReactShallowRender.render(). The react-test-renderer package will remain available on NPM "
+    "but will not be maintained and may break with new React features or changes to React's "
+    "internals.\n",
+}
+
+
+def test_tiny_passages_in_another_language_keep_their_raw_cosine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the shift moves a Spanish question toward English text as a whole; "TODO: update for
+    # 19?" sits nearest that centroid and topped unrelated questions on the Spanish React docs
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in MIXED.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    question = "¿Qué hace la función de limpieza de un efecto?"
+
+    def dense_ranking(shift: bool, min_words: int | None = None) -> list[str]:
+        if min_words is not None:
+            monkeypatch.setattr(hybrid, "MIN_SHIFT_WORDS", min_words)
+        retrieval = RetrievalConfig(language_shift=shift, top_k=10)
+        config = RagConfig(home=tmp_path, index_dir=tmp_path / "index", retrieval=retrieval)
+        with Ragstrata(config) as rag:
+            if not (tmp_path / "index").exists():
+                assert not rag.ingest([corpus]).failures
+            hits = rag.search(question, mode="dense", top_k=10).hits
+            return [h.chunk.text.split("\n")[0] for h in hits]
+
+    def todo_behind_spanish(ranking: list[str]) -> bool:
+        spanish = [ranking.index(t) for t in ("# Efectos", "# El estado", "# Fragment")]
+        todo = [i for i, t in enumerate(ranking) if t.startswith("TODO")]
+        return len(todo) == 2 and max(spanish) < min(todo)
+
+    shifted, raw = dense_ranking(True), dense_ranking(False)
+    assert todo_behind_spanish(raw) and todo_behind_spanish(shifted), (raw, shifted)
+    # the shift still moves the English passages that say something: memo passes a TODO
+    assert shifted.index("# memo") < raw.index("# memo"), (raw, shifted)
+    # without the guard the TODO chunks pass a Spanish passage that shares the question's topic
+    assert not todo_behind_spanish(dense_ranking(True, min_words=0))
