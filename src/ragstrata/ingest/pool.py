@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 _EXIT_OVER_MEMORY = 86
 """Exit status of a worker that stopped itself for passing its memory limit."""
 _MEMORY_POLL_S = 0.05
+_EXIT_STATUS_WAIT_S = 1.0
+"""How long :func:`_terminate` waits for a joined worker's exit status to be recorded."""
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -352,4 +354,12 @@ def _terminate(executor: ProcessPoolExecutor) -> list[int | None]:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
-    return [process.exitcode for process in processes]
+    # the pool's own manager thread joins a broken pool's workers too: when its waitpid reaps a
+    # worker first, ours sees no child and exitcode reads None until that thread records the
+    # status (a worker that left over the memory limit was reported as a plain crash, RS200)
+    codes = [process.exitcode for process in processes]
+    deadline = time.monotonic() + _EXIT_STATUS_WAIT_S
+    while None in codes and time.monotonic() < deadline:
+        time.sleep(0.01)
+        codes = [process.exitcode for process in processes]
+    return codes
