@@ -46,9 +46,10 @@ for unrelated Spanish questions on the Spanish React docs, whose untranslated pa
 the loss; 8, 12 and 20 scored the same)."""
 _WORD_RE = re.compile(r"\w{2,}")
 DOC_OF_CACHE = 200_000
-"""Chunk id → document id pairs the retriever remembers for the cap (tens of MB at most): a
-pair never goes stale (a chunk id hashes its document id) and a search returns only chunks that
-exist, so only the memory needs a bound: the map is emptied when it is full."""
+"""Chunks the retriever remembers, as chunk id → (document id, under :data:`MIN_SHIFT_WORDS`
+words), for the cap and the shift (tens of MB at most): an entry never goes stale (a chunk id
+hashes its document id and its text) and a search returns only chunks that exist, so only the
+memory needs a bound: the map is emptied when it is full."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +160,7 @@ class HybridRetriever:
             language_offsets_for(embedder.name) if config.language_shift else None
         )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragstrata-bm25")
-        self._doc_of: dict[str, str] = {}
-        self._tiny: dict[str, bool] = {}  # chunk id -> under MIN_SHIFT_WORDS words (bounded)
+        self._seen: dict[str, tuple[str, bool]] = {}  # see DOC_OF_CACHE
 
     def _query_vector(self, query: str) -> dict[int, float]:
         """:func:`query_sparse_vector` without the terms of accented Spanish question words
@@ -329,20 +329,23 @@ class HybridRetriever:
         merged = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
         return merged[:limit], frozenset(moved) - tiny
 
+    def _remember(self, chunks: list[Chunk]) -> None:
+        """Record each chunk's document id and whether it is under :data:`MIN_SHIFT_WORDS`
+        words (the map emptied first when it would pass :data:`DOC_OF_CACHE`)."""
+        if len(self._seen) + len(chunks) > DOC_OF_CACHE:
+            self._seen.clear()
+        for chunk in chunks:
+            tiny = len(_WORD_RE.findall(chunk.text)) < MIN_SHIFT_WORDS
+            self._seen[chunk.chunk_id] = (chunk.doc_id, tiny)
+
     def _tiny_passages(self, ids: list[str]) -> frozenset[str]:
         """The chunks of ``ids`` with fewer than :data:`MIN_SHIFT_WORDS` words, read from the
-        store once per chunk id (remembered, with their document ids for the cap)."""
-        unseen = [i for i in ids if i not in self._tiny]
+        store once per chunk id (the cap's reads count too)."""
+        unseen = [i for i in ids if i not in self._seen]
         if unseen:
-            fetched = self.store.get(unseen)
-            if len(self._tiny) + len(fetched) > DOC_OF_CACHE:
-                self._tiny.clear()
-            if len(self._doc_of) + len(fetched) > DOC_OF_CACHE:
-                self._doc_of.clear()
-            for chunk in fetched:
-                self._tiny[chunk.chunk_id] = len(_WORD_RE.findall(chunk.text)) < MIN_SHIFT_WORDS
-                self._doc_of[chunk.chunk_id] = chunk.doc_id
-        return frozenset(i for i in ids if self._tiny.get(i, False))
+            self._remember(self.store.get(unseen))
+        seen = self._seen
+        return frozenset(i for i in ids if i in seen and seen[i][1])
 
     def _unshifted_scores(self, top: list[FusedHit], vector: Any) -> list[FusedHit]:
         """``top`` with each dense score replaced by the cosine of the unshifted query (the
@@ -375,23 +378,21 @@ class HybridRetriever:
         documents of chunks not seen before are read from the store in blocks of ``limit``
         until ``limit`` are kept (chunks read are added to ``chunks``), so a list in which no
         document passes the cap costs at most one read of ``limit`` chunks."""
-        doc_of = self._doc_of
+        seen = self._seen
         read = 0
         while True:
             block = [
-                i for i, _ in ranking[read : read + limit] if i not in doc_of and i not in chunks
+                i for i, _ in ranking[read : read + limit] if i not in seen and i not in chunks
             ]
             if block:
                 fetched = self.store.get(block)
-                if len(doc_of) + len(fetched) > DOC_OF_CACHE:
-                    doc_of.clear()
+                self._remember(fetched)
                 for chunk in fetched:
                     chunks[chunk.chunk_id] = chunk
-                    doc_of[chunk.chunk_id] = chunk.doc_id
             read += limit
             kept = cap_per_document(
                 ranking[:read],
-                lambda i: chunks[i].doc_id if i in chunks else doc_of.get(i),
+                lambda i: chunks[i].doc_id if i in chunks else seen[i][0] if i in seen else None,
                 per_document=per_doc,
                 limit=limit,
             )
