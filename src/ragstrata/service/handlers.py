@@ -24,6 +24,7 @@ from ragstrata.service.errors import (
     NotFoundError,
     RateLimitedError,
     ServiceError,
+    UnsupportedMediaTypeError,
     http_status,
 )
 
@@ -67,7 +68,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _rag_error(request_error(exc.errors()))
+        declared = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return _rag_error(request_error(exc.errors(), content_type=declared))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -91,10 +93,19 @@ def install_error_handlers(app: FastAPI) -> None:
         return _error_response(500, ServiceError.code, "internal error; see the server log")
 
 
-def request_error(errors: Sequence[Any]) -> InvalidRequestError:
-    """The error of a body that failed validation: :class:`MalformedBodyError` (400) when it is
-    not JSON at all (docs/service.md), with the parser's reason and where; otherwise
-    :class:`InvalidRequestError` (422) naming the fields."""
+def request_error(errors: Sequence[Any], *, content_type: str = "") -> ServiceError:
+    """The error of a body that failed validation: :class:`UnsupportedMediaTypeError` (415)
+    when the body was declared in another type than JSON (``content_type``, the request's
+    media type without parameters; FastAPI then hands the route the raw text, and the
+    mismatch would read "Input should be a valid dictionary"); :class:`MalformedBodyError`
+    (400) when it is not JSON at all (docs/service.md), with the parser's reason and where;
+    otherwise :class:`InvalidRequestError` (422) naming the fields."""
+    json_type = content_type == "application/json" or content_type.endswith("+json")
+    if content_type and not json_type and any(_in_body(err) for err in errors):
+        return UnsupportedMediaTypeError(
+            f"the body was sent as {content_type[:100]!r}; send a JSON object with "
+            "Content-Type: application/json"
+        )
     for err in errors:
         if err.get("type") == "missing" and tuple(err.get("loc", ())) == ("body",):
             return MalformedBodyError("the body is empty; send a JSON object")
@@ -105,6 +116,12 @@ def request_error(errors: Sequence[Any]) -> InvalidRequestError:
             where = f" (at character {at[-1]})" if at else ""
             return MalformedBodyError(f"the body is not JSON: {reason}{where}")
     return InvalidRequestError(validation_message(errors))
+
+
+def _in_body(error: Any) -> bool:
+    """Whether a validation error is about the request body (not a path or query parameter)."""
+    location = tuple(error.get("loc", ()))
+    return bool(location) and location[0] == "body"
 
 
 def validation_message(errors: Sequence[Any]) -> str:

@@ -217,6 +217,17 @@ def test_a_body_that_is_not_json_is_400_and_a_schema_mismatch_422(
         empty = c.post(route, headers=acme | {"Content-Type": "application/json"}, content=b"")
         assert empty.status_code == 400, (route, empty.text)
         assert empty.json()["error"]["message"] == "the body is empty; send a JSON object"
+    # JSON sent under another content type: FastAPI hands the route the raw text, which read
+    # "Input should be a valid dictionary" (422); it is the type that is wrong (415), as on uploads
+    for route in (url, "/v1/collections/docs/ask"):
+        for kind in ("text/plain", "application/x-www-form-urlencoded"):
+            typed = c.post(route, headers=acme | {"Content-Type": kind}, content=b'{"query": "x"}')
+            assert typed.status_code == 415, (route, kind, typed.text)
+            error = typed.json()["error"]
+            assert error["code"] == "RS705" and "application/json" in error["message"], error
+    # application/*+json is JSON (a schema mismatch stays 422, not 415)
+    vendor = c.post(url, headers=acme | {"Content-Type": "application/vnd.api+json"}, content=b"{}")
+    assert vendor.status_code == 422, vendor.text
     # a question or query of white space only is a schema mismatch (it was RS600, a code the
     # service's error table does not list)
     for route, field in (("/v1/collections/docs/ask", "question"), (url, "query")):
