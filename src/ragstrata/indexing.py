@@ -94,7 +94,7 @@ def parse_paths(
     known: list[IngestFailure] = []
     if not retry_failed:
         files, known = _known_failures(index_dir, files, signature=signature, config=config)
-    sizes = [_size(p) for p in files]
+    files, sizes = smallest_first(files)
     total_bytes = sum(sizes)
 
     # the parser processes start now, beside the store and the embedder being opened
@@ -226,6 +226,19 @@ def _known_failures(
                 continue
         keep.append(path)
     return keep, known
+
+
+def smallest_first(files: Sequence[Path]) -> tuple[list[Path], list[int]]:
+    """``files`` in ascending size (bytes; ties keep their discovery order) and their sizes.
+
+    Documents are parsed, embedded and committed in this order, so a folder's small files
+    become searchable first: one 15 MB one-line text file (5,301 chunks, about 12 minutes of
+    embedding here) listed first kept every other file of its folder out of the index until it
+    was done. Shortest job first also gives the least mean time until a file is searchable
+    (a classic scheduling result); the run's total time does not change."""
+    sizes = [_size(p) for p in files]
+    order = sorted(range(len(files)), key=lambda i: sizes[i])
+    return [files[i] for i in order], [sizes[i] for i in order]
 
 
 def _size(path: Path) -> int:

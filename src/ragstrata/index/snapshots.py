@@ -87,6 +87,9 @@ class SnapshotPublisher:
         self._generation = _latest_number(self._root)
         self.published = 0
         """Generations published by this publisher."""
+        self.behind = False
+        """A commit landed that no generation shows yet (:meth:`publish` skipped it for its
+        rate limit or a failed copy); :meth:`catch_up` publishes it once the limit allows."""
 
     def publish(self, manifest: Manifest, *, force: bool = False) -> bool:
         """Copy the shard (flushed by the caller, no commit in flight) and ``manifest`` into a
@@ -96,6 +99,7 @@ class SnapshotPublisher:
         ingest goes on, readers keep the previous generation."""
         now = self._clock()
         if not force and now < self._next_at:
+            self.behind = True
             return False
         started = time.perf_counter()
         self._generation += 1
@@ -112,13 +116,25 @@ class SnapshotPublisher:
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             self._next_at = now + MIN_INTERVAL_S
+            self.behind = True
             logger.warning("could not publish a read snapshot of %s: %s", self.index_dir, exc)
             return False
         copy_s = time.perf_counter() - started
         self._next_at = now + max(MIN_INTERVAL_S, copy_s / MAX_COPY_SHARE)
         self.published += 1
+        self.behind = False
         self._remove_unused(keep=name)
         return True
+
+    def catch_up(self, manifest: Manifest) -> bool:
+        """Publish the last commit when :meth:`publish` skipped it and the rate limit now
+        allows; call it while the next commit is being prepared (its chunks embedded: the
+        shard and ``manifest`` still hold the last commit's state). Without it a commit that
+        landed within :data:`MIN_INTERVAL_S` of the previous publication stayed invisible
+        until the commit after it, which a large document's 256-chunk slice can delay by
+        minutes (a one-chunk note committed 1 s after the early publication was unsearchable
+        for the 45 s of the big file's first slice). Returns whether it published."""
+        return self.behind and self.publish(manifest)
 
     def publish_early(self, manifest: Manifest) -> bool:
         """Publish the committed state at once when the shard is small (:data:`EAGER_BYTES`);

@@ -93,6 +93,32 @@ def test_publications_are_rate_limited_and_old_generations_removed(
     store.close()
 
 
+def test_a_commit_skipped_by_the_rate_limit_is_published_once_due(
+    tmp_path: Path, writer: tuple[EdgeStore, snapshots.SnapshotPublisher, Clock]
+) -> None:
+    store, publisher, clock = writer
+    assert publisher.publish(manifest(), force=True)  # the early publication, empty
+    assert not publisher.catch_up(manifest())  # nothing landed since
+    fill(store, 0, 1)  # a one-chunk note commits within the interval: skipped
+    clock.now += snapshots.MIN_INTERVAL_S / 4
+    assert not publisher.publish(manifest()) and publisher.behind
+    assert not publisher.catch_up(manifest())  # still too soon
+    clock.now += snapshots.MIN_INTERVAL_S  # the next commit is being embedded: now due
+    assert publisher.catch_up(manifest()) and not publisher.behind
+    snap = snapshots.open_current(tmp_path, wait_s=0)
+    assert snap is not None
+    reader = EdgeStore(snap.path / "shard", dim=DIM)
+    try:
+        assert reader.count() == 1  # the note, searchable before the next commit lands
+    finally:
+        reader.close()
+        snap.release()
+    clock.now += snapshots.MIN_INTERVAL_S
+    assert not publisher.catch_up(manifest())  # published already: no copy for nothing
+    publisher.retire()
+    store.close()
+
+
 def test_a_new_publisher_never_reuses_a_generation_name(tmp_path: Path) -> None:
     (tmp_path / snapshots.READERS / "g000007").mkdir(parents=True)
     store = EdgeStore(tmp_path / "shard", dim=DIM)
