@@ -80,10 +80,12 @@ class AskRequest(_Request):
 
 
 class TextDocument(_Request):
-    """One document sent as JSON text; ``name``'s extension picks the format."""
+    """One document sent as JSON text; ``name``'s extension picks the format. An empty
+    ``text`` is that file's failure (RS203, as an empty file in a multipart upload), not the
+    whole request's."""
 
     name: str = Field(min_length=1, max_length=255, examples=["faq.md"])
-    text: str = Field(min_length=1)
+    text: str
 
 
 class TextUpload(_Request):

@@ -182,6 +182,24 @@ def test_json_text_upload_update_and_delete(service: Service) -> None:
     assert "ten" in answer["answer"], answer
     uploads = service.state.registry.root / "acme" / "notes" / "uploads"
     assert "ten" in (uploads / "faq.md").read_text(encoding="utf-8")
+    # one bad entry of a JSON upload costs only itself, as a bad file of a multipart one does
+    # (an empty text made the whole request 422)
+    job = service.upload_texts(
+        acme,
+        "notes",
+        {"empty.md": "", "photo.png": "x", "hours.md": "# Hours\n\nClosed on Sunday."},
+    )
+    status = {f["name"]: (f["status"], f["code"]) for f in job["files"]}
+    assert job["state"] == "partial" and status == {
+        "empty.md": ("failed", "RS203"),
+        "photo.png": ("failed", "RS705"),
+        "hours.md": ("indexed", None),
+    }, job
+    listed = service.client.get("/v1/collections/notes/documents", headers=acme).json()
+    hours = next(d["doc_id"] for d in listed["documents"] if d["name"] == "hours.md")
+    assert service.client.delete(
+        f"/v1/collections/notes/documents/{hours}", headers=acme
+    ).is_success
     # delete
     doc_id = docs[0]["doc_id"]
     response = service.client.delete(f"/v1/collections/notes/documents/{doc_id}", headers=acme)
