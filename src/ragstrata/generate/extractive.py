@@ -126,18 +126,6 @@ when the question asks why ("¿Por qué ...?", "Why ..."): such questions were a
 statement, not its reason. Chosen on SQuAD-es's training half (0.03 / 0.06 / 0.1: 39 -> 41 /
 41 / 40 of 49 answered "por qué" questions containing the gold answer); held-out half 50 -> 51
 of 65 (exploratory script over ``ask``, not kept)."""
-MAX_SCORE_GAP = 0.08
-"""Largest distance of a quoted sentence of another document than the best sentence's under
-the best score. With e5 every sentence's cosine lies within a few hundredths of the next, so
-``relative_floor`` (0.75 × the best) admits nearly any sentence, and a third sentence came from
-an unrelated file (a CORS sentence after "the secret code is ..."). Chosen on the training
-questions (FastAPI written ES->ES, ES->EN, EN->EN; 0.08 / 0.10 / 0.12 / 0.15 / none): 0.08
-kept or raised how often each set's answers contain their gold sentence (0.4954 -> 0.5046,
-0.4245 -> 0.4340, 0.5377 both) and how often they cite the gold page (unchanged), with
-shorter answers (64.1 -> 62.6, 59.2 both, 67.4 -> 65.6 words). Sentences of the best one's own
-document have no such gap: a gap on all of them (0.12) dropped a reason sentence 0.22 under
-the statement a "¿Por qué ...?" question echoed. docs/evaluation.md has the held-out
-figures."""
 _CELL_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _CODE_LINK = re.compile(r"(?<!!)\[([^\]\n]*`[^\]\n]*)\]\([^)\n]*\)")
 """A link whose text holds inline code (``[`useState`](/reference/react/useState)``): the
@@ -438,15 +426,12 @@ class ExtractiveAnswerer:
     ``max_sentences`` sentences of the hits with their labels.
 
     A sentence is kept when its score is at least ``relative_floor`` × the best sentence score,
-    except a sentence of another document than the best sentence's that shares no analysed
-    term with the question and is written in the question's language: with e5 every
-    sentence's cosine sits within a few hundredths of the best, so nothing else ties it to the
-    question (a Spanish sentence about laptops after the English rollback command a Spanish
-    question asked for). Sentences in another language share no term by nature and are not
-    dropped for it. A sentence of another document is also dropped when its score is more than
-    ``max_gap`` under the best (:data:`MAX_SCORE_GAP`); one of the best sentence's own
-    document is not (a reason often shares few of the question's words with it).
-    ``rank_weight`` weighs the retrieval-rank prior (see the module docstring).
+    except a sentence of another document than the best sentence's that shares no analysed term
+    with the question and is written in the question's language: with e5 every sentence's
+    cosine sits within a few hundredths of the best, so nothing else ties it to the question
+    (a Spanish sentence about laptops after the English rollback command a Spanish question
+    asked for). Sentences in another language share no term by nature and are not dropped for
+    it. ``rank_weight`` weighs the retrieval-rank prior (see the module docstring).
     ``context_tokens``: budget of the assembled sources, counted with ``counter`` (default: the
     embedder's); ``evidence_rule``/``min_rerank``: the refusal rule and rerank threshold of
     :func:`~ragstrata.generate.evidence.check_evidence` (default: no refusal on evidence);
@@ -463,7 +448,6 @@ class ExtractiveAnswerer:
         max_sentences: int = 3,
         relative_floor: float = 0.75,
         rank_weight: float = 0.05,
-        max_gap: float = MAX_SCORE_GAP,
         context_tokens: int = 1500,
         counter: TokenCounter | None = None,
         evidence_rule: EvidenceRule = NO_EVIDENCE_RULE,
@@ -475,7 +459,6 @@ class ExtractiveAnswerer:
         self.max_sentences = max_sentences
         self.relative_floor = relative_floor
         self.rank_weight = rank_weight
-        self.max_gap = max_gap
         self.context_tokens = context_tokens
         self._counter = counter
         self.evidence_rule = evidence_rule
@@ -620,11 +603,8 @@ class ExtractiveAnswerer:
             if len(picked) >= self.max_sentences:
                 break
             chunk = items[index][0].hit.chunk
-            if chunk.doc_id != lead and (
-                (covers[index] == 0.0 and chunk.language == language)
-                or scores[index] < best - self.max_gap
-            ):
-                continue  # only the flat cosine ties it to the question, or it is far behind
+            if chunk.doc_id != lead and covers[index] == 0.0 and chunk.language == language:
+                continue  # only the flat cosine ties it to the question: padding
             shown = items[index][2].lower()
             # a sentence of a list already shown under a picked lead-in, or a lead-in whose
             # list holds a sentence already picked (the better one), would say it twice

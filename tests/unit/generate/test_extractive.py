@@ -10,7 +10,6 @@ import pytest
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.evidence import HandRule
 from ragstrata.generate.extractive import (
-    MAX_SCORE_GAP,
     WHY_REASON_BONUS,
     ExtractiveAnswerer,
     Quote,
@@ -749,40 +748,3 @@ def test_a_short_sentence_is_quoted_with_the_one_before_it(onnx_embedder: Any) -
     answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1)
     quote = answerer.pick_quotes("What is the default value of allow_credentials?", ctx)
     assert "Defaults to `False`." in quote.text
-
-
-def test_a_far_weaker_sentence_of_another_document_is_not_quoted(onnx_embedder: Any) -> None:
-    """An answer padded its right sentence with another file's sentence that only shared a
-    word with the question (a new user's "¿Cuál es el código secreto?"): a sentence of another
-    document more than :data:`MAX_SCORE_GAP` under the best is dropped; one of the best
-    sentence's own document is not (a why-question's reason sits far under its statement)."""
-    e5 = onnx_embedder("e5", "int8")
-    hits = [
-        source(
-            "vault",
-            "El código secreto de la bóveda es ZAFIRO-42. La bóveda se abre los lunes.",
-            1,
-            language="es",
-        ),
-        source(
-            "keys",
-            "La palabra clave del wifi de la oficina es girasol. El código de la alarma se "
-            "cambia cada mes.",
-            2,
-            language="es",
-        ),
-    ]
-    ctx = assemble(hits, counter=e5.counter, budget_tokens=500)
-    question = "¿Cuál es el código secreto de la bóveda?"
-
-    def quoted(max_gap: float) -> list[tuple[int, str]]:
-        answerer = ExtractiveAnswerer(
-            e5, Analyzer(), max_sentences=4, relative_floor=0.5, max_gap=max_gap
-        )
-        return [(q.label, q.text) for q in answerer.pick_quotes(question, ctx).quotes]
-
-    assert MAX_SCORE_GAP < 1.0
-    loose, tight = quoted(1.0), quoted(MAX_SCORE_GAP)
-    assert any(label == 2 for label, _ in loose), loose  # the other file padded the answer
-    assert [label for label, _ in tight] == [1, 1], tight  # only the vault's two sentences
-    assert tight[0][1] == "El código secreto de la bóveda es ZAFIRO-42."
