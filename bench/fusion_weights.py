@@ -61,45 +61,46 @@ def sweep_set(
     family = "e5-onnx" if manifest_embedder.startswith("e5-onnx:") else "minilm-onnx"
     config = RagConfig.load().with_index(index_dir)
     config = replace(config, embedder=replace(config.embedder, name=family))
-    engine = Ragstrata(config)
-    if dataset.suffix in {".jsonl", ".yaml", ".yml"}:  # a golden file: expected paths -> doc ids
-        queries, qrels, unmatched = golden_qrels(engine, load_golden(dataset))
-        if unmatched:
-            raise SystemExit(f"{dataset}: {len(unmatched)} expectations match no document")
-        name = dataset.name
-    else:
-        data = load_dataset(dataset, split=split)
-        queries, qrels, name = data.queries, data.qrels, data.name
-    qids = sorted(q for q in queries if qrels.get(q))
-    per_query: list[dict[str, object]] = []
-    started = time.perf_counter()
-    for qid in qids:
-        text = queries[qid]
-        fetch = candidates * CAP_FETCH if per_doc else candidates
-        dense = engine.search(text, top_k=fetch, mode="dense", candidates=fetch)
-        bm25 = engine.search(text, top_k=fetch, mode="bm25", candidates=fetch)
-        doc_of = {h.chunk.chunk_id: h.chunk.doc_id for h in (*dense.hits, *bm25.hits)}
-        relation = language_relation(text, [h.chunk.language for h in dense.hits])
-        rankings = {
-            "dense": [(h.chunk.chunk_id, h.score) for h in dense.hits],
-            "bm25": [(h.chunk.chunk_id, h.score) for h in bm25.hits],
-        }
-        rankings = {
-            arm: cap_per_document(ranking, doc_of.get, per_document=per_doc, limit=candidates)
-            if per_doc
-            else ranking
-            for arm, ranking in rankings.items()
-        }
-        rel = qrels[qid]
-        row: dict[str, object] = {"qid": qid, "relation": relation}
-        for arm in ("dense", "bm25"):
-            ranked = _doc_ranking([i for i, _ in rankings[arm]], doc_of, 100)
-            row[arm] = (ndcg_at_k(ranked, rel, 10), hit_rate_at_k(ranked, rel, 5))
-        for w in weights:
-            fused = rrf(rankings, k=60, weights={"dense": w, "bm25": 1.0 - w})
-            ranked = _doc_ranking([f.item_id for f in fused], doc_of, 100)
-            row[f"w{w:.2f}"] = (ndcg_at_k(ranked, rel, 10), hit_rate_at_k(ranked, rel, 5))
-        per_query.append(row)
+    # closed before the next set opens its index: two sets on one index failed with RS503
+    with Ragstrata(config) as engine:
+        if dataset.suffix in {".jsonl", ".yaml", ".yml"}:  # golden: expected paths -> doc ids
+            queries, qrels, unmatched = golden_qrels(engine, load_golden(dataset))
+            if unmatched:
+                raise SystemExit(f"{dataset}: {len(unmatched)} expectations match no document")
+            name = dataset.name
+        else:
+            data = load_dataset(dataset, split=split)
+            queries, qrels, name = data.queries, data.qrels, data.name
+        qids = sorted(q for q in queries if qrels.get(q))
+        per_query: list[dict[str, object]] = []
+        started = time.perf_counter()
+        for qid in qids:
+            text = queries[qid]
+            fetch = candidates * CAP_FETCH if per_doc else candidates
+            dense = engine.search(text, top_k=fetch, mode="dense", candidates=fetch)
+            bm25 = engine.search(text, top_k=fetch, mode="bm25", candidates=fetch)
+            doc_of = {h.chunk.chunk_id: h.chunk.doc_id for h in (*dense.hits, *bm25.hits)}
+            relation = language_relation(text, [h.chunk.language for h in dense.hits])
+            rankings = {
+                "dense": [(h.chunk.chunk_id, h.score) for h in dense.hits],
+                "bm25": [(h.chunk.chunk_id, h.score) for h in bm25.hits],
+            }
+            rankings = {
+                arm: cap_per_document(ranking, doc_of.get, per_document=per_doc, limit=candidates)
+                if per_doc
+                else ranking
+                for arm, ranking in rankings.items()
+            }
+            rel = qrels[qid]
+            row: dict[str, object] = {"qid": qid, "relation": relation}
+            for arm in ("dense", "bm25"):
+                ranked = _doc_ranking([i for i, _ in rankings[arm]], doc_of, 100)
+                row[arm] = (ndcg_at_k(ranked, rel, 10), hit_rate_at_k(ranked, rel, 5))
+            for w in weights:
+                fused = rrf(rankings, k=60, weights={"dense": w, "bm25": 1.0 - w})
+                ranked = _doc_ranking([f.item_id for f in fused], doc_of, 100)
+                row[f"w{w:.2f}"] = (ndcg_at_k(ranked, rel, 10), hit_rate_at_k(ranked, rel, 5))
+            per_query.append(row)
     n = len(per_query)
 
     def mean(key: str, i: int) -> float:
