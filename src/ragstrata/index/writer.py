@@ -304,6 +304,13 @@ class IndexWriter:
         pending_chunks = 0
         commits = 0
         failures_changed = False
+
+        def commit_pending() -> None:  # the pending slices in one commit (it carries the records)
+            nonlocal pending, pending_chunks, commits, failures_changed
+            self._commit_into(pending, progress, report)
+            pending, pending_chunks, failures_changed = [], 0, False
+            commits += 1
+
         for done, item in enumerate(documents, start=1):
             if isinstance(item, IngestFailure):
                 report.failures.append(item)
@@ -332,20 +339,15 @@ class IndexWriter:
                         # slice) would take the commit past its size: a 1-chunk note must not
                         # wait for the 256 chunks of the big file after it to be embedded
                         if pending and pending_chunks + len(piece.chunks) > commit_size(commits):
-                            self._commit_into(pending, progress, report)
-                            pending, pending_chunks, failures_changed = [], 0, False
-                            commits += 1
+                            commit_pending()
                         pending.append(piece)
                         pending_chunks += len(piece.chunks)
             if progress:
                 progress("parse", done, total or done)
             if pending_chunks >= commit_size(commits):
-                self._commit_into(pending, progress, report)
-                pending, pending_chunks, failures_changed = [], 0, False
-                commits += 1
+                commit_pending()
         if pending:
-            self._commit_into(pending, progress, report)
-            failures_changed = False
+            commit_pending()
         if prune is not None:
             stale = [d for d, e in manifest.documents.items() if prune(e.source)]
             report.pruned = len(stale)
