@@ -27,6 +27,7 @@ from ragstrata.service.errors import (
     UnsupportedMediaTypeError,
     http_status,
 )
+from ragstrata.service.uploads import media_type
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        declared = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        declared = media_type(request.headers.get("content-type"))
         return _rag_error(request_error(exc.errors(), content_type=declared))
 
     @app.exception_handler(StarletteHTTPException)

@@ -47,7 +47,7 @@ from ragstrata.service.schemas import (
 )
 from ragstrata.service.state import ServiceState
 from ragstrata.service.tenancy import FileOutcome
-from ragstrata.service.uploads import check_file_type, safe_filename
+from ragstrata.service.uploads import check_file_type, media_type, safe_filename
 
 _UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -198,7 +198,7 @@ async def _stage(
 ) -> tuple[list[Path], list[FileOutcome]]:
     """Write the request's documents under ``staging`` with safe names; returns the staged
     paths and the files refused by name/type checks."""
-    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    kind = media_type(request.headers.get("content-type"))
     svc = state.config.service
     items: list[tuple[str, str | None, UploadFile | bytes]] = []
     if kind == "multipart/form-data":

@@ -56,6 +56,12 @@ def safe_filename(name: str) -> str:
     return cleaned
 
 
+def media_type(content_type: str | None) -> str:
+    """The media type of a ``Content-Type`` value, lower case, without its parameters
+    (``"Text/Plain; charset=utf-8"`` -> ``"text/plain"``; ``None`` -> ``""``)."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
 def check_file_type(name: str, content_type: str | None) -> str:
     """The format of an uploaded file (``markdown``, ``html``, ``text`` or ``pdf``).
 
@@ -69,7 +75,7 @@ def check_file_type(name: str, content_type: str | None) -> str:
         raise UnsupportedMediaTypeError(
             f"{name}: unsupported extension {suffix or '(none)'!r}; supported: {known}"
         )
-    declared = (content_type or "").split(";", 1)[0].strip().lower()
+    declared = media_type(content_type)
     if declared not in _GENERIC and declared not in _ACCEPTED_TYPES.get(fmt, frozenset()):
         raise UnsupportedMediaTypeError(
             f"{name}: content type {declared!r} does not match a {fmt} file; send "
