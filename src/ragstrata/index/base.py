@@ -98,6 +98,12 @@ class VectorStore(Protocol):
         """Insert or replace ``chunks``; ``dense`` is float32 (n, dim), one sparse vector each."""
         ...
 
+    def update_sparse(self, chunk_ids: Sequence[str], sparse: Sequence[SparseVector]) -> None:
+        """Replace the sparse vectors of stored chunks (dense vectors and payloads stay): BM25
+        weights recomputed for a new average chunk length. An empty vector leaves that chunk's
+        as it is. Raises StoreError for a length mismatch or a failed write."""
+        ...
+
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         """Remove every chunk of the given documents (no error for unknown ids)."""
         ...

@@ -62,6 +62,10 @@ class DocEntry:
     (re)indexed (ISO-8601, UTC). ``complete`` is false while only the first slices of a large
     document are committed (``chunk_ids`` is then a prefix of its chunks): the next ingest of the
     same text resumes after them, and searches meanwhile see the committed slices.
+    ``bm25_avgdl`` is the average chunk length its chunks' BM25 weights were computed with
+    (0.0 when unknown: an entry written before it was recorded, or slices weighted with
+    different values); :meth:`~ragstrata.index.writer.IndexWriter.reweight` brings it to the
+    index's :attr:`Manifest.avgdl`.
     """
 
     source: str
@@ -74,6 +78,7 @@ class DocEntry:
     file_hash: str = ""
     indexed_at: str = ""
     complete: bool = True
+    bm25_avgdl: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +162,7 @@ class Manifest:
                 file_hash=v.get("file_hash", ""),
                 indexed_at=v.get("indexed_at", ""),
                 complete=bool(v.get("complete", True)),
+                bm25_avgdl=float(v.get("bm25_avgdl", 0.0)),
             )
             for k, v in data.get("documents", {}).items()
         }

@@ -195,6 +195,25 @@ class EdgeStore(ChunkReads):
                 )
             self._apply(qe.UpdateOperation.upsert_points(points))
 
+    def update_sparse(self, chunk_ids: Sequence[str], sparse: Sequence[SparseVector]) -> None:
+        qe = self._qe
+        if len(sparse) != len(chunk_ids):
+            raise StoreError(f"{len(sparse)} sparse vectors for {len(chunk_ids)} chunks")
+        rows = [(c, sorted(v.items())) for c, v in zip(chunk_ids, sparse, strict=True) if v]
+        for lo in range(0, len(rows), _BATCH):
+            points = [
+                qe.PointVectors(
+                    _point_id(c),
+                    {
+                        SPARSE: qe.SparseVector(
+                            indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
+                        )
+                    },
+                )
+                for c, terms in rows[lo : lo + _BATCH]
+            ]
+            self._apply(qe.UpdateOperation.update_vectors(points))
+
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
             self._apply(

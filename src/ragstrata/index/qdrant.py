@@ -332,6 +332,19 @@ class QdrantStore(ChunkReads):
                 )
             self._write("upsert", self._client.upsert, points=points)
 
+    def update_sparse(self, chunk_ids: Sequence[str], sparse: Sequence[SparseVector]) -> None:
+        """Replace the sparse vectors of stored chunks, in requests of 256 points."""
+        m = self._models
+        if len(sparse) != len(chunk_ids):
+            raise StoreError(f"{len(sparse)} sparse vectors for {len(chunk_ids)} chunks")
+        rows = [(c, v) for c, v in zip(chunk_ids, sparse, strict=True) if v]
+        for lo in range(0, len(rows), _BATCH):
+            points = [
+                m.PointVectors(id=_point_id(c), vector={SPARSE: self._sparse(v)})
+                for c, v in rows[lo : lo + _BATCH]
+            ]
+            self._write("update_vectors", self._client.update_vectors, points=points)
+
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
             selector = self._models.FilterSelector(filter=self._must({"doc_id": list(doc_ids)}))

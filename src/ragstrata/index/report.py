@@ -33,6 +33,8 @@ class IngestReport:
     ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
     ``stale``: indexed documents whose file lies under the paths but no longer exists, kept
     because ``prune`` was not asked (still searched and cited until ``--prune`` removes them).
+    ``reweighted``: chunks whose BM25 weights were recomputed for the index's new average chunk
+    length (:meth:`~ragstrata.index.writer.IndexWriter.reweight`).
     """
 
     added: int = 0
@@ -43,6 +45,7 @@ class IngestReport:
     reindexed: int = 0
     chunks: int = 0
     embedded: int = 0
+    reweighted: int = 0
     bytes_read: int = 0
     failures: list[IngestFailure] = field(default_factory=list)
     seconds: float = 0.0
@@ -74,6 +77,7 @@ class IngestReport:
             "chunks": self.chunks,
             "embedded": self.embedded,
             "reused_vectors": self.chunks - self.embedded,
+            "reweighted": self.reweighted,
             "bytes_read": self.bytes_read,
             "seconds": round(self.seconds, 3),
             "chunks_per_second": round(self.chunks / self.seconds, 2) if self.seconds else None,

@@ -16,7 +16,12 @@ slices; searches in between see the document's committed slices.
 BM25: the store applies IDF; each chunk's sparse vector carries the term-frequency component,
 which needs the collection's average chunk length. The manifest keeps the chunk count
 (``bm25_docs``) and total length (``bm25_total_length``); every commit and delete updates both,
-and a commit weights its chunks with the average as it will be after that commit.
+and a commit weights its chunks with the average as it will be after that commit. That average
+moves as an ingest goes on (a run's first commit holds 32 chunks), so the weights of its first
+commits, and the index's BM25 ranking, depended on which files came first and how commits were
+cut: :meth:`IndexWriter.reweight`, at the end of every ingest, recomputes the weights of each
+document weighted with an average more than :data:`REWEIGHT_TOLERANCE` away from the index's
+(:attr:`DocEntry.bm25_avgdl` records what each was weighted with).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +68,13 @@ def commit_size(commits_done: int) -> int:
     (:data:`FIRST_COMMIT_CHUNKS` doubled per commit, at most :data:`COMMIT_CHUNKS`)."""
     return min(COMMIT_CHUNKS, FIRST_COMMIT_CHUNKS << min(commits_done, 16))
 
+
+REWEIGHT_TOLERANCE = 0.02
+"""A document whose BM25 weights were computed with an average chunk length more than this
+share away from the index's current one is re-weighted by :meth:`IndexWriter.reweight`."""
+
+REWEIGHT_CHUNKS = 1024
+"""Chunks read, re-weighted and written back together by :meth:`IndexWriter.reweight`."""
 
 EMBED_PROGRESS_TEXTS = 32
 """Texts embedded per call inside a commit, so progress moves while a commit embeds (the
@@ -356,12 +368,68 @@ class IndexWriter:
                 failures_changed = False
         if count_gone is not None:
             report.stale = sum(count_gone(e.source) for e in manifest.documents.values())
+        if not dry_run:
+            report.reweighted = self.reweight(progress=progress)
         if failures_changed:  # no commit carried the failure records: persist them alone
             catalog.write_manifest(self.index_dir, manifest)
-        if not dry_run and (report.chunks or report.updated or report.pruned):
+        if not dry_run and (report.chunks or report.updated or report.pruned or report.reweighted):
             self.optimize()
         self.store.flush()
         return report
+
+    def reweight(self, *, progress: ProgressCallback | None = None) -> int:
+        """Recompute the BM25 weights of every document whose chunks were weighted with an
+        average chunk length more than :data:`REWEIGHT_TOLERANCE` away from the index's
+        (:attr:`Manifest.avgdl`), so that the index's BM25 ranking does not depend on the order
+        files were ingested in or on where commits were cut; returns the chunks re-weighted.
+
+        Only the sparse vectors change (:meth:`VectorStore.update_sparse`): each chunk's terms
+        are analysed again from its stored text, :data:`REWEIGHT_CHUNKS` at a time, and the
+        manifest records the new average per document once the store is flushed. A crash in
+        between leaves documents whose weights are new but whose entries say otherwise: the next
+        ingest weights them again (the result is the same). Documents indexed under another
+        :func:`index_signature` are left to the ingest that re-indexes them. ``progress`` gets
+        ``reweight`` events. Raises StoreError on a failed read or write.
+        """
+        manifest = self.manifest
+        avgdl = manifest.avgdl
+        stale = [
+            doc_id
+            for doc_id, entry in manifest.documents.items()
+            if entry.signature == self.signature
+            and abs(entry.bm25_avgdl - avgdl) > REWEIGHT_TOLERANCE * avgdl
+        ]
+        if avgdl <= 0 or not stale:
+            return 0
+        total = sum(len(manifest.documents[d].chunk_ids) for d in stale)
+        done = 0
+        group: list[str] = []
+        for at, doc_id in enumerate(stale):
+            group.append(doc_id)
+            size = sum(len(manifest.documents[d].chunk_ids) for d in group)
+            if size < REWEIGHT_CHUNKS and at + 1 < len(stale):
+                continue
+            ids = [c for d in group for c in manifest.documents[d].chunk_ids]
+            chunks = self.store.get(ids)
+            tfs = [self.analyzer.term_frequencies(self.chunker.embedding_text(c)) for c in chunks]
+            sparse = [
+                bm25_document_weights(
+                    tf, doc_len=sum(tf.values()), avgdl=avgdl, k1=manifest.k1, b=manifest.b
+                )
+                for tf in tfs
+            ]
+            self.store.update_sparse([c.chunk_id for c in chunks], sparse)
+            done += len(chunks)
+            for d in group:
+                manifest.documents[d] = replace(manifest.documents[d], bm25_avgdl=avgdl)
+            group = []
+            if progress:
+                progress("reweight", done, total)
+        self.store.flush()
+        catalog.write_manifest(self.index_dir, manifest)
+        if self.publisher is not None:
+            self.publisher.publish(manifest)
+        return done
 
     def optimize(self) -> None:
         """Build the store's search indexes now (Edge has no background optimizer)."""
@@ -514,6 +582,8 @@ class IndexWriter:
                 file_hash=doc.file_hash,
                 indexed_at=now,
                 complete=piece.last,
+                # slices weighted with different averages: unknown, re-weighted at the end
+                bm25_avgdl=avgdl if before is None or before.bm25_avgdl == avgdl else 0.0,
             )
             offset += n
             if piece.last:

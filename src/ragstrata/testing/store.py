@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from ragstrata.errors import DimensionMismatchError
+from ragstrata.errors import DimensionMismatchError, StoreError
 from ragstrata.index.base import SparseVector, VectorStore
 from ragstrata.index.bm25 import term_id
 from ragstrata.testing.fakes import make_chunk
@@ -123,6 +123,35 @@ class StoreContract:
         assert [c.chunk_id for c, _ in store.sparse_search(sparse("omega"), limit=5)] == [
             old.chunk_id
         ]
+
+    def test_update_sparse_replaces_only_the_sparse_vectors(self, filled: Filled) -> None:
+        """New BM25 weights for two chunks: sparse search ranks by them, the other chunks,
+        every dense vector and every payload stay; an empty vector changes nothing."""
+        store, chunks, dense = filled
+        first, second = chunks[0], chunks[1]
+        before = store.sparse_search(sparse("alpha"), limit=5)
+        assert len(before) == 3
+        store.update_sparse(
+            [first.chunk_id, second.chunk_id, chunks[2].chunk_id],
+            [{term_id("alpha"): 0.1}, {term_id("alpha"): 2.0, term_id("omega"): 1.0}, {}],
+        )
+        store.flush()
+        assert store.count() == len(chunks)
+        hits = store.sparse_search(sparse("alpha"), limit=5)
+        assert [c.chunk_id for c, _ in hits] == [
+            second.chunk_id,
+            chunks[2].chunk_id,
+            first.chunk_id,
+        ]
+        assert [c.chunk_id for c, _ in store.sparse_search(sparse("omega"), limit=5)] == [
+            second.chunk_id
+        ]
+        assert store.get([c.chunk_id for c in chunks]) == chunks
+        vectors = store.dense_vectors([c.chunk_id for c in chunks])
+        for chunk, row in zip(chunks, dense, strict=True):
+            np.testing.assert_allclose(vectors[chunk.chunk_id], row, atol=1e-2)
+        with pytest.raises(StoreError):
+            store.update_sparse([first.chunk_id], [])
 
     def test_malformed_ids_are_unknown_ids(self, filled: Filled) -> None:
         """An id that is no chunk id ("nope", a citation's 12-character short form) is skipped

@@ -14,8 +14,9 @@ import pytest
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import BM25Config
 from ragstrata.index import catalog
+from ragstrata.index.bm25 import term_id
 from ragstrata.index.edge import EdgeStore
-from ragstrata.index.writer import IndexWriter, new_manifest, recover
+from ragstrata.index.writer import REWEIGHT_TOLERANCE, IndexWriter, new_manifest, recover
 from ragstrata.ingest.loader import document_from_text
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.tokens import CallableTokenCounter, TokenCounter
@@ -98,4 +99,89 @@ def test_an_interrupted_commit_is_rolled_back(writer: IndexWriter) -> None:
     catalog.write_journal(writer.index_dir, ["a"])  # as a crash after the journal leaves it
     recover(writer.index_dir, writer.store, writer.manifest)
     assert set(writer.manifest.documents) == {"b"}
+    assert_consistent(writer)
+
+
+def open_writer(path: Path) -> IndexWriter:
+    embedder, analyzer = HashEmbedder(), Analyzer()
+    chunker = StructureChunker(embedder.counter, max_tokens=24, special_tokens=0, overlap_ratio=0.0)
+    bm25 = BM25Config()
+    store = EdgeStore(path / "shard", dim=DIM)
+    manifest = new_manifest(embedder, analyzer, chunker, bm25)
+    return IndexWriter(
+        path, store, manifest, embedder=embedder, analyzer=analyzer, chunker=chunker, bm25=bm25
+    )
+
+
+def varied_documents() -> list[Document]:
+    """Twelve documents whose chunks run from a few words to the chunker's 24 tokens."""
+    words = [
+        "server",
+        "client",
+        "install",
+        "configure",
+        "cache",
+        "token",
+        "index",
+        "query",
+        "shard",
+        "commit",
+    ]
+    docs = []
+    for i in range(12):
+        size = 2 + 2 * i  # words per paragraph
+        paragraphs = [
+            " ".join(words[(i + j + k) % len(words)] for k in range(size)) for j in range(3)
+        ]
+        docs.append(doc(f"d{i:02d}", f"# Doc {i}\n\n" + "\n\n".join(paragraphs) + "\n"))
+    return docs
+
+
+def bm25_scores(writer: IndexWriter, query: str) -> dict[str, float]:
+    terms = writer.analyzer.term_frequencies(query)
+    vector = {term_id(t): 1.0 for t in terms}
+    return dict(writer.store.sparse_search_ids(vector, limit=100))
+
+
+def test_bm25_weights_do_not_depend_on_ingest_order_or_commit_cuts(tmp_path: Path) -> None:
+    """The same documents, short ones first and one commit each, or long ones first in one
+    commit, give the same BM25 scores (within what REWEIGHT_TOLERANCE allows): without the
+    re-weighting, the first short document was weighted with its own short average."""
+    docs = varied_documents()
+    one_by_one = open_writer(tmp_path / "a")
+    reweighted = 0
+    for d in docs:
+        reweighted += one_by_one.add([d]).reweighted
+    together = open_writer(tmp_path / "b")
+    together.add(list(reversed(docs)))
+    assert reweighted > 0
+    assert one_by_one.manifest.avgdl == together.manifest.avgdl
+    for writer in (one_by_one, together):
+        avgdl = writer.manifest.avgdl
+        for entry in catalog.read_manifest(writer.index_dir).documents.values():
+            assert abs(entry.bm25_avgdl - avgdl) <= REWEIGHT_TOLERANCE * avgdl
+    for query in ("server install", "cache token shard", "commit query client"):
+        a, b = bm25_scores(one_by_one, query), bm25_scores(together, query)
+        assert a.keys() == b.keys() and a
+        for chunk_id, score in a.items():
+            assert score == pytest.approx(b[chunk_id], rel=REWEIGHT_TOLERANCE)
+
+
+def test_entries_without_a_recorded_average_are_reweighted_once(tmp_path: Path) -> None:
+    """An index written before ``bm25_avgdl`` was recorded (entries read as 0.0) is re-weighted
+    by its next ingest, even one that changes no document, and not again after that."""
+    writer = open_writer(tmp_path)
+    docs = varied_documents()[:4]
+    writer.add(docs)
+    expected = bm25_scores(writer, "server install")
+    data = writer.manifest.to_json()
+    for entry in data["documents"].values():
+        del entry["bm25_avgdl"]
+    writer.manifest = catalog.Manifest.from_json(data)
+    assert {e.bm25_avgdl for e in writer.manifest.documents.values()} == {0.0}
+    report = writer.add(docs)
+    assert report.unchanged == 4 and report.chunks == 0
+    assert report.reweighted == writer.store.count()
+    assert bm25_scores(writer, "server install") == pytest.approx(expected)
+    assert writer.add(docs).reweighted == 0
     assert_consistent(writer)
