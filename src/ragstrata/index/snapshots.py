@@ -132,7 +132,8 @@ class SnapshotPublisher:
         shard and ``manifest`` still hold the last commit's state). Without it a commit that
         landed within :data:`MIN_INTERVAL_S` of the previous publication stayed invisible
         until the commit after it, which a large document's 256-chunk slice can delay by
-        minutes. Returns whether it published."""
+        minutes (a one-chunk note committed 1 s after the early publication was unsearchable
+        for the 45 s of the big file's first slice). Returns whether it published."""
         return self.behind and self.publish(manifest)
 
     def publish_early(self, manifest: Manifest) -> bool:

@@ -289,7 +289,10 @@ class IndexWriter:
         ones are replaced in the commit that adds their new chunks, :data:`COMMIT_CHUNKS`
         chunks per commit (the first commits smaller, :func:`commit_size`); a larger document is
         committed in slices (see :class:`Slice`) and a document whose first slices a crash left
-        committed resumes after them.
+        committed resumes after them. A commit holds more than its size only when one slice
+        alone does: the documents pending before a piece that would overflow it are committed
+        first, so with the files in ascending size (:func:`~ragstrata.indexing.smallest_first`)
+        a folder's small documents are searchable before a big one's first slice is embedded.
         ``prune(source)`` selects indexed documents to remove in one more commit;
         ``count_gone(source)`` only counts them (``report.stale``, from the manifest in hand);
         ``dry_run`` only counts. The store is optimized when anything changed.
@@ -344,8 +347,10 @@ class IndexWriter:
                     if chunks and progress:
                         progress("chunk", len(chunks), len(chunks))
                     for piece in self._slices(item, chunks) if chunks else ():
-                        # a large document's next slice
-                        if pending_chunks >= commit_size(commits):
+                        # what is pending goes first when this piece (a large document's
+                        # slice) would take the commit past its size: a 1-chunk note must not
+                        # wait for the 256 chunks of the big file after it to be embedded
+                        if pending and pending_chunks + len(piece.chunks) > commit_size(commits):
                             commit_pending()
                         pending.append(piece)
                         pending_chunks += len(piece.chunks)

@@ -173,7 +173,7 @@ def test_a_run_commits_small_first_then_doubles_up_to_the_commit_size(
 ) -> None:
     """A Ctrl-C in a run's first minute kept nothing when every commit gathered 256 chunks
     before embedding them; the first commits are now 32, 64, 128 chunks (a document is never
-    split for it: a commit closes after the document that reaches its size)."""
+    split for it: a commit closes before the document that would take it past its size)."""
     monkeypatch.setattr(writer_module, "COMMIT_CHUNKS", 256)
     sizes: list[int] = []
     real = IndexWriter.commit
@@ -190,6 +190,28 @@ def test_a_run_commits_small_first_then_doubles_up_to_the_commit_size(
     limits = [writer_module.commit_size(n) for n in range(len(sizes))]
     assert limits[:4] == [32, 64, 128, 256]
     for size, limit in zip(sizes[:-1], limits, strict=False):
-        assert limit <= size < limit + per_doc  # closed by the document that reached it
+        assert limit - per_doc < size <= limit  # closed before the one that would overflow it
     assert sum(sizes) == report.chunks
+    assert_consistent(w)
+
+
+def test_a_small_document_is_committed_before_a_big_ones_first_slice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-chunk note listed before a large document was committed together with that
+    document's first slice, so it stayed unsearchable until the slice was embedded (a 15 MB
+    one-line text file: minutes); it now goes in a commit of its own."""
+    batches: list[list[str]] = []
+    real = IndexWriter.commit
+
+    def spy(self: IndexWriter, batch: Sequence[writer_module.Slice], **kw: object) -> object:
+        batches.append([piece.document.doc_id for piece in batch])
+        return real(self, batch, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IndexWriter, "commit", spy)
+    w = make_writer(tmp_path / "w")
+    report = w.add([doc("note", "# Nota\n\nEl código es 42.\n"), doc("big", big(11))])
+    assert report.added == 2
+    assert batches[0] == ["note"]  # alone, before any slice of "big"
+    assert all(batch == ["big"] for batch in batches[1:]) and len(batches) > 2
     assert_consistent(w)
