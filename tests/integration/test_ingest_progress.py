@@ -88,7 +88,8 @@ def test_progress_is_not_complete_while_the_last_commit_embeds(
     last_parse = max(i for i, (event, _) in enumerate(seen) if event == "parse")
     assert not seen[last_parse][1]  # all files parsed, not all chunks committed
     assert any(event == "commit" for event, _ in seen[last_parse:])
-    assert state.finished and seen[-1] == ("commit", True)
+    written = [(event, done) for event, done in seen if event != "reweight"]
+    assert state.finished and written[-1] == ("commit", True)  # then only BM25 re-weighting
     assert state.chunks_committed == state.chunks_queued == report.chunks > 0
     assert state.chunks_embedded == report.chunks
     assert "ETA" not in state.line()  # nothing left
@@ -109,6 +110,20 @@ def test_eta_comes_from_the_measured_rate() -> None:
     assert state.eta() == pytest.approx(10.0)
     assert "ETA 0:00:10 (est.)" in state.line()
     assert "2/4 files parsed, 50/50+ chunks embedded, 0 committed" in state.line()
+
+
+def test_reweighting_after_the_last_commit_shows_in_the_line() -> None:
+    state = IngestProgress(clock=lambda: 0.0)
+    state("discover", 1, 1)
+    state("chunk", 40, 40)
+    state("parse", 1, 1)
+    state("embed", 40, 40)
+    state("commit", 40, 40)
+    assert "re-weighted" not in state.line()
+    state("reweight", 10, 40)
+    assert state.line().endswith(", BM25 re-weighted 10/40")
+    state("reweight", 40, 40)
+    assert state.finished and state.line().endswith(", BM25 re-weighted 40/40")
 
 
 def test_embed_progress_moves_inside_a_commit(

@@ -22,6 +22,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -63,6 +64,8 @@ class IngestProgress:
     chunks_embedded: int = 0
     chunks_committed: int = 0
     first_chunk_at: float | None = None
+    chunks_reweighted: int = 0
+    reweight_total: int = 0
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -82,6 +85,8 @@ class IngestProgress:
             self.chunks_embedded += done
         elif event == "commit":
             self.chunks_committed += done
+        elif event == "reweight":  # after the last commit: BM25 weights brought up to date
+            self.chunks_reweighted, self.reweight_total = done, total
 
     @property
     def parsing_done(self) -> bool:
@@ -134,6 +139,8 @@ class IngestProgress:
         ]
         if eta is not None and not self.finished:
             parts.append(f"ETA {_clock_text(eta)}" + ("" if self.parsing_done else " (est.)"))
+        if self.reweight_total:
+            parts.append(f"BM25 re-weighted {self.chunks_reweighted}/{self.reweight_total}")
         return ", ".join(parts)
 
 
@@ -154,7 +161,9 @@ def show_progress(
     pass to the engine and the counts it keeps.
 
     On a terminal: a ``files`` bar (parsed of total) and a ``chunks`` bar (committed of the
-    chunks expected, with the ETA from the measured embedding rate); ``transient`` clears them
+    chunks expected, with the ETA from the measured embedding rate), and a ``BM25
+    re-weighted`` bar once the run re-weights earlier chunks (after its last commit, see
+    :meth:`~ragstrata.index.writer.IndexWriter.reweight`); ``transient`` clears them
     at the end. Elsewhere: :meth:`IngestProgress.line` every ``every_s`` seconds from a
     background thread, so a long embedding call still shows that the ingest is alive
     and one last line at the end when any was printed (``every_s`` <= 0: no lines).
@@ -172,9 +181,15 @@ def show_progress(
         ) as bar:
             files = bar.add_task("files parsed", total=None)
             chunks = bar.add_task("chunks committed", total=None, eta=True)
+            reweighted: list[TaskID] = []  # its bar appears with the first re-weight event
 
             def on_event(event: str, done: int, total: int) -> None:
                 state(event, done, total)
+                if event == "reweight":
+                    if not reweighted:
+                        reweighted.append(bar.add_task("BM25 re-weighted", total=total))
+                    bar.update(reweighted[0], completed=done, total=total)
+                    return
                 bar.update(files, completed=state.files_parsed, total=state.files_total)
                 expected = state.chunks_expected
                 bar.update(
