@@ -253,13 +253,16 @@ class Ragstrata:
         many of them the index held (unknown ids are skipped, not an error).
 
         The files they came from are not touched: a later :meth:`ingest` of those files adds
-        them again. Raises IndexNotFoundError when there is no index, IndexLockedError when
-        another process holds it (after ``lock_wait_s`` seconds).
+        them again. The remaining documents' BM25 weights follow the new average chunk length
+        (:meth:`~ragstrata.index.writer.IndexWriter.reweight`). Raises IndexNotFoundError when
+        there is no index, IndexLockedError when another process holds it (after
+        ``lock_wait_s`` seconds).
         """
         writer = self._writer(lock_wait_s=lock_wait_s, create=False)
         writer.recover()
         removed = writer.delete(doc_ids)
         if removed:
+            writer.reweight()
             writer.optimize()
         writer.store.flush()
         return removed

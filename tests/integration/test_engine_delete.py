@@ -11,10 +11,14 @@ from ragstrata.config import RagConfig
 from ragstrata.embed.local import MiniLMEmbedder
 from ragstrata.errors import IndexNotFoundError
 from ragstrata.index import catalog
+from ragstrata.index.writer import REWEIGHT_TOLERANCE
 from ragstrata.pipeline import Ragstrata
 
 DOCS = {
-    "scurvy.md": "# Scurvy\n\nScurvy is caused by a lack of vitamin C in the diet of sailors.\n",
+    "scurvy.md": (
+        "# Scurvy\n\nScurvy is caused by a lack of vitamin C in the diet of sailors on long "
+        "voyages without fresh fruit, lemons or vegetables.\n"
+    ),
     "rickets.md": "# Rickets\n\nRickets follows vitamin D deficiency in children.\n",
     "paris.md": "# Paris\n\nParis is the capital of France, on the river Seine.\n",
 }
@@ -52,6 +56,10 @@ def test_delete_removes_a_document_from_search_and_manifest(engine: Ragstrata) -
         assert manifest.n_chunks == engine._index.open_store(manifest).count()
         assert manifest.bm25_docs == manifest.n_chunks
         assert manifest.bm25_total_length == sum(e.bm25_length for e in manifest.documents.values())
+        # the longest document left: the others' BM25 weights follow the new average length
+        assert abs(manifest.avgdl - before.avgdl) > REWEIGHT_TOLERANCE * before.avgdl
+        for entry in manifest.documents.values():
+            assert abs(entry.bm25_avgdl - manifest.avgdl) <= REWEIGHT_TOLERANCE * manifest.avgdl
         assert catalog.read_journal(engine.index_dir) is None
         assert engine.delete([scurvy]) == 0  # already gone: nothing to remove
     assert engine.manifest().documents == manifest.documents
