@@ -121,9 +121,9 @@ def test_reweighting_after_the_last_commit_shows_in_the_line() -> None:
     state("commit", 40, 40)
     assert "re-weighted" not in state.line()
     state("reweight", 10, 40)
-    assert state.line().endswith(", BM25 re-weighted 10/40")
+    assert state.line().endswith(", BM25 re-weighted 10/40 chunks")
     state("reweight", 40, 40)
-    assert state.finished and state.line().endswith(", BM25 re-weighted 40/40")
+    assert state.finished and state.line().endswith(", BM25 re-weighted 40/40 chunks")
 
 
 def test_embed_progress_moves_inside_a_commit(

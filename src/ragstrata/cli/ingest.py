@@ -172,7 +172,12 @@ def ingest(
             f"{result.updated} updated, {result.unchanged} unchanged, {result.pruned} pruned"
             + (f", {result.reindexed} re-indexed (new configuration)" if result.reindexed else "")
             + f"; {_count(result.chunks, 'chunk')} written ({result.embedded} embedded) "
-            f"in {result.seconds:.1f}s; "
+            + (
+                f"and BM25 weights of {_count(result.reweighted, 'chunk')} updated "
+                if result.reweighted
+                else ""
+            )
+            + f"in {result.seconds:.1f}s; "
             f"index has {_count(stats['documents'], 'document')}, "
             f"{_count(stats['chunks'], 'chunk')} "
             f"({stats['size_bytes'] / 1e6:.1f} MB) at {escape(_term(str(stats['index'])))}"

@@ -140,7 +140,8 @@ class IngestProgress:
         if eta is not None and not self.finished:
             parts.append(f"ETA {_clock_text(eta)}" + ("" if self.parsing_done else " (est.)"))
         if self.reweight_total:
-            parts.append(f"BM25 re-weighted {self.chunks_reweighted}/{self.reweight_total}")
+            weighted = f"{self.chunks_reweighted}/{self.reweight_total}"
+            parts.append(f"BM25 re-weighted {weighted} chunks")
         return ", ".join(parts)
 
 

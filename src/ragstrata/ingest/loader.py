@@ -504,8 +504,11 @@ def discover(
         ``(files, errors)``: unique files in a deterministic order (arguments in the given
         order, each directory's files sorted), and one error per path skipped and reported
         (``SourceNotFoundError`` for a missing path, ``UnsupportedFormatError`` for an explicit
-        file of unknown type, and the above). Nothing is raised.
+        file of unknown type, and the above). Nothing is raised. Paths are absolute (a
+        relative one is taken from the working directory, links not resolved), so a skipped
+        file is reported in the same form as the sources of the documents loaded.
     """
+    paths = [Path(os.path.abspath(path)) for path in paths]
     files: list[Path] = []
     errors: list[IngestError] = []
     seen: set[str] = set()

@@ -235,6 +235,26 @@ def test_discover_symlink_loop_terminates(tmp_path: Path) -> None:
     assert all("loop" in e.reason for e in errors)
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks unsupported")
+def test_discover_reports_skipped_files_by_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder given as a relative path: its skipped files are reported by absolute path,
+    the form of a loaded document's source (a new user saw ``bad/loopdir/self`` beside
+    ``/tmp/.../bad/empty.md`` in one report)."""
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "ok.md").write_text("# Ok\n\nFine.\n", encoding="utf-8")
+    (folder / "self.md").symlink_to(folder / "self.md")
+    monkeypatch.chdir(tmp_path)
+    files, errors = discover([Path("bad"), Path("missing.md")])
+    assert files == [folder / "ok.md"]
+    assert sorted(e.path for e in errors) == [
+        str(folder / "self.md"),
+        str(tmp_path / "missing.md"),
+    ]
+
+
 def _links_tree(tmp_path: Path) -> Path:
     """``root/`` with a good file and every kind of link and special file; ``sibling/`` beside
     it holds a secret the links point to."""
