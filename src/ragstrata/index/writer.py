@@ -344,9 +344,14 @@ class IndexWriter:
                         report.added += new
                         report.updated += not new and not same_text
                         report.reindexed += not new and same_text
-                    if chunks and progress:
-                        progress("chunk", len(chunks), len(chunks))
-                    for piece in self._slices(item, chunks) if chunks else ():
+                    # only the slices still to write: a resumed document's committed ones
+                    # are not chunks this run embeds and commits
+                    pieces = self._slices(item, chunks) if chunks else []
+                    queued = sum(len(piece.chunks) for piece in pieces)
+                    if queued and progress:
+                        progress("chunk", queued, queued)
+                        progress("parse", done, total or done)  # taken before its commits
+                    for piece in pieces:
                         # what is pending goes first when this piece (a large document's
                         # slice) would take the commit past its size: a 1-chunk note must not
                         # wait for the 256 chunks of the big file after it to be embedded

@@ -121,9 +121,19 @@ def test_a_crash_inside_a_large_document_keeps_its_slices_and_resumes(tmp_path: 
     assert partial.chunk_ids == total.chunk_ids[: len(partial.chunk_ids)]
     assert_consistent(w)  # the store holds exactly the committed slices
     # the next run resumes: only the missing chunks are embedded
-    report = w.add([doc("small", "# Small\n\nA short note.\n"), doc("a", big(11))])
+    events: list[tuple[str, int, int]] = []
+    report = w.add(
+        [doc("small", "# Small\n\nA short note.\n"), doc("a", big(11))],
+        total=2,
+        progress=lambda event, done, of: events.append((event, done, of)),
+    )
     assert report.unchanged == 1 and report.added == 1
     assert report.embedded == report.chunks == len(total.chunk_ids) - len(partial.chunk_ids)
+    # progress counts what this run writes (a resumed run looked unfinished: 599/855 embedded)
+    assert sum(done for event, done, _ in events if event == "chunk") == report.chunks
+    assert sum(done for event, done, _ in events if event == "commit") == report.chunks
+    first_commit = next(i for i, e in enumerate(events) if e[0] == "commit")
+    assert ("parse", 2, 2) in events[:first_commit]  # the big file counts as taken at once
     assert_consistent(w)
     got, want = snapshot(w), snapshot(clean)
     assert got[0] == want[0]
