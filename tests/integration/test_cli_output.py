@@ -149,9 +149,15 @@ def test_files_gone_without_prune_are_named(tmp_path: Path) -> None:
     assert again.exit_code == 0, again.output
     assert "1 indexed document from files that no longer exist" in again.stderr
     assert "add --prune to remove it" in again.stderr
+    gone = (corpus / "b.md").resolve().as_posix()
+    assert f"gone: {gone}" in again.stderr  # which file, not only how many
     data = json.loads(
         runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--json"]).stdout
     )
     assert data["stale"] == 1 and data["pruned"] == 0
+    assert data["stale_sources"] == [gone] and data["pruned_sources"] == []
+    dry = runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--prune", "--dry-run"])
+    assert dry.exit_code == 0 and f"would prune: {gone}" in dry.stderr, dry.stderr
     pruned = runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--prune"])
     assert pruned.exit_code == 0 and "no longer exist" not in pruned.stderr
+    assert f"pruned: {gone}" in pruned.stderr

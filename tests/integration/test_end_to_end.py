@@ -321,6 +321,7 @@ def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     assert (kept.pruned, kept.stale) == (0, 1)
     dry = engine.ingest([corpus], prune=True, dry_run=True)
     assert (dry.added, dry.updated, dry.unchanged, dry.pruned, dry.chunks) == (1, 1, 1, 1, 0)
+    assert [Path(s).name for s in dry.pruned_sources] == ["guia.md"]  # what it would remove
     assert engine.stats()["chunks"] == chunks_before  # nothing written
     real = engine.ingest([corpus], prune=True)
     assert (real.added, real.updated, real.pruned, real.stale) == (1, 1, 1, 0)

@@ -49,6 +49,18 @@ def _print_warning(warning: IngestWarning) -> None:
     err.print(f"[yellow]warning[/] {where}: {what}", highlight=False)
 
 
+SOURCES_SHOWN = 10
+"""Sources named one per line under a pruned or stale count; the rest are in ``--json``."""
+
+
+def _print_sources(label: str, sources: list[str]) -> None:
+    """One ``label PATH`` line per source (stderr), at most :data:`SOURCES_SHOWN`."""
+    for source in sources[:SOURCES_SHOWN]:
+        err.print(f"  {label} {escape(_term(source))}", highlight=False)
+    if len(sources) > SOURCES_SHOWN:
+        err.print(f"  ... and {len(sources) - SOURCES_SHOWN} more (--json lists them all)")
+
+
 class _Terminated(KeyboardInterrupt):
     """SIGTERM (``kill``, ``docker stop``, systemd) raised in the main thread: the same clean
     stop as Ctrl-C (workers stopped, no leaked semaphores), exit status 143."""
@@ -188,9 +200,12 @@ def ingest(
                 "exist under these paths "
                 + ("is" if result.stale == 1 else "are")
                 + " still searched and cited; add --prune to remove "
-                + ("it" if result.stale == 1 else "them"),
+                + ("it" if result.stale == 1 else "them")
+                + ":",
                 highlight=False,
             )
+            _print_sources("gone:", result.stale_sources)
+        _print_sources("would prune:" if dry_run else "pruned:", result.pruned_sources)
         if not (result.documents or result.failures):
             err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for warning in result.warnings:

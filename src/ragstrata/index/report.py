@@ -33,6 +33,8 @@ class IngestReport:
     ``warnings`` are the caveats of the documents parsed (they do not change ``status``).
     ``stale``: indexed documents whose file lies under the paths but no longer exists, kept
     because ``prune`` was not asked (still searched and cited until ``--prune`` removes them).
+    ``pruned_sources``/``stale_sources``: the sources of those documents, sorted (a dry run
+    with ``prune`` names what it would remove).
     ``reweighted``: chunks whose BM25 weights were recomputed for the index's new average chunk
     length (:meth:`~ragstrata.index.writer.IndexWriter.reweight`).
     """
@@ -50,6 +52,8 @@ class IngestReport:
     failures: list[IngestFailure] = field(default_factory=list)
     seconds: float = 0.0
     warnings: list[IngestWarning] = field(default_factory=list)
+    pruned_sources: list[str] = field(default_factory=list)
+    stale_sources: list[str] = field(default_factory=list)
 
     @property
     def documents(self) -> int:
@@ -73,6 +77,8 @@ class IngestReport:
             "unchanged": self.unchanged,
             "pruned": self.pruned,
             "stale": self.stale,
+            "pruned_sources": self.pruned_sources,
+            "stale_sources": self.stale_sources,
             "reindexed": self.reindexed,
             "chunks": self.chunks,
             "embedded": self.embedded,

@@ -368,6 +368,7 @@ class IndexWriter:
         if prune is not None:
             stale = [d for d, e in manifest.documents.items() if prune(e.source)]
             report.pruned = len(stale)
+            report.pruned_sources = sorted(manifest.documents[d].source for d in stale)
             gone = [d for d, f in manifest.failures.items() if prune(_failure_source(f))]
             if gone and not dry_run:
                 for doc_id in gone:
@@ -377,7 +378,8 @@ class IndexWriter:
                 self.delete(stale)  # writes the manifest, failure records included
                 failures_changed = False
         if count_gone is not None:
-            report.stale = sum(count_gone(e.source) for e in manifest.documents.values())
+            gone_files = [e.source for e in manifest.documents.values() if count_gone(e.source)]
+            report.stale, report.stale_sources = len(gone_files), sorted(gone_files)
         if not dry_run:
             report.reweighted = self.reweight(progress=progress)
         if failures_changed:  # no commit carried the failure records: persist them alone
