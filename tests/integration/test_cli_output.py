@@ -161,3 +161,41 @@ def test_files_gone_without_prune_are_named(tmp_path: Path) -> None:
     pruned = runner.invoke(app, ["ingest", str(corpus), "--index", str(index), "--prune"])
     assert pruned.exit_code == 0 and "no longer exist" not in pruned.stderr
     assert f"pruned: {gone}" in pruned.stderr
+
+
+def test_search_and_ask_take_filters(tmp_path: Path) -> None:
+    """``--filter KEY=VALUE`` reaches the retriever (the Python API, HTTP and MCP had filters,
+    the CLI had none): a Spanish-only search over a mixed folder returns Spanish chunks only;
+    a key that cannot be filtered on is an error, not an empty result."""
+    corpus = tmp_path / "mixed"
+    corpus.mkdir()
+    (corpus / "cache.md").write_text(
+        "# Cache\n\nThe cache keeps each response for ten minutes before it expires.\n",
+        encoding="utf-8",
+    )
+    (corpus / "caché.md").write_text(
+        "# Caché\n\nLa caché guarda cada respuesta durante diez minutos antes de caducar.\n",
+        encoding="utf-8",
+    )
+    index = str(tmp_path / "idx")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(corpus), "--index", index]).exit_code == 0
+    query = ["search", "cache response minutes", "--index", index, "--json"]
+    both = json.loads(runner.invoke(app, query).stdout)["hits"]
+    assert {h["language"] for h in both} == {"en", "es"}
+    spanish = runner.invoke(app, [*query, "--filter", "language=es"])
+    assert spanish.exit_code == 0, spanish.output
+    hits = json.loads(spanish.stdout)["hits"]
+    assert hits and {h["language"] for h in hits} == {"es"}
+    either = runner.invoke(app, [*query, "--filter", "language=es", "--filter", "language=en"])
+    assert {h["language"] for h in json.loads(either.stdout)["hits"]} == {"en", "es"}
+    question = "How long does the cache keep a response?"
+    ask = runner.invoke(
+        app, ["ask", question, "--index", index, "--filter", "language=es", "--json"]
+    )
+    assert ask.exit_code == 0, ask.output
+    citations = json.loads(ask.stdout)["citations"]
+    assert citations and all(c["source"].endswith("caché.md") for c in citations)
+    bad = runner.invoke(app, [*query, "--filter", "lang=es"])
+    assert bad.exit_code != 0 and "not allowed" in bad.output
+    assert runner.invoke(app, [*query, "--filter", "language"]).exit_code != 0

@@ -40,3 +40,11 @@ DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Service data directory (default: $RAGSTRATA_HOME/service)."),
 ]
+FilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--filter",
+        help="KEY=VALUE: only chunks whose KEY (language, source, title, doc_id or meta.<key>) "
+        "equals VALUE, as text; repeat it for more keys (the same key twice: either value).",
+    ),
+]

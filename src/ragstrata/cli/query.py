@@ -13,9 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragstrata.cli.common import _engine, _fail, _llm_overrides, _term, _warn_empty, out
-from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
+from ragstrata.cli.options import ConfigOpt, FilterOpt, IndexOpt, JsonOpt
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, RagError, RetrievalError
+from ragstrata.index.base import Filters, check_filters
 from ragstrata.paths import display_path
 from ragstrata.pipeline import Ragstrata
 from ragstrata.types import MAX_QUERY_CHARS, Answer, Hit
@@ -29,6 +30,20 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     from ragstrata.render import hit_json  # the same JSON as the HTTP API
 
     return hit_json(hit)
+
+
+def parse_filters(items: list[str] | None) -> Filters | None:
+    """``--filter KEY=VALUE`` options as :data:`~ragstrata.index.base.Filters`: values are
+    text, a key given more than once matches any of its values; checked by
+    :func:`~ragstrata.index.base.check_filters`. Raises RetrievalError (RS600) for an item
+    without ``=`` or a key that cannot be filtered on."""
+    grouped: dict[str, list[str]] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise RetrievalError(f"--filter {item!r}: write KEY=VALUE, for example language=es")
+        grouped.setdefault(key.strip(), []).append(value)
+    return check_filters({k: v[0] if len(v) == 1 else v for k, v in grouped.items()})
 
 
 def _check_length(text: str, what: str) -> str:
@@ -55,6 +70,7 @@ def search(
         bool | None,
         typer.Option("--rerank/--no-rerank", help="Cross-encoder reranking (default: config)."),
     ] = None,
+    filters: FilterOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Hybrid search (dense + BM25 fused by RRF, then the cross-encoder when reranking is on);
@@ -63,8 +79,15 @@ def search(
         if mode not in ("hybrid", "dense", "bm25"):
             raise ConfigError(f"--mode {mode!r} is unknown; choose hybrid, dense or bm25")
         _check_length(query, "the query")
+        checked = parse_filters(filters)
         with _engine(index, config) as engine:
-            result = engine.search(query, top_k=top_k, mode=mode, rerank=rerank)  # type: ignore[arg-type]
+            result = engine.search(
+                query,
+                top_k=top_k,
+                mode=mode,  # type: ignore[arg-type]
+                rerank=rerank,
+                filters=checked,
+            )
             if not result.hits and not engine.manifest().documents:
                 _warn_empty(engine.index_dir)
     except RagError as exc:
@@ -170,6 +193,7 @@ def ask(
     stream: Annotated[
         bool, typer.Option("--stream/--no-stream", help="Print the answer as it is written.")
     ] = True,
+    filters: FilterOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Answer a question with numbered citations, or refuse when the documents do not say.
@@ -184,6 +208,7 @@ def ask(
     try:
         if question != "-":
             _check_length(question, "the question")
+        checked = parse_filters(filters)
         overrides = _llm_overrides(llm)
         cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
         with Ragstrata(cfg) as engine:
@@ -194,7 +219,7 @@ def ask(
                     out.print(f"{'' if n == 0 else chr(10)}[bold]? {escape(asked)}[/]")
                 answer: Answer | None = None
                 streamed = False
-                for event in engine.ask_stream(asked):
+                for event in engine.ask_stream(asked, filters=checked):
                     if isinstance(event, TokenEvent) and live:
                         out.print(event.text, end="", highlight=False, markup=False)
                         streamed = True
