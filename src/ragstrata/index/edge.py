@@ -184,12 +184,9 @@ class EdgeStore(ChunkReads):
         for lo in range(0, len(chunks), _BATCH):
             points = []
             for i in range(lo, min(lo + _BATCH, len(chunks))):
-                terms = sorted(sparse[i].items())
                 vector: dict[str, Any] = {DENSE: rows[i]}
-                if terms:
-                    vector[SPARSE] = qe.SparseVector(
-                        indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
-                    )
+                if sparse[i]:
+                    vector[SPARSE] = self._sparse(sparse[i])
                 points.append(
                     qe.Point(_point_id(chunks[i].chunk_id), vector, chunk_to_payload(chunks[i]))
                 )
@@ -199,20 +196,20 @@ class EdgeStore(ChunkReads):
         qe = self._qe
         if len(sparse) != len(chunk_ids):
             raise StoreError(f"{len(sparse)} sparse vectors for {len(chunk_ids)} chunks")
-        rows = [(c, sorted(v.items())) for c, v in zip(chunk_ids, sparse, strict=True) if v]
+        rows = [(c, v) for c, v in zip(chunk_ids, sparse, strict=True) if v]
         for lo in range(0, len(rows), _BATCH):
             points = [
-                qe.PointVectors(
-                    _point_id(c),
-                    {
-                        SPARSE: qe.SparseVector(
-                            indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
-                        )
-                    },
-                )
-                for c, terms in rows[lo : lo + _BATCH]
+                qe.PointVectors(_point_id(c), {SPARSE: self._sparse(v)})
+                for c, v in rows[lo : lo + _BATCH]
             ]
             self._apply(qe.UpdateOperation.update_vectors(points))
+
+    def _sparse(self, vector: SparseVector) -> Any:
+        """``vector`` as a Qdrant Edge ``SparseVector`` (term ids ascending)."""
+        terms = sorted(vector.items())
+        return self._qe.SparseVector(
+            indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
+        )
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
@@ -249,11 +246,8 @@ class EdgeStore(ChunkReads):
     ) -> list[tuple[str, float]]:
         if not vector:
             return []
-        terms = sorted(vector.items())
-        sv = self._qe.SparseVector(
-            indices=[t for t, _ in terms], values=[float(w) for _, w in terms]
-        )
-        return self._query(self._qe.Query.Nearest(sv, using=SPARSE), limit, filters)
+        query = self._qe.Query.Nearest(self._sparse(vector), using=SPARSE)
+        return self._query(query, limit, filters)
 
     def _query(self, query: Any, limit: int, filters: Filters | None) -> list[tuple[str, float]]:
         request = self._qe.QueryRequest(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -41,7 +42,7 @@ from ragstrata.config import BM25Config
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import ChunkingError, StoreError
 from ragstrata.index import catalog
-from ragstrata.index.base import VectorStore
+from ragstrata.index.base import SparseVector, VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, FailureEntry, Manifest
 from ragstrata.index.report import IngestReport, ProgressCallback
@@ -414,27 +415,21 @@ class IndexWriter:
         if avgdl <= 0 or not stale:
             return 0
         total = sum(len(manifest.documents[d].chunk_ids) for d in stale)
-        done = 0
+        done = size = 0
         group: list[str] = []
         for at, doc_id in enumerate(stale):
             group.append(doc_id)
-            size = sum(len(manifest.documents[d].chunk_ids) for d in group)
+            size += len(manifest.documents[doc_id].chunk_ids)
             if size < REWEIGHT_CHUNKS and at + 1 < len(stale):
                 continue
             ids = [c for d in group for c in manifest.documents[d].chunk_ids]
             chunks = self.store.get(ids)
             tfs = [self.analyzer.term_frequencies(self.chunker.embedding_text(c)) for c in chunks]
-            sparse = [
-                bm25_document_weights(
-                    tf, doc_len=sum(tf.values()), avgdl=avgdl, k1=manifest.k1, b=manifest.b
-                )
-                for tf in tfs
-            ]
-            self.store.update_sparse([c.chunk_id for c in chunks], sparse)
+            self.store.update_sparse([c.chunk_id for c in chunks], self._bm25_weights(tfs, avgdl))
             done += len(chunks)
             for d in group:
                 manifest.documents[d] = replace(manifest.documents[d], bm25_avgdl=avgdl)
-            group = []
+            group, size = [], 0
             if progress:
                 progress("reweight", done, total)
         self.store.flush()
@@ -442,6 +437,15 @@ class IndexWriter:
         if self.publisher is not None:
             self.publisher.publish(manifest)
         return done
+
+    def _bm25_weights(self, tfs: Sequence[Counter[str]], avgdl: float) -> list[SparseVector]:
+        """The sparse vector of each chunk's term frequencies ``tfs``, length-normalized with
+        ``avgdl`` and the index's ``k1``/``b`` (:func:`bm25_document_weights`)."""
+        k1, b = self.manifest.k1, self.manifest.b
+        return [
+            bm25_document_weights(tf, doc_len=sum(tf.values()), avgdl=avgdl, k1=k1, b=b)
+            for tf in tfs
+        ]
 
     def optimize(self) -> None:
         """Build the store's search indexes now (Edge has no background optimizer)."""
@@ -558,10 +562,7 @@ class IndexWriter:
                 stored.update(zip(old.embed_hashes, old.chunk_ids, strict=False))
             carried.update(self._carry.get(piece.document.doc_id, {}))
         avgdl = total / docs if docs else 1.0
-        sparse = [
-            bm25_document_weights(tf, doc_len=n, avgdl=avgdl, k1=manifest.k1, b=manifest.b)
-            for tf, n in zip(tfs, lengths, strict=True)
-        ]
+        sparse = self._bm25_weights(tfs, avgdl)
         vectors, embedded = self._vectors(texts, hashes, stored, carried, progress=progress)
         rewrites = [piece.document.doc_id for piece in batch if not piece.append]
         appends = {
