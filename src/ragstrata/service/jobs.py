@@ -58,9 +58,10 @@ class Job:
 
     ``files_done`` counts files parsed (accepted or failed) of ``files_total``; ``bytes_*`` the
     bytes parsed; ``chunks_queued`` the chunks the parsed files gave, ``chunks_embedded`` those
-    embedded (or reused) and ``chunks_committed`` those searchable so far; ``running_s`` the
-    seconds spent running (slices only, not queued); ``report`` sums the slices' ingest
-    reports.
+    embedded (or reused) and ``chunks_committed`` those searchable so far;
+    ``chunks_reweighted`` the chunks whose BM25 weights the end of each slice's ingest updated
+    (``IndexWriter.reweight``, after the commits); ``running_s`` the seconds spent running
+    (slices only, not queued); ``report`` sums the slices' ingest reports.
     """
 
     job_id: str
@@ -78,6 +79,7 @@ class Job:
     chunks_embedded: int = 0
     chunks_queued: int = 0
     chunks_committed: int = 0
+    chunks_reweighted: int = 0
     running_s: float = 0.0
     outcomes: list[FileOutcome] = field(default_factory=list)
     report: dict[str, Any] | None = None
@@ -131,6 +133,7 @@ class Job:
                 "chunks_embedded": self.chunks_embedded,
                 "chunks_queued": self.chunks_queued,
                 "chunks_committed": self.chunks_committed,
+                "chunks_reweighted": self.chunks_reweighted,
                 "chunks_per_s": (
                     round(self.chunks_embedded / self.running_s, 2) if self.running_s > 0 else None
                 ),
@@ -184,6 +187,7 @@ class Job:
             chunks_embedded=int(progress["chunks_embedded"]),
             chunks_queued=int(progress.get("chunks_queued", 0)),  # records before 2026-12-02
             chunks_committed=int(progress.get("chunks_committed", 0)),
+            chunks_reweighted=int(progress.get("chunks_reweighted", 0)),  # before 2026-12-05
             running_s=float(progress.get("running_s", 0.0)),
             outcomes=files[n_rejected:],
             report=data["report"],
@@ -455,7 +459,7 @@ class JobManager:
         self._save(job)
 
         slice_started = time.perf_counter()
-        running_before = job.running_s
+        running_before, reweighted_before = job.running_s, job.chunks_reweighted
 
         def progress(event: str, done: int, total: int) -> None:
             with self._lock:
@@ -470,6 +474,8 @@ class JobManager:
                     job.chunks_embedded += done
                 elif event == "commit":
                     job.chunks_committed += done
+                elif event == "reweight":  # cumulative within the slice, like parse
+                    job.chunks_reweighted = reweighted_before + done
 
         try:
             report, outcomes = collection.ingest_staged(files, progress=progress)
@@ -489,11 +495,13 @@ class JobManager:
             job.files_done = files_before + len(files)
             job.bytes_done = bytes_before + slice_bytes
             total = job.report or {"added": 0, "updated": 0, "unchanged": 0, "chunks": 0}
+            job.chunks_reweighted = reweighted_before + report.reweighted
             job.report = {
                 "added": total["added"] + report.added,
                 "updated": total["updated"] + report.updated,
                 "unchanged": total["unchanged"] + report.unchanged,
                 "chunks": total["chunks"] + report.chunks,
+                "reweighted": total.get("reweighted", 0) + report.reweighted,
                 "seconds": round(time.perf_counter() - pending.started_at, 3),
             }
             done = not pending.files

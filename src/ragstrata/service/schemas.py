@@ -302,6 +302,11 @@ class JobProgress(_Response):
     chunks_embedded: int = Field(description="Chunks whose vectors are ready (embedded or reused).")
     chunks_queued: int = Field(default=0, description="Chunks the parsed files gave so far.")
     chunks_committed: int = Field(default=0, description="Chunks searchable so far.")
+    chunks_reweighted: int = Field(
+        default=0,
+        description="Chunks whose BM25 weights were updated after the commits (the index's "
+        "average chunk length moved; docs/architecture.md).",
+    )
     chunks_per_s: float | None = Field(
         default=None, description="Chunks embedded per second of running time (null before any)."
     )

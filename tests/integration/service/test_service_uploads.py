@@ -101,6 +101,8 @@ def test_bad_file_in_a_batch_costs_only_itself(service: Service) -> None:
     # the same stages as the CLI's progress: chunks found, embedded, committed, with a rate
     chunks = job["report"]["chunks"]
     assert progress["chunks_queued"] == progress["chunks_committed"] == chunks > 0
+    # one commit held both documents, so their BM25 weights used the final average already
+    assert progress["chunks_reweighted"] == job["report"]["reweighted"] == 0
     assert progress["chunks_per_s"] > 0 and progress["running_s"] > 0
     assert progress["bytes_total"] > 0
     assert job["report"]["added"] == 2
@@ -111,6 +113,24 @@ def test_bad_file_in_a_batch_costs_only_itself(service: Service) -> None:
     assert sorted(d["name"] for d in docs) == ["billing.html", "guide.md"]
     uploads = service.state.registry.root / "acme" / "docs" / "uploads"
     assert sorted(p.name for p in uploads.iterdir()) == ["billing.html", "guide.md"]
+
+
+def test_a_job_reports_the_bm25_reweighting_of_earlier_documents(service: Service) -> None:
+    """A second upload of much longer text moves the collection's average chunk length, so the
+    end of its ingest re-weights the first upload's chunks; the job says how many."""
+    acme = service.key("acme")
+    short = [("files", ("guide.md", GUIDE.encode(), "text/markdown"))]
+    first = service.client.post("/v1/collections/docs/documents", headers=acme, files=short)
+    job = service.wait(acme, first.json()["job_id"])
+    assert job["state"] == "succeeded" and job["progress"]["chunks_reweighted"] == 0, job
+    long_text = "# Manual\n\n" + " ".join(f"palabra{i} del manual largo." for i in range(900))
+    longer = [("files", ("manual.md", long_text.encode(), "text/markdown"))]
+    second = service.client.post("/v1/collections/docs/documents", headers=acme, files=longer)
+    job = service.wait(acme, second.json()["job_id"])
+    assert job["state"] == "succeeded", job
+    guide_chunks = service.wait(acme, first.json()["job_id"])["report"]["chunks"]
+    assert job["progress"]["chunks_reweighted"] == job["report"]["reweighted"] == guide_chunks > 0
+    assert _search(service, acme, "docs", "ERR_CONN_RESET")[0] == "guide.md"
 
 
 def test_file_names_are_sanitized_no_path_traversal(service: Service) -> None:
