@@ -533,10 +533,10 @@ class Ragstrata:
 
     def warm_up_reader(self, *, n_chunks: int | None = None) -> None:
         """Load the reader now when ``ask`` may use it (``llm.reader`` on, ``llm.min_evidence``
-        unset, an e5 embedder, and an index of ``n_chunks`` at least
-        :data:`~ragstrata.generate.evidence.LEARNED_MIN_CHUNKS`; ``None``: unknown, as for a
-        service whose collections come and go): a server's first question then does not wait
-        for it (building it once takes about 15 s, loading it about 2 s and 0.6 GB)."""
+        unset, an e5 embedder; any index size, ``n_chunks`` as :func:`~ragstrata.generate.
+        evidence.evidence_rule_for` takes it, ``None``: unknown, as for a service whose
+        collections come and go): a server's first question then does not wait for it
+        (building it once takes about 15 s, loading it about 2 s and 0.6 GB)."""
         from ragstrata.generate.evidence import LearnedRule
 
         llm = self.config.llm

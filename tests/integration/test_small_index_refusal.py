@@ -1,5 +1,6 @@
-"""A folder of a few files with the default embedder: the small-index answerability model
-decides, in both languages (real packaged e5 model, real store, real extractive answerer)."""
+"""A folder of a few files with the default embedder: the reader blend decides (and, with the
+reader off, the small-index answerability model), in both languages (real packaged e5 model and
+reader, real store, real extractive answerer)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,18 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ragstrata]:
     eng.close()
 
 
+BLEND = "answerability-e5-v2+reader-e5-small-v0"
+SMALL = "answerability-e5-small-v2"
+
+
+def _reader_off(engine: Ragstrata, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    llm = replace(engine.config.llm, reader=False)
+    monkeypatch.setattr(engine, "config", replace(engine.config, llm=llm))
+
+
+@pytest.mark.parametrize("reader", [True, False], ids=["reader", "no-reader"])
 @pytest.mark.parametrize(
     ("question", "source"),
     [
@@ -46,35 +59,56 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ragstrata]:
         ("¿En qué puerto escucha el servidor por defecto?", "servidor.md"),
     ],
 )
-def test_small_index_answers_with_the_small_index_model(
-    engine: Ragstrata, question: str, source: str
+def test_small_index_answers(
+    engine: Ragstrata, monkeypatch: pytest.MonkeyPatch, question: str, source: str, reader: bool
 ) -> None:
+    """By default (``llm.reader`` on) the reader blend decides on a small index as on a large
+    one; with the reader off, the small-index model at its own threshold."""
+    from ragstrata.generate.answerability import reader_blend
+
+    if not reader:
+        _reader_off(engine, monkeypatch)
     answer = engine.ask(question)
     meta = diagnostics_json(answer)
-    assert meta["evidence"]["model"] == "answerability-e5-small-v2"
     assert not answer.refusal, meta
     assert answer.citations[0].source.endswith(source)
-    small = answerability_model("e5", "small")
-    assert meta["min_evidence"] == small.threshold  # same language: the model's own threshold
+    if reader:
+        assert meta["evidence"]["model"] == BLEND, meta
+        assert isinstance(meta["evidence"]["reader"], float)
+        assert meta["min_evidence"] == reader_blend("e5").threshold
+    else:
+        assert meta["evidence"]["model"] == SMALL, meta
+        assert meta["evidence"]["reader"] is None
+        small = answerability_model("e5", "small")
+        assert meta["min_evidence"] == small.threshold  # same language: the model's own
 
 
+@pytest.mark.parametrize("reader", [True, False], ids=["reader", "no-reader"])
 @pytest.mark.parametrize(
     "question", ["What is the capital of Australia?", "¿Quién ganó el mundial de fútbol de 1986?"]
 )
-def test_small_index_refuses_off_topic_questions(engine: Ragstrata, question: str) -> None:
+def test_small_index_refuses_off_topic_questions(
+    engine: Ragstrata, monkeypatch: pytest.MonkeyPatch, question: str, reader: bool
+) -> None:
+    if not reader:
+        _reader_off(engine, monkeypatch)
     answer = engine.ask(question)
     meta = diagnostics_json(answer)
     assert answer.refusal and meta["refused_by"] == "evidence"
-    assert meta["evidence"]["model"] == "answerability-e5-small-v2"
+    assert meta["evidence"]["model"] == (BLEND if reader else SMALL)
     assert meta["evidence"]["score"] < meta["min_evidence"]
 
 
 def test_the_rule_chosen_before_any_search_already_knows_the_index_is_small(
     tmp_path: Path,
 ) -> None:
+    """With the reader off the index's size picks the model, before any search too."""
+    from dataclasses import replace
+
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "backups.md").write_text(DOCS["backups.md"], encoding="utf-8")
     config = RagConfig(home=tmp_path / "home")
+    config = replace(config, llm=replace(config.llm, reader=False))
     with Ragstrata(config) as writer:
         writer.ingest([tmp_path / "docs"])
     with Ragstrata(config) as fresh:  # nothing searched yet
@@ -82,27 +116,17 @@ def test_the_rule_chosen_before_any_search_already_knows_the_index_is_small(
         assert isinstance(rule, LearnedRule) and rule.model.scope == "small"
 
 
-def test_the_reader_reads_when_the_index_counts_as_large(
+def test_the_size_picks_the_model_only_with_the_reader_off(
     engine: Ragstrata, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The engine's wiring of the reader, on the real packaged reader: with the large-index
-    rule (its size bar lowered to this index) ``ask`` reads the first hits, blends, and says
-    so; ``llm.reader = false`` goes back to the model alone."""
-    from dataclasses import replace
-
+    """The reader blend applies at every index size (no switch at ``LEARNED_MIN_CHUNKS``: a
+    new user's 8 added chunks flipped 7 of 24 answers, 2026-12-05); with the reader off, an
+    index counted as large gets the large-index model alone."""
     from ragstrata.generate import evidence
-    from ragstrata.generate.answerability import reader_blend
 
     monkeypatch.setattr(evidence, "LEARNED_MIN_CHUNKS", 1)
-    answer = engine.ask("How long are backups kept?")
-    meta = diagnostics_json(answer)
-    assert meta["evidence"]["model"] == "answerability-e5-v2+reader-e5-small-v0", meta
-    assert isinstance(meta["evidence"]["reader"], float)
-    assert meta["min_evidence"] == reader_blend("e5").threshold
-    assert not answer.refusal and answer.citations[0].source.endswith("backups.md")
-    monkeypatch.setattr(
-        engine, "config", replace(engine.config, llm=replace(engine.config.llm, reader=False))
-    )
+    assert diagnostics_json(engine.ask("How long are backups kept?"))["evidence"]["model"] == BLEND
+    _reader_off(engine, monkeypatch)
     meta_off = diagnostics_json(engine.ask("How long are backups kept?"))
     assert meta_off["evidence"]["model"] == "answerability-e5-v2"
     assert meta_off["evidence"]["reader"] is None
@@ -111,11 +135,9 @@ def test_the_reader_reads_when_the_index_counts_as_large(
 def test_warm_up_loads_the_reader_only_when_ask_may_use_it(
     engine: Ragstrata, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A new user's MCP server on a 65-chunk index loaded the reader (0.6 GB, 2 s) that its
-    small-index rule never reads (2026-12-04)."""
+    """The reader is loaded whatever the index's size when it is on, and not at all when it is
+    off or the hand-made rule decides (``llm.min_evidence``)."""
     from dataclasses import replace
-
-    from ragstrata.generate.evidence import LEARNED_MIN_CHUNKS
 
     warmed: list[str] = []
 
@@ -126,13 +148,15 @@ def test_warm_up_loads_the_reader_only_when_ask_may_use_it(
             warmed.append("reader")
 
     monkeypatch.setattr(engine, "_reader", Probe)
-    engine.warm_up_reader(n_chunks=LEARNED_MIN_CHUNKS - 1)
-    assert warmed == []
-    engine.warm_up_reader(n_chunks=LEARNED_MIN_CHUNKS)
+    engine.warm_up_reader(n_chunks=65)
     assert warmed == ["reader"]
     hand = replace(engine.config, llm=replace(engine.config.llm, min_evidence=1.1))
     monkeypatch.setattr(engine, "config", hand)
     engine.warm_up_reader(n_chunks=10_000)  # the hand-made rule reads no passage
+    assert warmed == ["reader"]
+    off = replace(engine.config, llm=replace(engine.config.llm, min_evidence=None, reader=False))
+    monkeypatch.setattr(engine, "config", off)
+    engine.warm_up_reader(n_chunks=10_000)
     assert warmed == ["reader"]
 
 
@@ -142,6 +166,8 @@ def test_copies_of_a_file_do_not_turn_its_answer_into_a_refusal(
     """Four copies of FastAPI's Spanish CORS page and an unrelated note: the copies' equal
     scores made every gap feature 0 and "¿Cómo configuro CORS?" was refused (0.21 against 0.28)
     although one copy answers it (0.70); the evidence check now reads each passage once."""
+    from dataclasses import replace
+
     page = shared_corpus("fastapi-docs-md") / "es" / "docs" / "tutorial" / "cors.md"
     (tmp_path / "docs").mkdir()
     for i in range(4):
@@ -151,7 +177,9 @@ def test_copies_of_a_file_do_not_turn_its_answer_into_a_refusal(
         encoding="utf-8",
     )
     question = "¿Cómo configuro CORS?"
-    with Ragstrata(RagConfig(home=tmp_path / "home")) as eng:
+    config = RagConfig(home=tmp_path / "home")
+    config = replace(config, llm=replace(config.llm, reader=False))  # the small model's features
+    with Ragstrata(config) as eng:
         assert eng.ingest([tmp_path / "docs"]).added == 5
         answer = eng.ask(question)
         hits = eng.search(question, top_k=5).hits

@@ -162,11 +162,15 @@ _COVERAGE = FEATURES.index("coverage_best")
 _CROSS = FEATURES.index("cross_language")
 
 LEARNED_MIN_CHUNKS = 500
-"""Smallest index the large-index model is used on: its BM25 features (scores per question
-term) scale with the corpus's IDF, and its training indexes held about 2,000 passages each; a
-smaller index (a folder of a few files) gets the small-index model (``scope="small"``, trained on
-per-article and 8-page indexes without ``bm25_per_term``: :mod:`ragstrata.training.
-small_indexes`)."""
+"""Smallest index the large-index model decides alone on when the reader is off
+(``llm.reader = false``): its BM25 features (scores per question term) scale with the corpus's
+IDF, and its training indexes held about 2,000 passages each; a smaller index (a folder of a few
+files) then gets the small-index model (``scope="small"``, trained on per-article and 8-page
+indexes without ``bm25_per_term``: :mod:`ragstrata.training.small_indexes`). With the reader on
+(the default), every index gets the reader blend: measured on indexes of 60 to 1,300 chunks
+(``bench/refusal_index_size.py``, docs/evaluation.md "One refusal check at every index size"),
+the blend takes more right decisions than the small-index model in every size band, and its one
+threshold refuses about the same share of answerable questions under and over 500 chunks."""
 
 STRONG_EVIDENCE = 1.30
 """Hand score (``dense + 0.5 × coverage``) at which :class:`LearnedRule` answers whatever the
@@ -302,14 +306,16 @@ def evidence_rule_for(
     * ``min_evidence`` set (``llm.min_evidence``): the :class:`HandRule` at that threshold,
       with its old meaning, whatever the embedder;
     * an embedder with shipped answerability models (:data:`~ragstrata.generate.
-      answerability.MODEL_FAMILIES`): the :class:`LearnedRule` with the large-index model for an
-      index of at least :data:`LEARNED_MIN_CHUNKS` chunks (``n_chunks``; ``None``: unknown,
-      taken as large), else the small-index model; at ``min_answerable``
+      answerability.MODEL_FAMILIES`), with ``reader`` (``llm.reader``): the :class:`LearnedRule`
+      whose score is the shipped :class:`~ragstrata.generate.answerability.ReaderBlend` of the
+      large-index model and the reader, at the blend's one threshold (or ``min_answerable``),
+      whatever the index's size;
+    * such an embedder without ``reader``: the :class:`LearnedRule` with the large-index model
+      for an index of at least :data:`LEARNED_MIN_CHUNKS` chunks (``n_chunks``; ``None``:
+      unknown, taken as large), else the small-index model; at ``min_answerable``
       (``llm.min_answerable``) when set for every question, else the model's thresholds (its
-      own for a cross-lingual question), reading sentence vectors with ``encoder`` (the index's
-      embedder); with ``reader`` (``llm.reader``) on a large index, the score is the shipped
-      :class:`~ragstrata.generate.answerability.ReaderBlend` of the model and the reader, at
-      the blend's one threshold (or ``min_answerable``);
+      own for a cross-lingual question); both read sentence vectors with ``encoder`` (the
+      index's embedder);
     * otherwise the :class:`HandRule` at :func:`min_evidence_for`'s calibrated threshold, and
       for a cross-lingual question at :data:`CROSS_MIN_EVIDENCE`'s (``min_answerable`` does not
       apply there: one warning per process says so).
@@ -318,12 +324,13 @@ def evidence_rule_for(
         return HandRule(min_evidence)
     family = embedder_family(embedder)
     if family is not None and family in MODEL_FAMILIES:
-        large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
-        model = answerability_model(family, "large" if large else "small")
-        if reader is not None and large:
+        if reader is not None:  # every index size (LEARNED_MIN_CHUNKS's docstring)
             blend = reader_blend(family)
             threshold = blend.threshold if min_answerable is None else min_answerable
+            model = answerability_model(family, "large")
             return LearnedRule(model, threshold, encoder=encoder, reader=reader, blend=blend)
+        large = n_chunks is None or n_chunks >= LEARNED_MIN_CHUNKS
+        model = answerability_model(family, "large" if large else "small")
         if min_answerable is not None:  # the user's threshold, for every question
             return LearnedRule(model, min_answerable, encoder=encoder)
         return LearnedRule(

@@ -82,7 +82,9 @@ class _Fixed:
         return np.full(len(passages), self.logit, dtype=np.float32)
 
 
-def test_the_rule_blends_the_reader_on_large_indexes_only() -> None:
+def test_the_rule_blends_the_reader_at_every_index_size() -> None:
+    """With a reader the blend decides whatever the index's size (no switch at
+    LEARNED_MIN_CHUNKS, bench/refusal_index_size.py); without one, the size picks the model."""
     reader = _Fixed(1.0)
     e5 = "e5-onnx:multilingual-e5-small"
     large = evidence_rule_for(e5, min_evidence=None, min_answerable=None, reader=reader)  # type: ignore[arg-type]
@@ -97,7 +99,13 @@ def test_the_rule_blends_the_reader_on_large_indexes_only() -> None:
         n_chunks=LEARNED_MIN_CHUNKS - 1,
         reader=reader,  # type: ignore[arg-type]
     )
-    assert isinstance(small, LearnedRule) and small.reader is None
+    assert isinstance(small, LearnedRule) and small.reader is reader and small.blend is not None
+    assert small.model.scope == "large" and small.threshold == large.threshold
+    no_reader = evidence_rule_for(
+        e5, min_evidence=None, min_answerable=None, n_chunks=LEARNED_MIN_CHUNKS - 1
+    )
+    assert isinstance(no_reader, LearnedRule) and no_reader.reader is None
+    assert no_reader.model.scope == "small"
     hand = evidence_rule_for(e5, min_evidence=1.1, min_answerable=None, reader=reader)  # type: ignore[arg-type]
     assert not isinstance(hand, LearnedRule)
 
