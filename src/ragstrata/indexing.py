@@ -91,6 +91,8 @@ def parse_paths(
     present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths
     workers = auto_workers() if config.workers < 0 else config.workers
     files, skipped = skip_unchanged_files(index_dir, files, signature=signature)
+    if progress and skipped:
+        progress("unchanged", skipped, skipped)
     known: list[IngestFailure] = []
     if not retry_failed:
         files, known = _known_failures(index_dir, files, signature=signature, config=config)

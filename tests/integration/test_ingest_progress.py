@@ -112,6 +112,21 @@ def test_eta_comes_from_the_measured_rate() -> None:
     assert "2/4 files parsed, 50/50+ chunks embedded, 0 committed" in state.line()
 
 
+def test_an_unchanged_rerun_says_its_files_were_skipped(tmp_path: Path, minilm_env: None) -> None:
+    """A re-run over unchanged files printed "0/0 files parsed" alone, which read as "found
+    nothing" (a new user's run, 2026-12-05)."""
+    corpus = _corpus(tmp_path / "docs", n=3)
+    index = tmp_path / "idx"
+    args = ["ingest", str(corpus), "--index", str(index), "--progress-every", "0.01"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("ingest:")]
+    assert lines and all(_LINE.match(line) for line in lines), result.stderr
+    assert lines[-1].startswith("ingest: 0/0 files parsed"), lines[-1]
+    assert lines[-1].endswith(", 3 files unchanged (not parsed again)"), lines[-1]
+
+
 def test_reweighting_after_the_last_commit_shows_in_the_line() -> None:
     state = IngestProgress(clock=lambda: 0.0)
     state("discover", 1, 1)

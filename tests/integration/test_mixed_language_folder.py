@@ -147,6 +147,16 @@ def test_an_empty_query_is_a_clear_error(engine: Ragstrata, query: str) -> None:
         engine.search(query)
 
 
+@pytest.mark.parametrize("query", ["...", "???!!!", "¿¿??", "-- => --"])
+def test_a_query_without_letters_or_digits_is_a_clear_error(engine: Ragstrata, query: str) -> None:
+    """A new user's `ask "..."` was answered with a cited quote (the dense arm ranks any text):
+    no search, no answer, the reason said (2026-12-05)."""
+    with pytest.raises(RetrievalError, match="no letters or digits"):
+        engine.search(query)
+    with pytest.raises(RetrievalError, match="no letters or digits"):
+        engine.ask(query)
+
+
 def test_search_without_docs_ranks_as_if_the_page_were_gone(engine: Ragstrata) -> None:
     """The "paragraph absent" search of the answerability training and the reader benches: the
     removed page's chunks never come back and the other pages keep their order."""

@@ -66,6 +66,7 @@ class IngestProgress:
     first_chunk_at: float | None = None
     chunks_reweighted: int = 0
     reweight_total: int = 0
+    files_unchanged: int = 0
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -87,6 +88,8 @@ class IngestProgress:
             self.chunks_committed += done
         elif event == "reweight":  # after the last commit: BM25 weights brought up to date
             self.chunks_reweighted, self.reweight_total = done, total
+        elif event == "unchanged":  # files skipped unparsed before discovery ends
+            self.files_unchanged = done
 
     @property
     def parsing_done(self) -> bool:
@@ -137,6 +140,8 @@ class IngestProgress:
             f"{rate:.1f} chunks/s" if rate is not None else "- chunks/s",
             f"elapsed {_clock_text(self.clock() - self.started)}",
         ]
+        if self.files_unchanged:  # a re-run: "0/0 files parsed" alone read as "found nothing"
+            parts.append(f"{self.files_unchanged} files unchanged (not parsed again)")
         if eta is not None and not self.finished:
             parts.append(f"ETA {_clock_text(eta)}" + ("" if self.parsing_done else " (est.)"))
         if self.reweight_total:
@@ -191,7 +196,13 @@ def show_progress(
                         reweighted.append(bar.add_task("BM25 re-weighted", total=total))
                     bar.update(reweighted[0], completed=done, total=total)
                     return
-                bar.update(files, completed=state.files_parsed, total=state.files_total)
+                unchanged = state.files_unchanged
+                bar.update(
+                    files,
+                    completed=state.files_parsed,
+                    total=state.files_total,
+                    description="files parsed" + (f" ({unchanged} unchanged)" if unchanged else ""),
+                )
                 expected = state.chunks_expected
                 bar.update(
                     chunks,

@@ -14,12 +14,15 @@ from typing import Any
 from ragstrata.types import Document, IngestFailure, IngestWarning
 
 ProgressCallback = Callable[[str, int, int], None]
-"""``(event, done, total)``, in the order work happens: ``discover`` (files to parse),
+"""``(event, done, total)``, in the order work happens: ``unchanged`` (files skipped without
+parsing, their bytes and the index signature unchanged; only when there are any),
+``discover`` (files to parse),
 ``bytes`` (bytes parsed of total), ``parse`` (documents taken by the writer of total),
 ``chunk`` (chunks a document just added to the work, as done and total), ``embed`` (chunks of
 a commit whose vectors just became ready, embedded or reused, as done and the commit's
-total) and ``commit`` (chunks just committed, journal closed, as done and total). Consumers
-ignore events they do not know."""
+total), ``commit`` (chunks just committed, journal closed, as done and total) and, after the
+last commit, ``reweight`` (chunks whose BM25 weights were brought up to date, done of total).
+Consumers ignore events they do not know."""
 
 
 @dataclass(slots=True)

@@ -206,6 +206,8 @@ class HybridRetriever:
     ) -> SearchResult:
         if not query.replace("\x00", "").strip():  # NUL bytes alone are no query either
             raise RetrievalError("the query is empty; pass a question or keywords")
+        if not any(ch.isalnum() for ch in query):  # "...", "???!!!": no term, a vector of noise
+            raise RetrievalError("the query has no letters or digits; pass a question or keywords")
         if mode not in MODES:
             raise RetrievalError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
         filters = check_filters(filters)
