@@ -181,15 +181,17 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def judge(refused: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Refusal precision/recall/F1 on the absent rows (label 0) and the answerable share
-    refused."""
+    """Refusal recall and F1 on the absent rows (label 0), as ``ragstrata eval-answers`` counts
+    them (:func:`~ragstrata.eval.answers.refusal_scores`), the answerable share refused, and the
+    right decisions."""
+    from ragstrata.eval.answers import refusal_scores
+
     absent, present = refused[y == 0], refused[y == 1]
-    tp, fp = int(absent.sum()), int(present.sum())
-    precision, recall = tp / max(tp + fp, 1), tp / max(len(absent), 1)
+    scores = refusal_scores(present.tolist(), absent.tolist())
     return {
-        "absent_refused": round(recall, 4),
+        "absent_refused": scores["refusal_recall"],
         "answerable_refused": round(float(present.mean()) if len(present) else 0.0, 4),
-        "refusal_f1": round(2 * precision * recall / max(precision + recall, 1e-9), 4),
+        "refusal_f1": scores["refusal_f1"],
         "right": int((refused == (y == 0)).sum()),
     }
 
