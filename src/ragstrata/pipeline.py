@@ -21,7 +21,7 @@ from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.embed.cache import CachedEmbedder
 from ragstrata.errors import IndexNotFoundError, StoreError
-from ragstrata.generate.evidence import EvidenceRule, evidence_rule_for
+from ragstrata.generate.evidence import EvidenceRule, LearnedRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import Filters, VectorStore
@@ -453,13 +453,16 @@ class Ragstrata:
     ) -> Answerer:
         """The extractive answerer, or with ``generator`` the LLM answerer over it."""
         if generator is None:
+            rule = self._evidence_rule()
             return ExtractiveAnswerer(
                 self.read_embedder,
                 self.analyzer,
                 max_sentences=self.config.answer.max_sentences,
                 rank_weight=self.config.answer.rank_weight,
                 context_tokens=self.config.answer.context_tokens,
-                evidence_rule=self._evidence_rule(),
+                evidence_rule=rule,
+                # the evidence check's reader, when it has one, also picks the sentences
+                reader=rule.reader if isinstance(rule, LearnedRule) else None,
                 min_rerank=self.config.rerank.min_score,
                 display_source=display_source,
             )
@@ -537,7 +540,6 @@ class Ragstrata:
         evidence.evidence_rule_for` takes it, ``None``: unknown, as for a service whose
         collections come and go): a server's first question then does not wait for it
         (building it once takes about 15 s, loading it about 2 s and 0.6 GB)."""
-        from ragstrata.generate.evidence import LearnedRule
 
         llm = self.config.llm
         rule = evidence_rule_for(  # the decision ask takes, so warm-up cannot drift from it

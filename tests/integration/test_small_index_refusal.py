@@ -132,6 +132,26 @@ def test_the_size_picks_the_model_only_with_the_reader_off(
     assert meta_off["evidence"]["reader"] is None
 
 
+def test_the_evidence_checks_reader_also_picks_the_sentences(
+    engine: Ragstrata, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extractive answerer reads its best sentences with the evidence check's reader (one
+    model loaded, one decision: ``llm.reader``); with the reader off or the hand-made rule, it
+    has none."""
+    from dataclasses import replace
+
+    from ragstrata.generate.extractive import ExtractiveAnswerer
+
+    answerer = engine._answerer(str)
+    assert isinstance(answerer, ExtractiveAnswerer)
+    assert answerer.reader is not None and answerer.reader is engine._reader()
+    _reader_off(engine, monkeypatch)
+    assert getattr(engine._answerer(str), "reader", "missing") is None
+    hand = replace(engine.config, llm=replace(engine.config.llm, reader=True, min_evidence=1.1))
+    monkeypatch.setattr(engine, "config", hand)
+    assert getattr(engine._answerer(str), "reader", "missing") is None
+
+
 def test_warm_up_loads_the_reader_only_when_ask_may_use_it(
     engine: Ragstrata, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,12 +40,21 @@ ARTICLES = frozenset({"a", "an", "the", "el", "la", "los", "las", "un", "una", "
 """Articles removed by :func:`normalize_answer` (English and Spanish)."""
 
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
+_LINK_TARGET = re.compile(r"(\[[^\]\n]*\])(?:\([^)\n]*\)|\[[^\]\n]*\])")
+"""The target of a Markdown link or image (``[text](url)``, ``[text][ref]``): dropped, its text
+kept."""
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>\n]*)?/?>")
+"""An HTML tag (``<kbd>``, ``</abbr>``): dropped, the text between tags kept."""
 
 
 def normalize_answer(text: str) -> str:
     """``text`` lowercased, accents folded, punctuation removed, articles removed, white space
     collapsed to single spaces (SQuAD's ``normalize_answer`` plus accent folding and Spanish
-    articles). ``normalize_answer("¿El Año 1.500?") == "ano 1500"``."""
+    articles). ``normalize_answer("¿El Año 1.500?") == "ano 1500"``. Markup is read as a reader
+    sees it: a Markdown link's target and HTML tags are dropped first (``"[the docs](x.md)"``
+    -> ``"docs"``, ``"<kbd>Ctrl</kbd>"`` -> ``"ctrl"``), so a gold answer copied from a
+    Markdown source matches the same sentence shown as text."""
+    text = _HTML_TAG.sub(" ", _LINK_TARGET.sub(r"\1", text))
     decomposed = unicodedata.normalize("NFKD", text.lower())
     kept = [
         ch

@@ -49,6 +49,16 @@ def test_contains_answer_spanish() -> None:
     assert contains_answer("La Revolución Francesa", ["revolucion francesa"])
 
 
+def test_a_gold_copied_from_markdown_matches_the_sentence_shown_as_text() -> None:
+    """The extractive answerer shows a link's text and drops HTML tags; a gold answer copied
+    from the Markdown source (the written FastAPI questions) must match that sentence."""
+    gold = "check the [documentation in Starlette](https://starlette.dev/responses/#set-cookie)."
+    assert contains_answer("To see all options, check the documentation in Starlette. [1]", [gold])
+    assert contains_answer("Press Ctrl + Shift + E.", ["<kbd>Ctrl</kbd> + <kbd>Shift</kbd> + E"])
+    assert normalize_answer("![diagram](img/a.png) and [the docs][ref]") == "diagram and docs"
+    assert not contains_answer("check the documentation", [gold])
+
+
 def test_contains_answer_ignores_empty_golds() -> None:
     assert not contains_answer("the answer", ["the", ""])
     assert not contains_answer("anything", [])

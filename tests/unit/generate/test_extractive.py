@@ -748,3 +748,63 @@ def test_a_short_sentence_is_quoted_with_the_one_before_it(onnx_embedder: Any) -
     answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=1)
     quote = answerer.pick_quotes("What is the default value of allow_credentials?", ctx)
     assert "Defaults to `False`." in quote.text
+
+
+def test_the_reader_drops_the_sentences_that_do_not_answer(
+    onnx_embedder: Any, e5_reader: Any
+) -> None:
+    # SQuAD-es training-half question; without the reader all three sentences about the
+    # season clear the relative floor, the reader keeps the one naming the MVP
+    hits = [
+        source(
+            "Super Bowl 50",
+            "Los Panthers terminaron la temporada regular con un récord de 15-1, y el quarterback "
+            "Cam Newton fue nombrado el Jugador Más Valioso de la NFL (MVP). Los Broncos "
+            "terminaron la temporada regular con un récord de 12-4, y negaron a los New England "
+            "Patriots la oportunidad de defender su título del Super Bowl XLIX al derrotarlos "
+            "20-18 en el Juego de Campeonato de la AFC.",
+            1,
+            language="es",
+        ),
+        source(
+            "Carolina Panthers",
+            "A pesar de perder al running back DeAngelo Williams y perder al receptor Kelvin "
+            "Benjamin en la pretemporada, los Carolina Panthers tuvieron su mejor temporada "
+            "regular en la historia de la franquicia, convirtiéndose en el séptimo equipo en "
+            "ganar al menos 15 partidos.",
+            2,
+            language="es",
+        ),
+    ]
+    e5 = onnx_embedder("e5", "q4")
+    ctx = assemble(hits, counter=e5.counter, budget_tokens=1500)
+    question = "¿Quién fue el MVP de la temporada?"
+    without = ExtractiveAnswerer(e5, Analyzer()).pick_quotes(question, ctx).quotes
+    with_reader = ExtractiveAnswerer(e5, Analyzer(), reader=e5_reader).pick_quotes(question, ctx)
+    assert len(without) == 3
+    [quote] = with_reader.quotes
+    assert "Cam Newton" in quote.text
+
+
+def test_the_reader_reads_only_the_best_sentences(onnx_embedder: Any, e5_reader: Any) -> None:
+    class Counting:
+        name = e5_reader.name
+
+        def __init__(self) -> None:
+            self.passages: list[str] = []
+
+        def score(self, question: str, passages: Any) -> Any:
+            self.passages.extend(passages)
+            return e5_reader.score(question, passages)
+
+    text = " ".join(f"Sentence number {i} says that port {8000 + i} is used." for i in range(12))
+    e5 = onnx_embedder("e5", "q4")
+    ctx = assemble([source("ports", text, 1)], counter=e5.counter, budget_tokens=1500)
+    counting = Counting()
+    answer = ExtractiveAnswerer(e5, Analyzer(), reader=counting, reader_top=4).pick_quotes(
+        "Which port is used?", ctx
+    )
+    assert len(counting.passages) == 4
+    # each passage is the sentence under its section's headings, and only those are quoted
+    assert all(p.startswith("ports\n") for p in counting.passages)
+    assert {q.text for q in answer.quotes} <= {p.split("\n", 1)[1] for p in counting.passages}
