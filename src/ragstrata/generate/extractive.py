@@ -454,7 +454,8 @@ class ExtractiveAnswerer:
     ``display_source`` names the documents in the legend. With ``reader`` (the
     :class:`~ragstrata.generate.reader.Reader` of the evidence check, when it has one), the
     ``reader_top`` best sentences are read with the question and ``reader_weight × sigmoid(logit)``
-    is added to their scores before the floor applies; the other sentences are not quoted.
+    is added to their scores before the floor applies (each read as :func:`_reader_text`: under its
+    headings, with the block it announces); the other sentences are not quoted.
     """
 
     name = "extractive"
@@ -620,9 +621,7 @@ class ExtractiveAnswerer:
         order = [int(i) for i in np.argsort(-np.asarray(scores), kind="stable")]
         if self.reader is not None and self.reader_weight > 0.0:
             top = order[: self.reader_top]
-            # the sentence under its section's headings, as the reader was trained on chunks
-            texts = [f"{items[i][0].hit.chunk.heading}\n{items[i][2]}".strip() for i in top]
-            logits = self.reader.score(question, texts)
+            logits = self.reader.score(question, [_reader_text(items[i]) for i in top])
             for i, logit in zip(top, logits, strict=True):
                 scores[i] += self.reader_weight / (1.0 + float(np.exp(-logit)))
             order = sorted(top, key=lambda i: -scores[i])
@@ -768,6 +767,16 @@ def _question_text(question: str) -> str:
     such as an error message may well be inside its answer)."""
     text = " ".join(question.lower().lstrip("¿ ").split())
     return text if text.endswith("?") and len(text.split()) >= 4 else ""
+
+
+def _reader_text(item: tuple[Source, _Candidate, str]) -> str:
+    """What the reader reads of a candidate: the sentence under its section's headings (the
+    reader was trained on chunks, which carry them), followed by the code block or list it
+    announces (what the quote would show)."""
+    source, cand, shown = item
+    chunk = source.hit.chunk
+    block = _clean_block(chunk.text[cand.end : cand.block_end]) if cand.block_end > cand.end else ""
+    return "\n".join(part for part in (chunk.heading, shown, block) if part)
 
 
 def _reading_order(

@@ -808,3 +808,32 @@ def test_the_reader_reads_only_the_best_sentences(onnx_embedder: Any, e5_reader:
     # each passage is the sentence under its section's headings, and only those are quoted
     assert all(p.startswith("ports\n") for p in counting.passages)
     assert {q.text for q in answer.quotes} <= {p.split("\n", 1)[1] for p in counting.passages}
+
+
+def test_the_reader_reads_a_lead_in_with_the_block_it_announces(
+    onnx_embedder: Any, e5_reader: Any
+) -> None:
+    # a new user's "How do I declare a path parameter that contains a file path?": the lead-in
+    # alone does not show the syntax, so the reader must read the block the quote would show
+    read: list[str] = []
+
+    class Spy:
+        name = e5_reader.name
+
+        def score(self, question: str, passages: Any) -> Any:
+            read.extend(passages)
+            return e5_reader.score(question, passages)
+
+    text = (
+        "Using an option directly from Starlette you can declare a path parameter containing "
+        "a path using a URL like:\n\n```\n/files/{file_path:path}\n```\n\nIn this case, the name "
+        "of the parameter is `file_path`."
+    )
+    e5 = onnx_embedder("e5", "q4")
+    ctx = assemble([source("Path Parameters", text, 1)], counter=e5.counter, budget_tokens=1500)
+    ExtractiveAnswerer(e5, Analyzer(), reader=Spy()).pick_quotes(
+        "How do I declare a path parameter that contains a file path?", ctx
+    )
+    [lead_in] = [p for p in read if "using a URL like:" in p]
+    assert lead_in.startswith("Path Parameters\n")
+    assert "/files/{file_path:path}" in lead_in
