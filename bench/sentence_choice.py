@@ -33,29 +33,6 @@ from typing import Any
 import numpy as np
 
 
-class CachedEmbedder:
-    """The engine's embedder with each text embedded once (every weight re-picks the same
-    sentences; the vectors do not depend on the weight)."""
-
-    def __init__(self, embedder: Any) -> None:
-        self.inner = embedder
-        self.name = embedder.name
-        self.counter = embedder.counter
-        self._docs: dict[str, Any] = {}
-        self._queries: dict[str, Any] = {}
-
-    def embed_documents(self, texts: list[str]) -> Any:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._docs]
-        if missing:
-            self._docs.update(zip(missing, self.inner.embed_documents(missing), strict=True))
-        return np.stack([self._docs[t] for t in texts])
-
-    def embed_query(self, text: str) -> Any:
-        if text not in self._queries:
-            self._queries[text] = self.inner.embed_query(text)
-        return self._queries[text]
-
-
 class CachedReader:
     """The packaged reader with each (question, passage) pair scored once; ``pairs`` counts
     the pairs it scored and ``seconds`` the time it took."""
@@ -99,6 +76,7 @@ def load_cases(engine: Any, spec: str) -> list[Any]:
 def run_set(name: str, spec: str, weights: list[float]) -> dict[str, Any]:
     from ragstrata.assemble.context import assemble
     from ragstrata.config import RagConfig
+    from ragstrata.embed.cache import CachedEmbedder
     from ragstrata.eval.answer_metrics import contains_answer, max_token_f1
     from ragstrata.generate.citations import MARKER
     from ragstrata.generate.extractive import READER_SENTENCES, ExtractiveAnswerer
@@ -107,7 +85,8 @@ def run_set(name: str, spec: str, weights: list[float]) -> dict[str, Any]:
     index, _, questions = spec.partition(":")
     with Ragstrata(RagConfig.load().with_index(Path(index))) as engine:
         cases = load_cases(engine, questions)
-        embedder = CachedEmbedder(engine.read_embedder)
+        # every weight re-picks the same sentences: each is embedded once
+        embedder = CachedEmbedder(engine.read_embedder, passages=1_000_000, queries=100_000)
         reader = CachedReader(engine._reader())
         contexts = [
             assemble(
