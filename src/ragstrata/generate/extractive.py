@@ -134,11 +134,11 @@ statement, not its reason. Chosen on SQuAD-es's training half (0.03 / 0.06 / 0.1
 of 65 (exploratory script over ``ask``, not kept)."""
 READER_SENTENCE_WEIGHT = 0.2
 """Weight of the reader's probability that a sentence answers the question (``sigmoid`` of its
-logit for the sentence under its section's headings), added to the score of each of the
-:data:`READER_SENTENCES` best sentences when the answerer has a reader. Chosen on training
-questions (0.1 / 0.2 / 0.3 / 0.4 compared; docs/generation.md, "The reader picks the
-sentences"): more answers contain the gold sentence and they are shorter, since the relative
-floor then drops the sentences the reader says do not answer."""
+logit for :func:`_reader_text`: the sentence under its headings, with the block it announces),
+added to the score of each of the :data:`READER_SENTENCES` best sentences when the answerer
+has a reader. Chosen on training questions (0.1 / 0.2 / 0.3 / 0.4 compared; docs/generation.md,
+"The reader picks among the best sentences"): more answers contain the gold sentence and they
+are shorter, since the relative floor then drops the sentences the reader says do not answer."""
 READER_SENTENCES = 8
 """How many of the best-scored sentences the reader reads (8 and 16 gave the same answers on
 the training questions); the others are not quoted when a reader is set."""
