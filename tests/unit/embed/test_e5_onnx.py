@@ -220,3 +220,36 @@ def test_special_tokens_are_what_the_prefix_and_markers_add(e5_cache: Path) -> N
     for text in TEXTS[:3]:
         full = len(tok.encode("passage: " + text).ids)
         assert emb.counter.count(text) + emb.special_tokens == full
+
+
+def test_the_embedder_and_the_reader_share_one_tokenizer(e5_cache: Path, e5_reader: Any) -> None:
+    """One build per process (a one-shot `ask` built it twice); it is built with truncation
+    and padding off, so nobody changes it while another thread encodes."""
+    import threading
+
+    from ragstrata.embed.e5_onnx import shared_e5_tokenizer
+
+    shared = shared_e5_tokenizer()
+    emb = OnnxE5Embedder(cache_dir=e5_cache)
+    assert emb._load_tokenizer() is shared.tokenizer is e5_reader._load()[0]
+    assert emb.counter is shared.counter
+    assert shared.tokenizer.truncation is None and shared.tokenizer.padding is None
+    texts = [t * 40 for t in TEXTS]  # past 512 tokens: nothing may cut them
+    alone = [len(e.ids) for e in shared.tokenizer.encode_batch(texts)]
+    assert max(alone) > emb.max_seq_length
+    counted: list[list[int]] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        start.wait()
+        for _ in range(5):
+            counted.append(emb.counter.count_many(texts))
+            e5_reader.score("¿Qué es?", ["Un pasaje corto."])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(counted) == 20
+    assert all(c == [n - 2 for n in alone] for c in counted)  # <s> and </s> not counted
