@@ -12,11 +12,15 @@ from ragstrata.config import (
     ChunkerConfig,
     EmbedderConfig,
     IngestConfig,
+    LLMConfig,
     RagConfig,
+    RerankConfig,
     RetrievalConfig,
+    ServiceConfig,
     default_home,
     resolve_embedder_name,
 )
+from ragstrata.config.checks import MAX_RESULTS, MAX_THREADS
 from ragstrata.errors import ConfigError
 
 
@@ -349,3 +353,49 @@ def test_a_quoted_number_in_the_file_is_refused_and_a_bad_variable_is_named(
         RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_LLM_READER": "maybe"})
     ok = RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path), "RAGSTRATA_RETRIEVAL_TOP_K": "7"})
     assert ok.retrieval.top_k == 7
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: EmbedderConfig(threads=MAX_THREADS + 1), "embedder.threads"),
+        (lambda: RerankConfig(threads=100_000), "rerank.threads"),
+        (lambda: LLMConfig(threads=MAX_THREADS + 1), "llm.threads"),
+        (lambda: IngestConfig(workers=MAX_THREADS + 1), "ingest.workers"),
+        (lambda: ServiceConfig(ingest_workers=MAX_THREADS + 1), "service.ingest_workers"),
+        (lambda: RetrievalConfig(top_k=MAX_RESULTS + 1), "retrieval.top_k"),
+        (lambda: RetrievalConfig(candidates=MAX_RESULTS + 1), "retrieval.candidates"),
+        (lambda: RerankConfig(candidates=MAX_RESULTS + 1), "rerank.candidates"),
+        (lambda: RerankConfig(top_k=MAX_RESULTS + 1), "rerank.top_k"),
+    ],
+)
+def test_counts_that_would_take_the_machine_have_an_upper_bound(build, field: str) -> None:
+    """A new user's `RAGSTRATA_EMBEDDER_THREADS=100000` made 21,000 threads and 17 GB before
+    doing anything; these are refused when the config is built, with the bound."""
+    with pytest.raises(
+        ConfigError, match=rf"{field.replace('.', '[.]')}=\d+ must be in \[-?\d+, \d+\]"
+    ):
+        build()
+
+
+def test_the_upper_bounds_themselves_are_accepted() -> None:
+    EmbedderConfig(threads=MAX_THREADS)
+    IngestConfig(workers=MAX_THREADS)
+    RetrievalConfig(top_k=MAX_RESULTS, candidates=MAX_RESULTS)
+
+
+@pytest.mark.parametrize("where", ["toml", "env"])
+def test_an_integer_past_native_range_is_a_config_error(tmp_path: Path, where: str) -> None:
+    """`top_k = 99999999999999999999` passed and ended in an OverflowError in the store."""
+    huge = "99999999999999999999"
+    env = {"RAGSTRATA_HOME": str(tmp_path)}
+    if where == "env":
+        env["RAGSTRATA_RETRIEVAL_TOP_K"] = huge
+        load: dict[str, Path] = {}
+    else:
+        load = {"config_file": write_toml(tmp_path / "c.toml", f"[retrieval]\ntop_k = {huge}\n")}
+    with pytest.raises(ConfigError, match=r"retrieval\.top_k\)?=99999999999999999999 is too large"):
+        RagConfig.load(env=env, **load)
+    env["RAGSTRATA_RETRIEVAL_TOP_K"] = str(-(2**40))
+    with pytest.raises(ConfigError, match="is too large"):
+        RagConfig.load(env=env)

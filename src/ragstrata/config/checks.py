@@ -14,6 +14,24 @@ from ragstrata.errors import ConfigError
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+MAX_INT = 2**31 - 1
+"""Largest integer any setting takes (TOML and ``RAGSTRATA_*`` values): a larger one reached
+native code unchecked (``retrieval.top_k = 99999999999999999999`` ended in an OverflowError)."""
+MAX_THREADS = 256
+"""Most threads (or worker processes) a setting may ask for: each costs memory whether or not
+a core runs it (``embedder.threads = 100000`` made 21,000 threads and 17 GB of memory before
+doing anything); more than the machine's cores only slows the models down."""
+MAX_RESULTS = 10_000
+"""Most hits a ``top_k`` or ``candidates`` setting may ask for."""
+
+
+def check_count(name: str, value: int, low: int, high: int, *, what: str = "") -> None:
+    """``low <= value <= high`` for an integer setting, else ConfigError naming the setting,
+    the bounds and ``what`` the upper bound protects."""
+    if not low <= value <= high:
+        why = f" ({what})" if what else ""
+        raise ConfigError(f"{name}={value!r} must be in [{low}, {high}]{why}")
+
 
 def check_api_key_env(section: str, name: str, *, example: str) -> None:
     """``<section>.api_key_env`` must be empty or an environment variable name. The value is

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ragstrata.config.checks import check_api_key_env, read_api_key
+from ragstrata.config.checks import MAX_THREADS, check_api_key_env, check_count, read_api_key
 from ragstrata.errors import ConfigError
 
 EMBEDDERS = (
@@ -132,6 +132,13 @@ class EmbedderConfig:
             raise ConfigError(f"embedder.batch_size={self.batch_size} must be >= 1")
         if self.threads < 0:
             raise ConfigError(f"embedder.threads={self.threads} must be >= 0")
+        check_count(
+            "embedder.threads",
+            self.threads,
+            0,
+            MAX_THREADS,
+            what="threads cost memory; use at most a few per core",
+        )
         url = urlsplit(self.base_url)
         if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
             raise ConfigError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ragstrata.config.checks import check_range
+from ragstrata.config.checks import MAX_THREADS, check_count, check_range
 from ragstrata.errors import ConfigError
 
 FollowSymlinks = Literal["inside", "never", "all"]
@@ -65,6 +65,9 @@ class IngestConfig:
             raise ConfigError(f"ingest.max_file_bytes={self.max_file_bytes} must be >= 1")
         if self.workers < -1:
             raise ConfigError(f"ingest.workers={self.workers} must be -1 (auto), 0 or more")
+        check_count(
+            "ingest.workers", self.workers, -1, MAX_THREADS, what="each worker is a process"
+        )
         if self.parse_timeout_s <= 0:
             raise ConfigError(f"ingest.parse_timeout_s={self.parse_timeout_s} must be > 0")
         if self.follow_symlinks not in FOLLOW_SYMLINKS:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragstrata.config.answer import AnswerConfig, LLMConfig
+from ragstrata.config.checks import MAX_INT
 from ragstrata.config.embedder import EmbedderConfig
 from ragstrata.config.index import BM25Config, StoreConfig
 from ragstrata.config.ingest import ChunkerConfig, IngestConfig
@@ -141,6 +142,8 @@ def _check_type(name: str, type_name: str, value: Any) -> Any:
         return value
     if base == "int" and (isinstance(value, bool) or not isinstance(value, int)):
         raise ConfigError(f"{name}={value!r} must be an integer")
+    if base == "int":
+        _check_int(name, value)
     if base == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{name}={value!r} must be a number")
@@ -150,6 +153,13 @@ def _check_type(name: str, type_name: str, value: Any) -> Any:
     if base == "str" and not isinstance(value, str):
         raise ConfigError(f"{name}={value!r} must be a string")
     return value
+
+
+def _check_int(name: str, value: int) -> None:
+    """No setting takes an integer beyond :data:`~ragstrata.config.checks.MAX_INT` either way
+    (a larger ``top_k`` reached native code and ended in an OverflowError)."""
+    if abs(value) > MAX_INT:
+        raise ConfigError(f"{name}={value!r} is too large: at most {MAX_INT:,} either way")
 
 
 class _FromEnv(str):
@@ -174,7 +184,9 @@ def _coerce(name: str, type_name: str, value: Any) -> Any:
     value = str(value)
     try:
         if type_name.startswith("int"):
-            return None if value.lower() in ("", "none") and "None" in type_name else int(value)
+            if value.lower() in ("", "none") and "None" in type_name:
+                return None
+            number = int(value)
         if type_name.startswith("float"):
             return None if value.lower() in ("", "none") and "None" in type_name else float(value)
         if type_name == "bool":
@@ -188,4 +200,7 @@ def _coerce(name: str, type_name: str, value: Any) -> Any:
             type_name.split("|")[0].strip(), "another value"
         )
         raise ConfigError(f"{name}={value!r} is not a valid {type_name}; set {hint}") from exc
+    if type_name.startswith("int"):
+        _check_int(name, number)
+        return number
     return value

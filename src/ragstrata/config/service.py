@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragstrata.config.checks import MAX_THREADS, check_count
 from ragstrata.errors import ConfigError
 
 
@@ -65,6 +66,13 @@ class ServiceConfig:
             raise ConfigError(f"service.read_wait_s={self.read_wait_s} must be >= 0 seconds")
         if self.ingest_workers < 1:
             raise ConfigError(f"service.ingest_workers={self.ingest_workers} must be >= 1")
+        check_count(
+            "service.ingest_workers",
+            self.ingest_workers,
+            1,
+            MAX_THREADS,
+            what="threads cost memory; use at most a few per core",
+        )
         if self.ingest_batch_files < 1:
             raise ConfigError(
                 f"service.ingest_batch_files={self.ingest_batch_files} must be >= 1 file"
