@@ -42,6 +42,12 @@ logger = logging.getLogger(__name__)
 
 _EXIT_OVER_MEMORY = 86
 """Exit status of a worker that stopped itself for passing its memory limit."""
+_EXIT_OVER_TIME = 87
+"""Exit status of a worker that stopped itself for parsing one file past ``timeout_s``."""
+_BACKSTOP_GRACE_S = 30.0
+"""The parent gives up on a result ``timeout_s`` plus this long after it starts waiting: the
+worker times its own parse (:func:`_parse_in_worker`), so the parent's wait is the backstop for
+a parser stuck in native code, and must not count a rebuilt pool's start (a second or two)."""
 _MEMORY_POLL_S = 0.05
 _EXIT_STATUS_WAIT_S = 1.0
 """How long :func:`_terminate` waits for a joined worker's exit status to be recorded."""
@@ -114,13 +120,21 @@ def _limit_memory(max_memory_mb: int) -> None:
 def _init_worker(parent_pid: int, max_memory_mb: int | None) -> None:
     """Worker initializer: ignore Ctrl-C (the terminal sends SIGINT to the whole process group;
     the parent stops the workers itself, so no worker prints a KeyboardInterrupt traceback),
-    leave with the parent, keep under the memory limit."""
+    leave with the parent, keep under the memory limit; load the parsers now
+    (:func:`~ragstrata.ingest.loader.warm_up`), so that the first file's time limit counts its
+    parse, not the loading (about a second)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent(parent_pid)
     if max_memory_mb:
         _limit_memory(max_memory_mb)
+    from ragstrata.ingest.loader import warm_up
+
+    try:
+        warm_up()
+    except Exception:  # a missing parser dependency: each file's parse reports it
+        logger.debug("parser warm-up failed", exc_info=True)
 
 
 def load_one(path: Path, max_file_bytes: int) -> Document | IngestFailure:
@@ -149,16 +163,33 @@ def _parse_in_worker(
     path: Path,
     max_file_bytes: int,
     max_memory_mb: int | None,
+    timeout_s: float | None = None,
 ) -> Document | IngestFailure:
     """``loader(path, max_file_bytes)`` in a pool worker. A MemoryError (the address-space
     backstop) becomes the file's RS212 failure here, once the ``except`` block has let go of
     the parse's frames: sent back as an exception, it was pickled with a traceback that still
     held the memory the parse took, which can fail for want of memory and lose the reason (CI
-    once got RS200 for a file over the limit)."""
+    once got RS200 for a file over the limit).
+
+    With ``timeout_s``, the worker exits with :data:`_EXIT_OVER_TIME` once this parse has run
+    that long: the limit counts the parse itself, from its start. The parent's own wait on the
+    result could not: it starts when the consumer asks for the file, so a file parsed while the
+    consumer was embedding others was never timed (a new user's 1.47 s PDF went through
+    ``ingest.parse_timeout_s = 0.2``), and a stuck one got longer than the limit. A parser
+    stuck in native code that holds the GIL delays this timer; the parent's wait stays as the
+    backstop for it."""
+    timer = None
+    if timeout_s is not None:
+        timer = threading.Timer(timeout_s, os._exit, args=(_EXIT_OVER_TIME,))
+        timer.daemon = True
+        timer.start()
     try:
         return loader(path, max_file_bytes)
     except MemoryError:
         pass
+    finally:
+        if timer is not None:
+            timer.cancel()
     return _over_memory(path, max_memory_mb)
 
 
@@ -215,7 +246,7 @@ def load_many(
             path = source.popleft()
             try:
                 future = executor.submit(
-                    _parse_in_worker, loader, path, max_file_bytes, max_memory_mb
+                    _parse_in_worker, loader, path, max_file_bytes, max_memory_mb, timeout_s
                 )
             except BrokenProcessPool:
                 source.appendleft(path)
@@ -243,7 +274,7 @@ def load_many(
                     continue
                 path, future = pending.popleft()
                 try:
-                    yield future.result(timeout=timeout_s)
+                    yield future.result(timeout=timeout_s + _BACKSTOP_GRACE_S)
                     continue
                 except FutureTimeout:
                     crashed = False
@@ -263,17 +294,15 @@ def load_many(
                 others = [p for p, _ in pending]
                 pending.clear()
                 if not crashed:
-                    yield IngestFailure(
-                        path_text(path),
-                        ParserLimitError.code,
-                        f"parse took longer than {timeout_s:g} s (ingest.parse_timeout_s); skipped",
-                    )
+                    yield _over_time(path, timeout_s)
                     todo.extendleft(reversed(others))  # innocent: parse them again, in order
                 elif others:
                     # any of the files in flight may have killed the worker: retry one by one
                     suspects.extendleft(reversed([path, *others]))
                 elif _EXIT_OVER_MEMORY in exit_codes:
                     yield _over_memory(path, max_memory_mb)
+                elif _EXIT_OVER_TIME in exit_codes:
+                    yield _over_time(path, timeout_s)
                 else:
                     yield IngestFailure(path_text(path), "RS200", _crash_reason(exit_codes))
         finally:
@@ -308,6 +337,15 @@ class ParseResults(Iterator[Document | IngestFailure]):
             close()
         if self._stop is not None:
             self._stop()
+
+
+def _over_time(path: Path, timeout_s: float) -> IngestFailure:
+    """The RS212 failure of a file whose parse ran past ``timeout_s`` seconds."""
+    return IngestFailure(
+        path_text(path),
+        ParserLimitError.code,
+        f"parse took longer than {timeout_s:g} s (ingest.parse_timeout_s); skipped",
+    )
 
 
 def _over_memory(path: Path, max_memory_mb: int | None) -> IngestFailure:

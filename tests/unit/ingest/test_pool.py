@@ -46,6 +46,13 @@ def _memory_error_loader(path: Path, max_file_bytes: int) -> Document | IngestFa
     return load_one(path, max_file_bytes)
 
 
+def _slow_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
+    """Top-level (picklable): ``slow*`` files take 2 s to parse."""
+    if path.name.startswith("slow"):
+        time.sleep(2.0)
+    return load_one(path, max_file_bytes)
+
+
 def _pid_loader(path: Path, max_file_bytes: int) -> Document | IngestFailure:
     """Top-level (picklable): reports the id of the process that parsed ``path``."""
     return IngestFailure(str(path), "RS200", str(os.getpid()))
@@ -102,6 +109,25 @@ def test_a_stuck_file_is_skipped_after_the_timeout(tmp_path: Path) -> None:
     stuck = [r for r in results if isinstance(r, IngestFailure)]
     assert [Path(r.path).name for r in stuck] == ["hang.md"]
     assert "longer than 15 s" in stuck[0].reason and stuck[0].code == "RS212"
+
+
+@pytest.mark.parametrize("names", [["slow.md"], ["a.md", "slow.md", "b.md"]])
+def test_the_timeout_counts_the_parse_even_when_nobody_waits_for_it(
+    tmp_path: Path, names: list[str]
+) -> None:
+    """A new user's 1.47 s PDF went through `parse_timeout_s = 0.2`: it was parsed while the
+    caller embedded, and the parent's wait, which started later, found it done."""
+    files = _files(tmp_path, names)
+    results = load_many(
+        files, max_file_bytes=10_000, workers=2, window=4, timeout_s=0.5, loader=_slow_loader
+    )
+    time.sleep(3.0)  # the caller embeds: every parse, the slow one too, has had its time
+    got = list(results)
+    assert _names(got) == names
+    failed = [r for r in got if isinstance(r, IngestFailure)]
+    assert [Path(r.path).name for r in failed] == ["slow.md"]
+    assert failed[0].code == "RS212" and "longer than 0.5 s" in failed[0].reason
+    assert all(isinstance(r, Document) for r, n in zip(got, names, strict=True) if n != "slow.md")
 
 
 def test_a_single_file_is_parsed_in_a_worker(tmp_path: Path) -> None:
