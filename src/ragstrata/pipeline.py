@@ -273,6 +273,8 @@ class Ragstrata:
         else IndexNotFoundError before any lock file is created."""
         if not create:
             self.manifest()
+        else:
+            catalog.check_new_index_dir(self.index_dir)
         if self._index.snapshot is not None:  # close a read snapshot before opening the index
             self.close()
         self._index.hold_lock(wait_s=lock_wait_s, purpose="write")

@@ -70,3 +70,23 @@ def test_bad_files_are_reported_and_the_rest_is_ingested(tmp_path: Path) -> None
     assert report["added"] == expected_ok
     assert report["index"]["documents"] == expected_ok
     assert "skipped" in result.output and "binary.md" in result.output
+
+
+def test_an_index_is_not_written_into_a_folder_of_documents(tmp_path: Path) -> None:
+    """A new user pointed --index at the documents: manifest.json, shard/ and .lock were
+    written among them. Refused before anything is written; an empty folder is fine."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guía.md").write_text("# Guía\n\nTexto de la guía con bastantes palabras.\n")
+    (docs / "notes.txt").write_text("Some notes about the project for the index.\n")
+    before = sorted(p.name for p in docs.iterdir())
+    for target in (docs, docs):  # `ingest docs --index docs`, and again: still refused
+        result = CliRunner().invoke(app, ["ingest", str(docs), "--index", str(target)])
+        assert result.exit_code != 0
+        assert "RS500" in result.output and "holds documents (guía.md, notes.txt)" in result.output
+        assert sorted(p.name for p in docs.iterdir()) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--index", str(empty)])
+    assert result.exit_code == 0, result.output
+    assert (empty / "manifest.json").exists()

@@ -200,6 +200,38 @@ def atomic_write(path: Path, payload: str) -> None:
             os.close(fd)
 
 
+DOCUMENT_SUFFIXES = frozenset(
+    {".md", ".mdx", ".markdown", ".html", ".htm", ".xhtml", ".txt", ".rst", ".pdf"}
+)
+"""File kinds an index folder never holds at its top level: documents (the ingest formats)."""
+
+
+def check_new_index_dir(index_dir: Path) -> None:
+    """Refuse to create an index in a folder of documents. ``--index`` names where the index
+    is written; a new user pointed it at the folder to ingest, and ``manifest.json``, ``shard/``
+    and ``.lock`` were written among the documents. Raises StoreError (RS500), before anything
+    is written, when ``index_dir`` has no ``manifest.json`` and holds a document file (one of
+    :data:`DOCUMENT_SUFFIXES`) at its top level; an empty, missing or index-only folder passes.
+    """
+    if (index_dir / MANIFEST).exists() or not index_dir.is_dir():
+        return
+    try:
+        found = sorted(
+            entry.name
+            for entry in os.scandir(index_dir)
+            if Path(entry.name).suffix.lower() in DOCUMENT_SUFFIXES
+        )
+    except OSError:
+        return  # an unreadable folder fails with its own error when it is opened
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise StoreError(
+            f"{path_text(index_dir)} holds documents ({shown}) and no index: --index (or "
+            "RAGSTRATA_INDEX) names the folder the index is written to, not the documents; "
+            "choose an empty or new folder, e.g. --index ./.ragstrata/index"
+        )
+
+
 def read_manifest(index_dir: Path) -> Manifest:
     """Load ``manifest.json``; raises IndexNotFoundError when there is no index at ``index_dir``."""
     path = index_dir / MANIFEST
