@@ -7,13 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ragstrata.config.checks import (
-    MAX_THREADS,
-    check_api_key_env,
-    check_count,
-    check_range,
-    read_api_key,
-)
+from ragstrata.config.checks import check_api_key_env, check_range, check_threads, read_api_key
 from ragstrata.errors import ConfigError
 
 
@@ -144,17 +138,7 @@ class LLMConfig:
             )
         if self.n_ctx < 512:
             raise ConfigError(f"llm.n_ctx={self.n_ctx} must be >= 512 tokens")
-        if self.threads < 0:
-            raise ConfigError(
-                f"llm.threads={self.threads} must be >= 0 (0 = one per physical core)"
-            )
-        check_count(
-            "llm.threads",
-            self.threads,
-            0,
-            MAX_THREADS,
-            what="threads cost memory; use at most a few per core",
-        )
+        check_threads("llm.threads", self.threads, zero="one per physical core")
         check_range("llm.temperature", self.temperature, 0.0, 2.0)
         if self.max_tokens < 1:
             raise ConfigError(f"llm.max_tokens={self.max_tokens} must be >= 1")

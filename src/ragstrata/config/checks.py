@@ -33,6 +33,12 @@ def check_count(name: str, value: int, low: int, high: int, *, what: str = "") -
         raise ConfigError(f"{name}={value!r} must be in [{low}, {high}]{why}")
 
 
+def check_threads(name: str, value: int, *, low: int = 0, zero: str = "") -> None:
+    """A thread (or worker) count: ``low`` to :data:`MAX_THREADS`; ``zero`` says what 0 means."""
+    meaning = f"0 = {zero}; " if zero else ""
+    check_count(name, value, low, MAX_THREADS, what=f"{meaning}threads cost memory")
+
+
 def check_api_key_env(section: str, name: str, *, example: str) -> None:
     """``<section>.api_key_env`` must be empty or an environment variable name. The value is
     never echoed: it may be the key itself, pasted into the wrong setting."""

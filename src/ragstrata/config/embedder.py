@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ragstrata.config.checks import MAX_THREADS, check_api_key_env, check_count, read_api_key
+from ragstrata.config.checks import check_api_key_env, check_threads, read_api_key
 from ragstrata.errors import ConfigError
 
 EMBEDDERS = (
@@ -130,15 +130,7 @@ class EmbedderConfig:
             )
         if self.batch_size < 1:
             raise ConfigError(f"embedder.batch_size={self.batch_size} must be >= 1")
-        if self.threads < 0:
-            raise ConfigError(f"embedder.threads={self.threads} must be >= 0")
-        check_count(
-            "embedder.threads",
-            self.threads,
-            0,
-            MAX_THREADS,
-            what="threads cost memory; use at most a few per core",
-        )
+        check_threads("embedder.threads", self.threads, zero="the runtime's default")
         url = urlsplit(self.base_url)
         if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
             raise ConfigError(

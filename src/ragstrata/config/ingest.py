@@ -63,10 +63,12 @@ class IngestConfig:
     def __post_init__(self) -> None:
         if self.max_file_bytes < 1:
             raise ConfigError(f"ingest.max_file_bytes={self.max_file_bytes} must be >= 1")
-        if self.workers < -1:
-            raise ConfigError(f"ingest.workers={self.workers} must be -1 (auto), 0 or more")
         check_count(
-            "ingest.workers", self.workers, -1, MAX_THREADS, what="each worker is a process"
+            "ingest.workers",
+            self.workers,
+            -1,
+            MAX_THREADS,
+            what="-1 = auto, 0 = in this process; each worker is a process",
         )
         if self.parse_timeout_s <= 0:
             raise ConfigError(f"ingest.parse_timeout_s={self.parse_timeout_s} must be > 0")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragstrata.config.checks import MAX_RESULTS, MAX_THREADS, check_count, check_range
+from ragstrata.config.checks import MAX_RESULTS, check_count, check_range, check_threads
 from ragstrata.errors import ConfigError
 
 
@@ -45,10 +45,6 @@ class RetrievalConfig:
             raise ConfigError(
                 f"retrieval.max_chunks_per_doc={self.max_chunks_per_doc} must be >= 0 (0: no cap)"
             )
-        if self.top_k < 1:
-            raise ConfigError(f"retrieval.top_k={self.top_k} must be >= 1")
-        if self.candidates < 1:
-            raise ConfigError(f"retrieval.candidates={self.candidates} must be >= 1")
         check_count("retrieval.top_k", self.top_k, 1, MAX_RESULTS)
         check_count("retrieval.candidates", self.candidates, 1, MAX_RESULTS)
         if self.rrf_k < 1:
@@ -92,25 +88,13 @@ class RerankConfig:
     retrieval_weight: float | None = None
 
     def __post_init__(self) -> None:
-        if self.candidates < 1:
-            raise ConfigError(f"rerank.candidates={self.candidates} must be >= 1")
-        if self.top_k < 1:
-            raise ConfigError(f"rerank.top_k={self.top_k} must be >= 1")
         check_count("rerank.candidates", self.candidates, 1, MAX_RESULTS)
         check_count("rerank.top_k", self.top_k, 1, MAX_RESULTS)
         if self.batch_size < 1:
             raise ConfigError(f"rerank.batch_size={self.batch_size} must be >= 1")
         if self.max_length is not None and not 8 <= self.max_length <= 8192:
             raise ConfigError(f"rerank.max_length={self.max_length} must be in [8, 8192]")
-        if self.threads < 0:
-            raise ConfigError(f"rerank.threads={self.threads} must be >= 0")
-        check_count(
-            "rerank.threads",
-            self.threads,
-            0,
-            MAX_THREADS,
-            what="threads cost memory; use at most a few per core",
-        )
+        check_threads("rerank.threads", self.threads, zero="the runtime's default")
         if self.retrieval_weight is not None:
             check_range("rerank.retrieval_weight", self.retrieval_weight, 0.0, 1e6)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragstrata.config.checks import MAX_THREADS, check_count
+from ragstrata.config.checks import check_threads
 from ragstrata.errors import ConfigError
 
 
@@ -64,15 +64,7 @@ class ServiceConfig:
             raise ConfigError(f"service.rate_limit_burst={self.rate_limit_burst} must be >= 1")
         if self.read_wait_s < 0:
             raise ConfigError(f"service.read_wait_s={self.read_wait_s} must be >= 0 seconds")
-        if self.ingest_workers < 1:
-            raise ConfigError(f"service.ingest_workers={self.ingest_workers} must be >= 1")
-        check_count(
-            "service.ingest_workers",
-            self.ingest_workers,
-            1,
-            MAX_THREADS,
-            what="threads cost memory; use at most a few per core",
-        )
+        check_threads("service.ingest_workers", self.ingest_workers, low=1)
         if self.ingest_batch_files < 1:
             raise ConfigError(
                 f"service.ingest_batch_files={self.ingest_batch_files} must be >= 1 file"
