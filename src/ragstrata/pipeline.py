@@ -274,7 +274,9 @@ class Ragstrata:
         if not create:
             self.manifest()
         else:
-            catalog.check_new_index_dir(self.index_dir)
+            from ragstrata.ingest.loader import FORMATS
+
+            catalog.check_new_index_dir(self.index_dir, FORMATS.keys())
         if self._index.snapshot is not None:  # close a read snapshot before opening the index
             self.close()
         self._index.hold_lock(wait_s=lock_wait_s, purpose="write")

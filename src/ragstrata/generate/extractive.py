@@ -654,7 +654,7 @@ class ExtractiveAnswerer:
     def _quote(self, item: tuple[Source, _Candidate, str], score: float) -> Quote:
         source, cand, shown = item
         text = source.hit.chunk.text
-        block = _clean_block(text[cand.end : cand.block_end]) if cand.block_end > cand.end else ""
+        block = _announced(text, cand)
         line_start = text.rfind("\n", 0, cand.start) + 1
         item_number = _ORDERED_ITEM.match(text, line_start)
         marker = item_number.group(1) if item_number and item_number.end() == cand.start else ""
@@ -775,8 +775,13 @@ def _reader_text(item: tuple[Source, _Candidate, str]) -> str:
     announces (what the quote would show)."""
     source, cand, shown = item
     chunk = source.hit.chunk
-    block = _clean_block(chunk.text[cand.end : cand.block_end]) if cand.block_end > cand.end else ""
-    return "\n".join(part for part in (chunk.heading, shown, block) if part)
+    return "\n".join(part for part in (chunk.heading, shown, _announced(chunk.text, cand)) if part)
+
+
+def _announced(text: str, cand: _Candidate) -> str:
+    """The code block or list a lead-in candidate announces, as its quote shows it; ``""``
+    for a candidate that announces none."""
+    return _clean_block(text[cand.end : cand.block_end]) if cand.block_end > cand.end else ""
 
 
 def _reading_order(

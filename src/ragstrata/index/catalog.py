@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -200,18 +200,14 @@ def atomic_write(path: Path, payload: str) -> None:
             os.close(fd)
 
 
-DOCUMENT_SUFFIXES = frozenset(
-    {".md", ".mdx", ".markdown", ".html", ".htm", ".xhtml", ".txt", ".rst", ".pdf"}
-)
-"""File kinds an index folder never holds at its top level: documents (the ingest formats)."""
-
-
-def check_new_index_dir(index_dir: Path) -> None:
+def check_new_index_dir(index_dir: Path, document_suffixes: Collection[str]) -> None:
     """Refuse to create an index in a folder of documents. ``--index`` names where the index
     is written; a new user pointed it at the folder to ingest, and ``manifest.json``, ``shard/``
     and ``.lock`` were written among the documents. Raises StoreError (RS500), before anything
-    is written, when ``index_dir`` has no ``manifest.json`` and holds a document file (one of
-    :data:`DOCUMENT_SUFFIXES`) at its top level; an empty, missing or index-only folder passes.
+    is written, when ``index_dir`` has no ``manifest.json`` and holds a document file (a
+    lower-case suffix among ``document_suffixes``: the ingest formats,
+    :data:`ragstrata.ingest.loader.FORMATS`) at its top level, which an index folder never
+    does; an empty, missing or index-only folder passes.
     """
     if (index_dir / MANIFEST).exists() or not index_dir.is_dir():
         return
@@ -219,7 +215,7 @@ def check_new_index_dir(index_dir: Path) -> None:
         found = sorted(
             entry.name
             for entry in os.scandir(index_dir)
-            if Path(entry.name).suffix.lower() in DOCUMENT_SUFFIXES
+            if Path(entry.name).suffix.lower() in document_suffixes
         )
     except OSError:
         return  # an unreadable folder fails with its own error when it is opened

@@ -255,12 +255,11 @@ _UNBROKEN = re.compile(rf"\S{{{UNBROKEN_RUN_CHARS},}}")
 
 
 def warm_up() -> None:
-    """Load now what a process's first parse would load on the way (the Markdown, HTML and PDF
-    parsers' modules and py3langid's model: about a second together, measured 0.96 s for a
-    first 60-byte Markdown file and 0.001 s for the second), so that a parser worker's time
-    limit (``ingest.parse_timeout_s``) counts the parse of its first file, not the loading."""
-    from ragstrata.ingest import pdf  # noqa: F401
-
+    """Load now what a process's first parse would load on the way (the Markdown and HTML
+    parsers and py3langid's model: about a second together, measured 0.96 s for a first 60-byte
+    Markdown file and 0.001 s for the second), so that a parser worker's time limit
+    (``ingest.parse_timeout_s``) counts the parse of its first file, not the loading. The PDF
+    parser is left to its first PDF: importing it and pypdfium2 takes about 0.1 s."""
     for fmt, text in (
         ("markdown", "# Prueba\n\nUna frase de prueba para cargar los analizadores.\n"),
         ("html", "<h1>Test</h1><p>A sentence of test text that loads the parsers.</p>"),

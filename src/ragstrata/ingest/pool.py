@@ -163,7 +163,7 @@ def _parse_in_worker(
     path: Path,
     max_file_bytes: int,
     max_memory_mb: int | None,
-    timeout_s: float | None = None,
+    timeout_s: float,
 ) -> Document | IngestFailure:
     """``loader(path, max_file_bytes)`` in a pool worker. A MemoryError (the address-space
     backstop) becomes the file's RS212 failure here, once the ``except`` block has let go of
@@ -171,25 +171,22 @@ def _parse_in_worker(
     held the memory the parse took, which can fail for want of memory and lose the reason (CI
     once got RS200 for a file over the limit).
 
-    With ``timeout_s``, the worker exits with :data:`_EXIT_OVER_TIME` once this parse has run
-    that long: the limit counts the parse itself, from its start. The parent's own wait on the
+    The worker exits with :data:`_EXIT_OVER_TIME` once this parse has run ``timeout_s``
+    seconds: the limit counts the parse itself, from its start. The parent's own wait on the
     result could not: it starts when the consumer asks for the file, so a file parsed while the
     consumer was embedding others was never timed (a new user's 1.47 s PDF went through
     ``ingest.parse_timeout_s = 0.2``), and a stuck one got longer than the limit. A parser
     stuck in native code that holds the GIL delays this timer; the parent's wait stays as the
     backstop for it."""
-    timer = None
-    if timeout_s is not None:
-        timer = threading.Timer(timeout_s, os._exit, args=(_EXIT_OVER_TIME,))
-        timer.daemon = True
-        timer.start()
+    timer = threading.Timer(timeout_s, os._exit, args=(_EXIT_OVER_TIME,))
+    timer.daemon = True
+    timer.start()
     try:
         return loader(path, max_file_bytes)
     except MemoryError:
         pass
     finally:
-        if timer is not None:
-            timer.cancel()
+        timer.cancel()
     return _over_memory(path, max_memory_mb)
 
 
