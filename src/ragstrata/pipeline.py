@@ -28,7 +28,7 @@ from ragstrata.index.base import Filters, VectorStore
 from ragstrata.index.catalog import Manifest
 from ragstrata.index.edge import EdgeStore
 from ragstrata.index.reader import IndexReader
-from ragstrata.index.report import IngestReport, ProgressCallback, count_new
+from ragstrata.index.report import IngestReport, ProgressCallback, count_changes
 from ragstrata.index.writer import IndexWriter, index_signature, new_manifest
 from ragstrata.indexing import parse_paths
 from ragstrata.paths import display_path
@@ -222,24 +222,32 @@ class Ragstrata:
 
         ``prune(source)`` selects indexed documents to remove (their chunks go in one commit);
         ``count_gone(source)`` only counts them (``IngestReport.stale``).
-        ``dry_run`` counts what would be added, updated and pruned without writing anything.
-        ``lock_wait_s``: how long to wait for another process's hold on the index (a search in
-        progress) before raising IndexLockedError; 0 fails at once.
+        ``dry_run`` counts what would be added, updated and pruned from the manifest alone
+        (:func:`~ragstrata.index.report.count_changes`): it writes nothing, takes no lock and
+        so never waits for another ingest. ``lock_wait_s``: how long to wait for another
+        process's hold on the index (a search in progress) before raising IndexLockedError; 0
+        fails at once.
         """
         started = time.perf_counter()
-        if dry_run and not (self.index_dir / catalog.MANIFEST).exists():
-            # no index yet: everything would be added, and a dry run writes nothing
-            report = count_new(documents)
+        if dry_run:  # the manifest alone (written atomically): no lock, nothing written
+            manifest = None
+            if (self.index_dir / catalog.MANIFEST).exists():
+                manifest = self.manifest()
+                self._check_fits(manifest, writing=True)
+            report = count_changes(
+                documents,
+                manifest,
+                self._index_signature(),
+                total=total,
+                progress=progress,
+                prune=prune,
+                count_gone=count_gone,
+            )
         else:
             writer = self._writer(lock_wait_s=lock_wait_s, create=True)
             try:
                 report = writer.add(
-                    documents,
-                    total=total,
-                    progress=progress,
-                    prune=prune,
-                    count_gone=count_gone,
-                    dry_run=dry_run,
+                    documents, total=total, progress=progress, prune=prune, count_gone=count_gone
                 )
             finally:
                 if writer.publisher is not None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from ragstrata.cli import app
 from ragstrata.config import AnswerConfig, LLMConfig, RagConfig
 from ragstrata.embed.local import MiniLMEmbedder
-from ragstrata.errors import EmbedderMismatchError, IndexNotFoundError
+from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFoundError
 from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE
 from ragstrata.generate.prompt import REFUSALS, Language
 from ragstrata.index import catalog
@@ -319,7 +319,14 @@ def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     (corpus / "guide.md").write_text("# Operations guide\n\nRewritten.\n", encoding="utf-8")
     kept = engine.ingest([corpus], dry_run=True)  # without --prune: counted, not removed
     assert (kept.pruned, kept.stale) == (0, 1)
-    dry = engine.ingest([corpus], prune=True, dry_run=True)
+    engine.close()
+    held = catalog.IndexLock.acquire(engine.index_dir)  # another ingest is writing
+    try:
+        with pytest.raises(IndexLockedError):
+            engine.ingest([corpus], prune=True)
+        dry = engine.ingest([corpus], prune=True, dry_run=True)  # reads the manifest alone
+    finally:
+        held.release()
     assert (dry.added, dry.updated, dry.unchanged, dry.pruned, dry.chunks) == (1, 1, 1, 1, 0)
     assert [Path(s).name for s in dry.pruned_sources] == ["guia.md"]  # what it would remove
     assert engine.stats()["chunks"] == chunks_before  # nothing written

@@ -171,7 +171,9 @@ def assemble(
     """Build the context from ranked ``hits``.
 
     A hit whose chunk shares more than ``max_overlap`` of its characters with a better-ranked
-    source of the same document is dropped (chunk overlap, parent/child duplicates). With
+    source of the same document is dropped (chunk overlap, parent/child duplicates), and so is
+    one whose passage is the text of a better-ranked source, white space aside, whatever its
+    document (a file saved twice, a backup folder: one source, cited once). With
     ``parents`` and ``parent_tokens > 0``, a hit is replaced by its whole parent section
     (:func:`merge_section` of ``parents(chunk)``) when that section is longer than the chunk
     and costs at most ``parent_tokens`` tokens; hits inside an expanded section are then
@@ -185,6 +187,7 @@ def assemble(
     presentation order. Legend lines read ``[n] = source > heading path``.
     """
     chosen: list[tuple[Hit, str, str, tuple[str, int, int], bool, int]] = []
+    copies: set[str] = set()  # the chosen passages, white space collapsed
     used = 0
     for hit in hits:
         chunk = hit.chunk
@@ -203,6 +206,9 @@ def assemble(
                     if any(_overlap(span, s[3]) > max_overlap for s in chosen):
                         passage, expanded = chunk.rendered, False
                         span = (chunk.doc_id, chunk.start, chunk.end)
+        copy = " ".join(passage.split())
+        if copy in copies:
+            continue  # the same text in another file (a copy, a backup) says nothing new
         text = f"{heading}\n{passage}" if heading else passage
         item = (hit, text, passage, span, expanded, 0)
         alone, legend_alone = _label_sources([item], "rank", display_source)
@@ -210,6 +216,7 @@ def assemble(
         if chosen and used + tokens > budget_tokens:
             continue
         chosen.append((hit, text, passage, span, expanded, tokens))
+        copies.add(copy)
         used += tokens
     while True:
         sources, legend = _label_sources(chosen, order, display_source)

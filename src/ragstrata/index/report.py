@@ -2,16 +2,19 @@
 
 :class:`IngestReport` is the outcome the writer (:mod:`ragstrata.index.writer`) fills and the
 CLI, the service and the watcher print; :data:`ProgressCallback` the events they show as it
-runs; :func:`count_new` the dry-run report against no index.
+runs; :func:`count_changes` the dry-run report, read from the manifest alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragstrata.types import Document, IngestFailure, IngestWarning
+
+if TYPE_CHECKING:
+    from ragstrata.index.catalog import Manifest
 
 ProgressCallback = Callable[[str, int, int], None]
 """``(event, done, total)``, in the order work happens: ``unchanged`` (files skipped without
@@ -107,13 +110,44 @@ def _failure_json(failure: IngestFailure) -> dict[str, Any]:
     }
 
 
-def count_new(documents: Iterable[Document | IngestFailure]) -> IngestReport:
-    """The dry-run report of ``documents`` against no index: each one would be added."""
+def count_changes(
+    documents: Iterable[Document | IngestFailure],
+    manifest: Manifest | None,
+    signature: str,
+    *,
+    total: int | None = None,
+    progress: ProgressCallback | None = None,
+    prune: Callable[[str], bool] | None = None,
+    count_gone: Callable[[str], bool] | None = None,
+) -> IngestReport:
+    """The dry-run report of ``documents`` against ``manifest`` (``None``: no index yet):
+    what :meth:`~ragstrata.index.writer.IndexWriter.add` would add, update, re-index (a
+    document whose entry carries another ``signature``), leave unchanged and, with ``prune``,
+    remove, by the writer's rules; ``count_gone`` counts the indexed documents whose file is
+    gone (``stale``). Reads only ``manifest``, so a dry run needs no index lock and waits for
+    no ingest; a document is not chunked, so ``chunks`` stays 0. Emits ``parse`` progress."""
     report = IngestReport()
-    for item in documents:
+    indexed = manifest.documents if manifest is not None else {}
+    for done, item in enumerate(documents, start=1):
         if isinstance(item, IngestFailure):
             report.failures.append(item)
         else:
-            report.added += 1
             report.warnings.extend(item.warnings)
+            entry = indexed.get(item.doc_id)
+            if entry is None or not entry.complete:  # absent, or only partly committed
+                report.added += 1
+            elif entry.content_hash != item.content_hash:
+                report.updated += 1
+            elif entry.signature != signature:
+                report.reindexed += 1
+            else:
+                report.unchanged += 1
+        if progress:
+            progress("parse", done, total or done)
+    if prune is not None:
+        report.pruned_sources = sorted(e.source for e in indexed.values() if prune(e.source))
+        report.pruned = len(report.pruned_sources)
+    if count_gone is not None:
+        report.stale_sources = sorted(e.source for e in indexed.values() if count_gone(e.source))
+        report.stale = len(report.stale_sources)
     return report

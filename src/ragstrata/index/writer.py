@@ -279,7 +279,6 @@ class IndexWriter:
         progress: ProgressCallback | None = None,
         prune: Callable[[str], bool] | None = None,
         count_gone: Callable[[str], bool] | None = None,
-        dry_run: bool = False,
     ) -> IngestReport:
         """Chunk, embed and commit ``documents`` (failures are passed through to the report);
         see :meth:`ragstrata.pipeline.Ragstrata.add_documents`.
@@ -295,8 +294,9 @@ class IndexWriter:
         first, so with the files in ascending size (:func:`~ragstrata.indexing.smallest_first`)
         a folder's small documents are searchable before a big one's first slice is embedded.
         ``prune(source)`` selects indexed documents to remove in one more commit;
-        ``count_gone(source)`` only counts them (``report.stale``, from the manifest in hand);
-        ``dry_run`` only counts. The store is optimized when anything changed.
+        ``count_gone(source)`` only counts them (``report.stale``, from the manifest in hand).
+        The store is optimized when anything changed (a dry run does not come here:
+        :func:`~ragstrata.index.report.count_changes`).
 
         A failure that carries a ``doc_id`` and ``retry_key`` is recorded in the manifest
         (:class:`~ragstrata.index.catalog.FailureEntry`), a document that is taken drops its
@@ -305,13 +305,12 @@ class IndexWriter:
         """
         report = IngestReport()
         manifest = self.manifest
-        if not dry_run and not (self.index_dir / catalog.MANIFEST).exists():
+        if not (self.index_dir / catalog.MANIFEST).exists():
             catalog.write_manifest(self.index_dir, manifest)
         self.recover()
-        if not dry_run:
-            self._adopt_configuration()
-            if self.publisher is not None:
-                self.publisher.publish_early(manifest)
+        self._adopt_configuration()
+        if self.publisher is not None:
+            self.publisher.publish_early(manifest)
         signature = self.signature
         pending: list[Slice] = []
         pending_chunks = 0
@@ -327,12 +326,12 @@ class IndexWriter:
         for done, item in enumerate(documents, start=1):
             if isinstance(item, IngestFailure):
                 report.failures.append(item)
-                if not dry_run and item.doc_id and item.retry_key and not item.unchanged:
+                if item.doc_id and item.retry_key and not item.unchanged:
                     manifest.failures[item.doc_id] = _failure_entry(item, signature)
                     failures_changed = True
             else:
                 report.warnings.extend(item.warnings)
-                if not dry_run and manifest.failures.pop(item.doc_id, None) is not None:
+                if manifest.failures.pop(item.doc_id, None) is not None:
                     failures_changed = True
                 entry = manifest.documents.get(item.doc_id)
                 same_text = entry is not None and entry.content_hash == item.content_hash
@@ -340,8 +339,8 @@ class IndexWriter:
                 if not new and same_text and entry is not None and entry.signature == signature:
                     report.unchanged += 1
                 else:
-                    chunks = [] if dry_run else self._chunk_or_fail(item, report)
-                    if dry_run or chunks:
+                    chunks = self._chunk_or_fail(item, report)
+                    if chunks:
                         report.added += new
                         report.updated += not new and not same_text
                         report.reindexed += not new and same_text
@@ -371,21 +370,20 @@ class IndexWriter:
             report.pruned = len(stale)
             report.pruned_sources = sorted(manifest.documents[d].source for d in stale)
             gone = [d for d, f in manifest.failures.items() if prune(_failure_source(f))]
-            if gone and not dry_run:
+            if gone:
                 for doc_id in gone:
                     del manifest.failures[doc_id]
                 failures_changed = True
-            if stale and not dry_run:
+            if stale:
                 self.delete(stale)  # writes the manifest, failure records included
                 failures_changed = False
         if count_gone is not None:
             gone_files = [e.source for e in manifest.documents.values() if count_gone(e.source)]
             report.stale, report.stale_sources = len(gone_files), sorted(gone_files)
-        if not dry_run:
-            report.reweighted = self.reweight(progress=progress)
+        report.reweighted = self.reweight(progress=progress)
         if failures_changed:  # no commit carried the failure records: persist them alone
             catalog.write_manifest(self.index_dir, manifest)
-        if not dry_run and (report.chunks or report.updated or report.pruned or report.reweighted):
+        if report.chunks or report.updated or report.pruned or report.reweighted:
             self.optimize()
         self.store.flush()
         return report

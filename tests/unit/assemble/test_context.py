@@ -25,7 +25,7 @@ def counter() -> HFTokenCounter:
 def hit(
     doc: str, start: int, end: int, rank: int, text: str = "", path: tuple[str, ...] = ()
 ) -> Hit:
-    body = text or ("word " * ((end - start) // 5)).strip()
+    body = text or f"{doc} {start} " + ("word " * ((end - start) // 5 - 2)).strip()
     chunk = Chunk(
         chunk_id=f"{doc}-{start}-{end}",
         doc_id=doc,
@@ -50,6 +50,19 @@ def test_overlapping_chunks_of_one_document_are_deduplicated(counter: HFTokenCou
     kept = [s.hit.chunk.chunk_id for s in ctx.sources]
     assert kept == ["a-0-100", "a-90-190", "b-0-100"]  # 60 % overlap dropped, 10 % kept
     assert [s.label for s in ctx.sources] == [1, 2, 3]
+
+
+def test_copies_of_a_passage_in_other_files_are_one_source(counter: HFTokenCounter) -> None:
+    text = "Los empleados tienen 25 días de vacaciones al año."
+    hits = [
+        hit("a", 0, 50, 1, text),
+        hit("backup", 0, 50, 2, "  Los empleados tienen 25 días\nde vacaciones al año. "),
+        hit("b", 0, 50, 3, "Las vacaciones se piden con 15 días de antelación."),
+        hit("c", 0, 50, 4, text),
+    ]
+    ctx = assemble(hits, counter=counter, budget_tokens=10_000)
+    assert [s.hit.chunk.doc_id for s in ctx.sources] == ["a", "b"]
+    assert len(ctx.legend) == 2  # the copies are cited nowhere
 
 
 def test_token_budget_keeps_best_first_and_never_empties(counter: HFTokenCounter) -> None:

@@ -50,7 +50,8 @@ def hit(c: Chunk, rank: int) -> Hit:
 def test_edge_order_puts_the_best_at_both_ends() -> None:
     assert edge_order(5) == [0, 2, 4, 3, 1]
     assert edge_order(2) == [0, 1] and edge_order(0) == []
-    hits = [hit(chunk(0, 17, doc=d), i + 1) for i, d in enumerate("abcd")]
+    starts = {"a": 0, "b": 18, "c": 36, "d": 54}  # four distinct texts
+    hits = [hit(chunk(s, s + 17, doc=d), i + 1) for i, (d, s) in enumerate(starts.items())]
     ctx = assemble(hits, counter=WORDS, budget_tokens=1000, order="edges")
     assert [s.hit.chunk.doc_id for s in ctx.sources] == ["a", "c", "d", "b"]
     assert [s.label for s in ctx.sources] == [1, 2, 3, 4]
