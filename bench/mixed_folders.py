@@ -20,7 +20,13 @@ learned check of their own"):
    passages in another language than the question's (``bm25_stand_in=False``), the
    cross-lingual weights (0.9 / 0.1) for every query, and 0.7 / 0.3.
 
-    PYTHONPATH=src python bench/mixed_folders.py --work DIR
+3. **Extractive answers** (``--answers``, instead of 1 and 2): on the same 6 indexes, the
+   written questions (``eval/questions/fastapi-written-{train,test}.*.jsonl``) whose gold page
+   is in an index, in its language or the other, asked with the default ``ask``; per direction
+   the answers refused, holding a gold answer, citing the gold page, and the gold page's rank
+   in the hits. Writes bench/results/mixed_folders_answers.json.
+
+    PYTHONPATH=src python bench/mixed_folders.py --work DIR [--answers]
 
 Indexes are built under ``DIR`` (reused when present). Writes bench/results/mixed_folders.json.
 """
@@ -36,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from ragstrata.config import RagConfig
+from ragstrata.eval.answer_metrics import contains_answer, max_token_f1
 from ragstrata.eval.parallel_docs import load_parallel_docs
 from ragstrata.eval.runner import dataset_documents
+from ragstrata.generate.citations import MARKER
 from ragstrata.generate.evidence import LearnedRule
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import HybridRetriever
@@ -261,11 +269,65 @@ def retrieval_run(indexes: list[tuple[Path, set[str], set[str]]]) -> dict[str, A
     }
 
 
+def answers_run(indexes: list[tuple[Path, set[str], set[str]]], half: str) -> dict[str, Any]:
+    """Per direction of the written questions of ``half`` whose gold page is in an index:
+    questions, refused, answer holds a gold answer, cites the gold page, gold page in the
+    first 5 hits, mean token F1."""
+    stats: dict[str, list[float]] = {}
+    for index, a, b in indexes:
+        with Ragstrata(RagConfig.load(env={}).with_index(index)) as engine:
+            for direction in ("es-en", "en-es", "es-es", "en-en"):
+                path = Path(f"eval/questions/fastapi-written-{half}.{direction}.jsonl")
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    q = json.loads(line)
+                    lang, page = q["expected"][0].split("/", 1)
+                    if page not in (a if lang == "en" else b):
+                        continue
+                    gold = f"{lang}/{page}"
+                    answer = engine.ask(q["query"])
+                    text = MARKER.sub(" ", answer.text)
+                    s = stats.setdefault(direction, [0, 0, 0, 0, 0, 0.0])
+                    s[0] += 1
+                    s[1] += answer.refusal
+                    if not answer.refusal:
+                        s[2] += contains_answer(text, q["answers"])
+                        s[3] += any(c.doc_id == gold for c in answer.citations)
+                        s[5] += max_token_f1(text, q["answers"])
+                    s[4] += any(h.chunk.doc_id == gold for h in answer.hits[:5])
+    return {
+        d: {
+            "questions": int(s[0]),
+            "refused": int(s[1]),
+            "contains_gold": int(s[2]),
+            "cites_gold_page": int(s[3]),
+            "gold_page_in_top5": int(s[4]),
+            "token_f1": round(s[5] / s[0], 4),
+        }
+        for d, s in sorted(stats.items())
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--out", type=Path, default=Path("bench/results/mixed_folders.json"))
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--answers", action="store_true", help="only the extractive answers (3.)")
     args = ap.parse_args()
+    if args.answers:
+        indexes = mixed_indexes(args.work)
+        answers = {half: answers_run(indexes, half) for half in ("train", "test")}
+        print(
+            "| half | direction | questions | refused | holds a gold answer | cites the gold "
+            "page | gold page in top 5 | token F1 |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for half, by in answers.items():
+            for d, c in by.items():
+                print(f"| {half} | {d} | " + " | ".join(str(v) for v in c.values()) + " |")
+        out = args.out or Path("bench/results/mixed_folders_answers.json")
+        out.write_text(json.dumps(answers, indent=1) + "\n", encoding="utf-8")
+        return
+    args.out = args.out or Path("bench/results/mixed_folders.json")
     folder = folder_run(args.work)
     print("| question | answer file | " + " | ".join(HOWS) + " |")
     print("|---|---|" + "---|" * len(HOWS))
