@@ -273,7 +273,8 @@ class EvidenceCheck:
     """The refusal decision :func:`~ragstrata.generate.evidence.check_evidence` made: what it
     measured (``evidence``), the threshold its ``score`` is compared with (``min_evidence``: a
     probability for the learned check, see :class:`Evidence`) and ``refused_by``: ``None``
-    (answer), ``"evidence"`` (no hit, or ``evidence.score`` under ``min_evidence``) or
+    (answer), ``"evidence"`` (no hit, ``evidence.score`` under ``min_evidence``, or a question
+    that asks nothing: :func:`~ragstrata.generate.evidence.asks_nothing`, whatever the score) or
     ``"rerank"`` (the best cross-encoder logit is under ``min_rerank``)."""
 
     evidence: Evidence

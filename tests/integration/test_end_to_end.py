@@ -17,6 +17,7 @@ from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFo
 from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE
 from ragstrata.generate.prompt import REFUSALS, Language
 from ragstrata.index import catalog
+from ragstrata.index.writer import KEPT_NOTE
 from ragstrata.pipeline import Ragstrata
 from ragstrata.render import diagnostics_json
 from ragstrata.types import Answer
@@ -309,6 +310,20 @@ def test_reader_rolls_back_a_crashed_commit(engine: Ragstrata, corpus: Path) -> 
     assert catalog.read_journal(engine.index_dir) is None
     assert guide not in reader.manifest().documents
     reader.close()
+
+
+def test_an_emptied_file_says_its_indexed_version_stays(engine: Ragstrata, corpus: Path) -> None:
+    engine.ingest([corpus])
+    (corpus / "guide.md").write_text("", encoding="utf-8")  # a new user emptied a watched file
+    report = engine.ingest([corpus])
+    emptied = next(f for f in report.failures if f.path.endswith("guide.md"))
+    assert emptied.code == "RS203" and emptied.reason.endswith("; " + KEPT_NOTE), emptied
+    new = next(f for f in report.failures if f.path.endswith("empty.txt"))  # never indexed
+    assert KEPT_NOTE not in new.reason
+    assert engine.search("ERR_CONN_RESET").hits[0].chunk.source.endswith("guide.md")
+    again = engine.ingest([corpus])  # unchanged since: reported from the record, note once
+    emptied = next(f for f in again.failures if f.path.endswith("guide.md"))
+    assert emptied.unchanged and emptied.reason.count(KEPT_NOTE) == 1
 
 
 def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:

@@ -210,6 +210,12 @@ def recover(index_dir: Path, store: VectorStore, manifest: Manifest) -> None:
     forget(index_dir, store, manifest, doc_ids)
 
 
+KEPT_NOTE = "the version indexed before stays searchable"
+"""Added to the reason of a failure whose file has an indexed version (its chunks stay: a bad
+new version loses nothing, as a service upload's does; delete the file, or fix it, to change
+what is searched)."""
+
+
 def _failure_entry(failure: IngestFailure, signature: str) -> FailureEntry:
     """The manifest record of ``failure`` (see :class:`~ragstrata.index.catalog.FailureEntry`)."""
     return FailureEntry(
@@ -325,6 +331,10 @@ class IndexWriter:
 
         for done, item in enumerate(documents, start=1):
             if isinstance(item, IngestFailure):
+                if item.doc_id in manifest.documents and not item.unchanged:
+                    # a bad new version (emptied, corrupt) loses nothing: the old one stays, and
+                    # the report says so (a new user thought an emptied file was gone)
+                    item = replace(item, reason=f"{item.reason}; {KEPT_NOTE}")
                 report.failures.append(item)
                 if item.doc_id and item.retry_key and not item.unchanged:
                     manifest.failures[item.doc_id] = _failure_entry(item, signature)

@@ -78,6 +78,12 @@ def install_error_handlers(app: FastAPI) -> None:
             error: RagError = NotFoundError(f"no route {request.url.path[:200]!r}")
         elif exc.status_code == 405:
             error = MethodNotAllowedError(f"{request.method} is not allowed on this route")
+        elif isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's "error parsing the body"
+            at = exc.__cause__.start
+            error = MalformedBodyError(
+                f"the body is not JSON: it is not UTF-8 text (byte "
+                f"0x{exc.__cause__.object[at]:02x} at byte {at}); send UTF-8 JSON"
+            )
         elif exc.status_code < 500:
             error = InvalidRequestError(str(exc.detail))
         else:

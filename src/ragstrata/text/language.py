@@ -180,6 +180,13 @@ def hint_language(text: str) -> Language | None:
     return "es" if es > en else "en"
 
 
+def has_function_word(text: str) -> bool:
+    """Whether ``text`` holds a Spanish or English function word or question word of
+    :func:`hint_language`'s lists ("qué", "de", "what", "the", ...): a sign that it is written
+    in a language, as a gibberish string ("ñññ ñññ", "xxxx yyyy") is not."""
+    return any(w in _ES_HINTS or w in _EN_HINTS for w in _WORD_RE.findall(text.lower()))
+
+
 def _new_identifier() -> Any:
     """A fresh py3langid identifier over every language; raises ImportError without
     py3langid."""

@@ -212,6 +212,19 @@ def test_a_body_that_is_not_json_is_400_and_a_schema_mismatch_422(
         assert hello.status_code == 400, (route, hello.text)
         error = hello.json()["error"]
         assert error["code"] == "RS707" and error["message"].startswith("the body is not JSON")
+    # bytes that are not UTF-8 (a Latin-1 "café"): FastAPI's "There was an error parsing the
+    # body" said nothing of why
+    latin1 = c.post(
+        "/v1/collections/docs/ask",
+        headers=acme | {"Content-Type": "application/json"},
+        content=b'{"question":"caf\xe9"}',
+    )
+    assert latin1.status_code == 400, latin1.text
+    assert latin1.json()["error"] == {
+        "code": "RS707",
+        "message": "the body is not JSON: it is not UTF-8 text (byte 0xe9 at byte 16); "
+        "send UTF-8 JSON",
+    } | {k: v for k, v in latin1.json()["error"].items() if k not in ("code", "message")}
     # an empty body is not JSON either, on every route (it was 422 on ask and search)
     for route in (url, "/v1/collections/docs/ask", "/v1/collections/docs/documents"):
         empty = c.post(route, headers=acme | {"Content-Type": "application/json"}, content=b"")

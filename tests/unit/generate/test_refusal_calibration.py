@@ -12,12 +12,14 @@ from ragstrata.eval.refusal import QuestionEvidence, best_threshold, calibrate, 
 from ragstrata.generate.evidence import (
     CALIBRATED_MIN_EVIDENCE,
     HandRule,
+    asks_nothing,
     check_evidence,
     evidence,
     min_evidence_for,
 )
 from ragstrata.testing.fakes import make_hit
 from ragstrata.text.analyzer import Analyzer
+from ragstrata.text.language import has_function_word
 from ragstrata.types import RetrieverHit
 
 
@@ -95,6 +97,22 @@ def test_check_evidence_is_the_refusal_decision_of_both_answerers() -> None:
     assert not check_evidence(  # hits that were not reranked: min_rerank does not apply
         "installer needs Python", hits, analyzer, rule=HandRule(0.81), min_rerank=-2.0
     ).refuse
+
+
+def test_a_question_that_asks_nothing_is_refused_whatever_its_score() -> None:
+    analyzer = Analyzer()
+    hits = [make_hit("a", "The installer needs Python 3.11 on Debian.", 1, dense=0.9)]
+    lenient = HandRule(0.0)  # any score answers: only the question decides
+    for gibberish in ("ñññ ñññ ñññ", "xxxx yyyy", "¿Qué?", "¿Y eso?"):
+        assert asks_nothing(gibberish, hits, analyzer), gibberish
+        assert check_evidence(gibberish, hits, analyzer, rule=lenient).refused_by == "evidence"
+    assert not asks_nothing("installer Python", hits, analyzer)  # keywords a hit holds
+    # a question in another language than its hits: its function words say it is one
+    assert not asks_nothing("¿Qué necesita el instalador?", hits, analyzer)
+    assert asks_nothing("Newton yardas 2015", hits, analyzer)  # keywords no hit holds
+    assert not asks_nothing("Newton yardas 2015", [make_hit("b", "Newton lanzó 2015")], analyzer)
+    assert has_function_word("¿Cómo instalo esto?") and has_function_word("how to install")
+    assert not has_function_word("ñññ ñññ") and not has_function_word("RS503")
 
 
 def test_llm_config_validates_and_loads_from_env() -> None:
