@@ -222,9 +222,10 @@ class Citation:
 RefusalReason = Literal[
     "evidence", "rerank", "no_quotes", "llm", "no_citations", "unsupported", "empty_index"
 ]
-"""Why an answer is a refusal: ``evidence`` (nothing retrieved, or the evidence score is under
-its threshold: the answerability probability under ``llm.min_answerable`` or the model's, or the
-hand-made score under ``llm.min_evidence``), ``rerank`` (the best cross-encoder logit is under
+"""Why an answer is a refusal: ``evidence`` (nothing retrieved, the evidence score under its
+threshold: the answerability probability under ``llm.min_answerable`` or the model's, or the
+hand-made score under ``llm.min_evidence``; or a question that asks nothing, whatever the score:
+:func:`~ragstrata.generate.evidence.asks_nothing`), ``rerank`` (the best cross-encoder logit is under
 ``rerank.min_score``),
 ``no_quotes`` (the extractive answerer found no sentence to quote), ``llm`` (the LLM declined),
 ``no_citations``/``unsupported`` (the LLM's answer cites nothing, or nothing it cites is
