@@ -225,11 +225,11 @@ RefusalReason = Literal[
 """Why an answer is a refusal: ``evidence`` (nothing retrieved, the evidence score under its
 threshold: the answerability probability under ``llm.min_answerable`` or the model's, or the
 hand-made score under ``llm.min_evidence``; or a question that asks nothing, whatever the score:
-:func:`~ragstrata.generate.evidence.asks_nothing`), ``rerank`` (the best cross-encoder logit is under
-``rerank.min_score``),
-``no_quotes`` (the extractive answerer found no sentence to quote), ``llm`` (the LLM declined),
-``no_citations``/``unsupported`` (the LLM's answer cites nothing, or nothing it cites is
-supported), ``empty_index`` (the index holds no document: ingest some first)."""
+:func:`~ragstrata.generate.evidence.asks_nothing`), ``rerank`` (the best cross-encoder logit is
+under ``rerank.min_score``), ``no_quotes`` (the extractive answerer found no sentence to quote),
+``llm`` (the LLM declined), ``no_citations``/``unsupported`` (the LLM's answer cites nothing,
+or nothing it cites is supported), ``empty_index`` (the index holds no document: ingest some
+first)."""
 
 
 @dataclass(frozen=True, slots=True)
