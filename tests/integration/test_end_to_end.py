@@ -17,7 +17,7 @@ from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFo
 from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE
 from ragstrata.generate.prompt import REFUSALS, Language
 from ragstrata.index import catalog
-from ragstrata.index.writer import KEPT_NOTE
+from ragstrata.index.report import KEPT_NOTE
 from ragstrata.pipeline import Ragstrata
 from ragstrata.render import diagnostics_json
 from ragstrata.types import Answer
@@ -315,7 +315,16 @@ def test_reader_rolls_back_a_crashed_commit(engine: Ragstrata, corpus: Path) -> 
 def test_an_emptied_file_says_its_indexed_version_stays(engine: Ragstrata, corpus: Path) -> None:
     engine.ingest([corpus])
     (corpus / "guide.md").write_text("", encoding="utf-8")  # a new user emptied a watched file
+    dry = engine.ingest([corpus], dry_run=True)  # the dry run says what the ingest will say
     report = engine.ingest([corpus])
+    assert [(f.path, f.reason) for f in dry.failures] == [
+        (f.path, f.reason) for f in report.failures
+    ]
+    assert (dry.added, dry.updated, dry.unchanged) == (
+        report.added,
+        report.updated,
+        report.unchanged,
+    )
     emptied = next(f for f in report.failures if f.path.endswith("guide.md"))
     assert emptied.code == "RS203" and emptied.reason.endswith("; " + KEPT_NOTE), emptied
     new = next(f for f in report.failures if f.path.endswith("empty.txt"))  # never indexed

@@ -264,12 +264,13 @@ def distinct_hits(hits: Sequence[Hit]) -> list[Hit]:
     return out
 
 
-def asks_nothing(question: str, hits: Sequence[Hit], analyzer: Analyzer) -> bool:
+def asks_nothing(question: str, coverage: float, analyzer: Analyzer) -> bool:
     """Whether ``question`` asks nothing a passage could answer, whatever the evidence score
     says: it has no content term once stop words are removed ("¿Qué?", "¿Y eso?"), or it has
     no Spanish or English function word (:func:`~ragstrata.text.language.has_function_word`)
-    and none of ``hits`` holds any of its terms: a string of letters that is no question
-    ("ñññ ñññ ñññ", "xxxx yyyy").
+    and no hit holds any of its terms (``coverage``, the best share of its terms in one hit,
+    :attr:`Evidence.coverage <ragstrata.types.Evidence>`, is 0): a string of letters that is
+    no question ("ñññ ñññ ñññ", "xxxx yyyy").
 
     Such strings fooled the model: e5 embeds them near some passage (cosine 0.80), the language
     cues read "ñ" as Spanish so English hits made it "cross-lingual" (where coverage is not
@@ -280,12 +281,9 @@ def asks_nothing(question: str, hits: Sequence[Hit], analyzer: Analyzer) -> bool
     SQuAD-es questions (45 without one) is refused by it (docs/evaluation.md, "Questions that
     ask nothing"). A cross-lingual question of keywords alone ("contenedores" over English
     pages) is refused by it: ask it as a question."""
-    terms = set(analyzer.terms(question))
-    if not terms:
+    if not analyzer.terms(question):
         return True
-    if has_function_word(question):
-        return False
-    return not any(terms & set(analyzer.terms(h.chunk.rendered)) for h in hits)
+    return not has_function_word(question) and coverage <= 0.0
 
 
 def check_evidence(
@@ -308,7 +306,7 @@ def check_evidence(
     best_rerank = max(
         (s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None
     )
-    if not hits or asks_nothing(question, hits, analyzer) or rule.refuses(ev):
+    if not hits or asks_nothing(question, ev.coverage, analyzer) or rule.refuses(ev):
         refused_by = "evidence"
     elif min_rerank is not None and best_rerank is not None and best_rerank < min_rerank:
         refused_by = "rerank"

@@ -2,19 +2,30 @@
 
 :class:`IngestReport` is the outcome the writer (:mod:`ragstrata.index.writer`) fills and the
 CLI, the service and the watcher print; :data:`ProgressCallback` the events they show as it
-runs; :func:`count_changes` the dry-run report, read from the manifest alone.
+runs; :func:`count_changes` the dry-run report, read from the manifest alone. The rules both
+the writer and the dry run apply are here once: :func:`change_kind` (what becomes of a
+document), :func:`keep_note` (the failure of a file with an indexed version) and
+:func:`matching_documents` (the documents ``prune`` / ``count_gone`` select).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragstrata.types import Document, IngestFailure, IngestWarning
 
 if TYPE_CHECKING:
-    from ragstrata.index.catalog import Manifest
+    from ragstrata.index.catalog import DocEntry, Manifest
+
+ChangeKind = Literal["added", "updated", "reindexed", "unchanged"]
+"""What an ingest does with a parsed document, and the :class:`IngestReport` count it adds to."""
+
+KEPT_NOTE = "the version indexed before stays searchable"
+"""Added to the reason of a failure whose file has an indexed version (its chunks stay: a bad
+new version loses nothing, as a service upload's does; delete the file, or fix it, to change
+what is searched)."""
 
 ProgressCallback = Callable[[str, int, int], None]
 """``(event, done, total)``, in the order work happens: ``unchanged`` (files skipped without
@@ -75,6 +86,10 @@ class IngestReport:
             return "ok"
         return "partial" if self.documents else "failed"
 
+    def count(self, kind: ChangeKind) -> None:
+        """Add one document to the count ``kind`` names (see :func:`change_kind`)."""
+        setattr(self, kind, getattr(self, kind) + 1)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,
@@ -110,6 +125,34 @@ def _failure_json(failure: IngestFailure) -> dict[str, Any]:
     }
 
 
+def change_kind(entry: DocEntry | None, content_hash: str, signature: str) -> ChangeKind:
+    """What an ingest does with a parsed document whose manifest entry is ``entry`` (``None``:
+    not indexed), ``content_hash`` its text's hash and ``signature`` the index's
+    (:func:`~ragstrata.index.writer.index_signature`): ``added`` when absent or only partly
+    committed, ``updated`` when its text changed, ``reindexed`` when only the chunking/BM25
+    configuration did, else ``unchanged`` (skipped)."""
+    if entry is None or not entry.complete:
+        return "added"
+    if entry.content_hash != content_hash:
+        return "updated"
+    return "reindexed" if entry.signature != signature else "unchanged"
+
+
+def keep_note(failure: IngestFailure, manifest: Manifest | None) -> IngestFailure:
+    """``failure`` with :data:`KEPT_NOTE` added to its reason when its file has an indexed
+    version that this run did not already report (a bad new version, emptied or corrupt, loses
+    nothing; a new user thought an emptied file was gone); else ``failure`` itself."""
+    if manifest is None or failure.unchanged or failure.doc_id not in manifest.documents:
+        return failure
+    return replace(failure, reason=f"{failure.reason}; {KEPT_NOTE}")
+
+
+def matching_documents(manifest: Manifest, select: Callable[[str], bool]) -> dict[str, str]:
+    """The indexed documents whose source ``select`` accepts, as ``{doc_id: source}`` (what
+    ``prune`` removes and ``count_gone`` counts)."""
+    return {d: e.source for d, e in manifest.documents.items() if select(e.source)}
+
+
 def count_changes(
     documents: Iterable[Document | IngestFailure],
     manifest: Manifest | None,
@@ -130,24 +173,16 @@ def count_changes(
     indexed = manifest.documents if manifest is not None else {}
     for done, item in enumerate(documents, start=1):
         if isinstance(item, IngestFailure):
-            report.failures.append(item)
+            report.failures.append(keep_note(item, manifest))
         else:
             report.warnings.extend(item.warnings)
-            entry = indexed.get(item.doc_id)
-            if entry is None or not entry.complete:  # absent, or only partly committed
-                report.added += 1
-            elif entry.content_hash != item.content_hash:
-                report.updated += 1
-            elif entry.signature != signature:
-                report.reindexed += 1
-            else:
-                report.unchanged += 1
+            report.count(change_kind(indexed.get(item.doc_id), item.content_hash, signature))
         if progress:
             progress("parse", done, total or done)
-    if prune is not None:
-        report.pruned_sources = sorted(e.source for e in indexed.values() if prune(e.source))
+    if manifest is not None and prune is not None:
+        report.pruned_sources = sorted(matching_documents(manifest, prune).values())
         report.pruned = len(report.pruned_sources)
-    if count_gone is not None:
-        report.stale_sources = sorted(e.source for e in indexed.values() if count_gone(e.source))
+    if manifest is not None and count_gone is not None:
+        report.stale_sources = sorted(matching_documents(manifest, count_gone).values())
         report.stale = len(report.stale_sources)
     return report

@@ -45,7 +45,13 @@ from ragstrata.index import catalog
 from ragstrata.index.base import SparseVector, VectorStore
 from ragstrata.index.bm25 import bm25_document_weights
 from ragstrata.index.catalog import DocEntry, FailureEntry, Manifest
-from ragstrata.index.report import IngestReport, ProgressCallback
+from ragstrata.index.report import (
+    IngestReport,
+    ProgressCallback,
+    change_kind,
+    keep_note,
+    matching_documents,
+)
 from ragstrata.index.snapshots import SnapshotPublisher
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Chunk, Document, FloatArray, IngestFailure
@@ -210,12 +216,6 @@ def recover(index_dir: Path, store: VectorStore, manifest: Manifest) -> None:
     forget(index_dir, store, manifest, doc_ids)
 
 
-KEPT_NOTE = "the version indexed before stays searchable"
-"""Added to the reason of a failure whose file has an indexed version (its chunks stay: a bad
-new version loses nothing, as a service upload's does; delete the file, or fix it, to change
-what is searched)."""
-
-
 def _failure_entry(failure: IngestFailure, signature: str) -> FailureEntry:
     """The manifest record of ``failure`` (see :class:`~ragstrata.index.catalog.FailureEntry`)."""
     return FailureEntry(
@@ -331,10 +331,7 @@ class IndexWriter:
 
         for done, item in enumerate(documents, start=1):
             if isinstance(item, IngestFailure):
-                if item.doc_id in manifest.documents and not item.unchanged:
-                    # a bad new version (emptied, corrupt) loses nothing: the old one stays, and
-                    # the report says so (a new user thought an emptied file was gone)
-                    item = replace(item, reason=f"{item.reason}; {KEPT_NOTE}")
+                item = keep_note(item, manifest)  # a bad new version loses nothing
                 report.failures.append(item)
                 if item.doc_id and item.retry_key and not item.unchanged:
                     manifest.failures[item.doc_id] = _failure_entry(item, signature)
@@ -344,16 +341,13 @@ class IndexWriter:
                 if manifest.failures.pop(item.doc_id, None) is not None:
                     failures_changed = True
                 entry = manifest.documents.get(item.doc_id)
-                same_text = entry is not None and entry.content_hash == item.content_hash
-                new = entry is None or not entry.complete  # absent, or only partly committed
-                if not new and same_text and entry is not None and entry.signature == signature:
-                    report.unchanged += 1
+                kind = change_kind(entry, item.content_hash, signature)
+                if kind == "unchanged":
+                    report.count(kind)
                 else:
                     chunks = self._chunk_or_fail(item, report)
                     if chunks:
-                        report.added += new
-                        report.updated += not new and not same_text
-                        report.reindexed += not new and same_text
+                        report.count(kind)
                     # only the slices still to write: a resumed document's committed ones
                     # are not chunks this run embeds and commits
                     pieces = self._slices(item, chunks) if chunks else []
@@ -376,9 +370,9 @@ class IndexWriter:
         if pending:
             commit_pending()
         if prune is not None:
-            stale = [d for d, e in manifest.documents.items() if prune(e.source)]
-            report.pruned = len(stale)
-            report.pruned_sources = sorted(manifest.documents[d].source for d in stale)
+            pruned = matching_documents(manifest, prune)
+            stale = list(pruned)
+            report.pruned, report.pruned_sources = len(stale), sorted(pruned.values())
             gone = [d for d, f in manifest.failures.items() if prune(_failure_source(f))]
             if gone:
                 for doc_id in gone:
@@ -388,7 +382,7 @@ class IndexWriter:
                 self.delete(stale)  # writes the manifest, failure records included
                 failures_changed = False
         if count_gone is not None:
-            gone_files = [e.source for e in manifest.documents.values() if count_gone(e.source)]
+            gone_files = matching_documents(manifest, count_gone).values()
             report.stale, report.stale_sources = len(gone_files), sorted(gone_files)
         report.reweighted = self.reweight(progress=progress)
         if failures_changed:  # no commit carried the failure records: persist them alone

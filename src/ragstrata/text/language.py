@@ -182,7 +182,7 @@ def hint_language(text: str) -> Language | None:
 
 def has_function_word(text: str) -> bool:
     """Whether ``text`` holds a Spanish or English function word or question word of
-    :func:`hint_language`'s lists ("qué", "de", "what", "the", ...): a sign that it is written
+    :func:`hint_language`'s lists ("qué", "el", "what", "the", ...): a sign that it is written
     in a language, as a gibberish string ("ñññ ñññ", "xxxx yyyy") is not."""
     return any(w in _ES_HINTS or w in _EN_HINTS for w in _WORD_RE.findall(text.lower()))
 

@@ -20,7 +20,7 @@ from ragstrata.generate.evidence import (
 from ragstrata.testing.fakes import make_hit
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import has_function_word
-from ragstrata.types import RetrieverHit
+from ragstrata.types import Hit, RetrieverHit
 
 
 def test_prf_counts_unanswerable_as_positive() -> None:
@@ -103,14 +103,19 @@ def test_a_question_that_asks_nothing_is_refused_whatever_its_score() -> None:
     analyzer = Analyzer()
     hits = [make_hit("a", "The installer needs Python 3.11 on Debian.", 1, dense=0.9)]
     lenient = HandRule(0.0)  # any score answers: only the question decides
+
+    def refused(question: str, hits: list[Hit]) -> bool:
+        return check_evidence(question, hits, analyzer, rule=lenient).refused_by == "evidence"
+
     for gibberish in ("ñññ ñññ ñññ", "xxxx yyyy", "¿Qué?", "¿Y eso?"):
-        assert asks_nothing(gibberish, hits, analyzer), gibberish
-        assert check_evidence(gibberish, hits, analyzer, rule=lenient).refused_by == "evidence"
-    assert not asks_nothing("installer Python", hits, analyzer)  # keywords a hit holds
+        assert asks_nothing(gibberish, 0.0, analyzer), gibberish
+        assert refused(gibberish, hits), gibberish
+    assert asks_nothing("¿Qué?", 1.0, analyzer)  # no content term, whatever the hits hold
+    assert not refused("installer Python", hits)  # keywords a hit holds
     # a question in another language than its hits: its function words say it is one
-    assert not asks_nothing("¿Qué necesita el instalador?", hits, analyzer)
-    assert asks_nothing("Newton yardas 2015", hits, analyzer)  # keywords no hit holds
-    assert not asks_nothing("Newton yardas 2015", [make_hit("b", "Newton lanzó 2015")], analyzer)
+    assert not refused("¿Qué necesita el instalador?", hits)
+    assert refused("Newton yardas 2015", hits)  # keywords no hit holds
+    assert not refused("Newton yardas 2015", [make_hit("b", "Newton lanzó 2015")])
     assert has_function_word("¿Cómo instalo esto?") and has_function_word("how to install")
     assert not has_function_word("ñññ ñññ") and not has_function_word("RS503")
 
