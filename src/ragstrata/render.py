@@ -21,8 +21,10 @@ def _same(source: str) -> str:
 
 
 def hit_json(hit: Hit, *, source: SourceView = _same) -> dict[str, Any]:
-    """A ranked hit: rank, fused score, chunk provenance and text, and ``explain`` (each
-    retriever's 1-based rank and raw score: cosine for ``dense``, BM25 for ``bm25``)."""
+    """A ranked hit: rank, fused score, chunk provenance and text, ``explain`` (each
+    retriever's 1-based rank and raw score: cosine for ``dense``, BM25 for ``bm25``) and
+    ``copies`` (the other chunks that hold the same text, folded into this hit: chunk id,
+    document, source, heading path; ``[]`` for most hits)."""
     c = hit.chunk
     return {
         "rank": hit.rank,
@@ -41,6 +43,15 @@ def hit_json(hit: Hit, *, source: SourceView = _same) -> dict[str, Any]:
         "page_start": c.page_start,
         "page_end": c.page_end,
         "explain": {e.retriever: {"rank": e.rank, "score": e.score} for e in hit.explain},
+        "copies": [
+            {
+                "chunk_id": k.chunk_id,
+                "doc_id": k.doc_id,
+                "source": source(k.source),
+                "heading_path": list(k.section_path),
+            }
+            for k in hit.copies
+        ],
     }
 
 

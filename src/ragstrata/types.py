@@ -181,12 +181,16 @@ class RetrieverHit:
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A ranked search result. ``score`` is the fused (RRF) score, or the single retriever's
-    score when only one retriever ran; ``explain`` keeps each retriever's rank and score."""
+    score when only one retriever ran; ``explain`` keeps each retriever's rank and score.
+    ``copies``: the lower-ranked chunks whose text is this one's (white space aside), best
+    first, folded into this hit instead of being results of their own
+    (:func:`~ragstrata.retrieve.copies.collapse_copies`)."""
 
     chunk: Chunk
     rank: int
     score: float
     explain: tuple[RetrieverHit, ...]
+    copies: tuple[Chunk, ...] = ()
 
     def retriever_score(self, retriever: str) -> float | None:
         """Raw score this hit got from ``retriever``, or ``None`` if that retriever missed it."""

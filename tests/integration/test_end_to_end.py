@@ -299,6 +299,34 @@ def test_cli_on_the_bundled_docs(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "RS501" in result.output
 
 
+def test_copies_of_a_passage_are_one_hit_that_names_them(
+    engine: Ragstrata, corpus: Path, tmp_path: Path
+) -> None:
+    guide = (corpus / "guide.md").read_text(encoding="utf-8")
+    (corpus / "backup").mkdir()
+    (corpus / "backup" / "guide.md").write_text(guide, encoding="utf-8")  # a backup folder
+    (corpus / "guide-old.md").write_text(guide.replace(". ", ".  "), encoding="utf-8")
+    engine.ingest([corpus])
+    hits = engine.search("ERR_CONN_RESET", top_k=4).hits
+    holding = [h for h in hits if "ERR_CONN_RESET" in h.chunk.text]
+    assert len(holding) == 1, [h.chunk.source for h in hits]
+    copies = sorted(Path(c.source).relative_to(corpus).as_posix() for c in holding[0].copies)
+    others = {"backup/guide.md", "guide-old.md", "guide.md"}
+    assert copies == sorted(others - {Path(holding[0].chunk.source).relative_to(corpus).as_posix()})
+    keys = [" ".join(h.chunk.text.split()) for h in hits]
+    assert len(keys) == len(set(keys)) and [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    engine.close()  # the embedded store is opened by one process at a time
+    runner = CliRunner()
+    index = str(engine.index_dir)
+    result = runner.invoke(app, ["search", "ERR_CONN_RESET", "--index", index, "--json"])
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout)["hits"][0]
+    assert result.exit_code == 0 and len(first["copies"]) == 2, first
+    assert {"chunk_id", "doc_id", "source", "heading_path"} == set(first["copies"][0])
+    result = runner.invoke(app, ["search", "ERR_CONN_RESET", "--index", index])
+    assert "also in:" in result.stdout, result.stdout
+
+
 def test_reader_rolls_back_a_crashed_commit(engine: Ragstrata, corpus: Path) -> None:
     engine.ingest([corpus])
     manifest = engine.manifest()

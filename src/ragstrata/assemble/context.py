@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ragstrata.retrieve.copies import passage_key
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Chunk, Hit, VersionConflict
 
@@ -206,7 +207,7 @@ def assemble(
                     if any(_overlap(span, s[3]) > max_overlap for s in chosen):
                         passage, expanded = chunk.rendered, False
                         span = (chunk.doc_id, chunk.start, chunk.end)
-        copy = " ".join(passage.split())
+        copy = passage_key(passage)
         if copy in copies:
             continue  # the same text in another file (a copy, a backup) says nothing new
         text = f"{heading}\n{passage}" if heading else passage

@@ -123,9 +123,26 @@ def search(
         snippet = " ".join(" ".join(body).split()) or " ".join(hit.chunk.text.split())
         snippet = snippet[:160] + ("…" if len(snippet) > 160 else "")
         where = _hit_where(hit, width)
-        table.add_row(str(hit.rank), score, f"[bold]{escape(where)}[/]\n{escape(snippet)}")
+        also = _copies_line(hit)
+        also = f"\n[dim]{escape(also)}[/]" if also else ""
+        table.add_row(str(hit.rank), score, f"[bold]{escape(where)}[/]\n{escape(snippet)}{also}")
     out.print(table)
     out.print(f"[dim]{result.timings_ms['total']:.1f} ms[/]")
+
+
+def _copies_line(hit: Hit, shown: int = 3) -> str:
+    """``also in: a.md, b.md and 2 more``: the other files that hold the hit's passage (its
+    copies, :attr:`Hit.copies`; ``same file`` for a copy in the hit's own file), or ``""``."""
+    if not hit.copies:
+        return ""
+    names = list(
+        dict.fromkeys(
+            "same file" if c.source == hit.chunk.source else display_path(c.source)
+            for c in hit.copies
+        )
+    )
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return _term("also in: " + ", ".join(names[:shown]) + more)
 
 
 def _hit_where(hit: Hit, max_chars: int) -> str:

@@ -273,7 +273,10 @@ def _score(
             result = engine.search(
                 text, top_k=depth * 2, mode=retrieval, candidates=depth * 2, rerank=reranked
             )
-            run[qid] = list(dict.fromkeys(h.chunk.doc_id for h in result.hits))[:depth]
+            # a hit stands for its copies too (retrieve.copies): their documents follow its own,
+            # where a list with the copies as hits of their own would have had them
+            docs = (c.doc_id for h in result.hits for c in (h.chunk, *h.copies))
+            run[qid] = list(dict.fromkeys(docs))[:depth]
             for stage in LATENCY_STAGES:
                 if stage in result.timings_ms:
                     stage_ms[stage].append(result.timings_ms[stage])

@@ -39,6 +39,7 @@ from ragstrata.generate.answerability import (
     reader_blend,
     sentence_cosines,
 )
+from ragstrata.retrieve.copies import passage_key
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import has_function_word, language_relation
 from ragstrata.types import Evidence, EvidenceCheck, EvidenceRefusal, Hit
@@ -245,7 +246,8 @@ def _model_name(model: AnswerabilityModel) -> str:
 
 def distinct_hits(hits: Sequence[Hit]) -> list[Hit]:
     """``hits`` without the later copies of a passage: a hit whose chunk text equals an earlier
-    hit's (whitespace collapsed) is dropped, the order of the rest kept.
+    hit's (:func:`~ragstrata.retrieve.copies.passage_key`) is dropped, the order of the rest
+    kept (a search already folds copies into one hit; hits put together otherwise may not).
 
     The answerability model reads the gaps between the first hits (``dense_gap``, ``bm25_gap``,
     ``coverage_gap``: one clear best passage against several similar ones); exact copies make
@@ -256,7 +258,7 @@ def distinct_hits(hits: Sequence[Hit]) -> list[Hit]:
     seen: set[str] = set()
     out: list[Hit] = []
     for hit in hits:
-        key = " ".join(hit.chunk.text.split())
+        key = passage_key(hit.chunk.text)
         if key in seen:
             continue
         seen.add(key)

@@ -17,6 +17,7 @@ from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
 from ragstrata.index.base import Filters, VectorStore, check_filters
 from ragstrata.index.bm25 import term_id
+from ragstrata.retrieve.copies import collapse_copies
 from ragstrata.retrieve.fusion import FusedHit, cap_per_document, rrf
 from ragstrata.retrieve.language_shift import LanguageOffsets, language_offsets_for
 from ragstrata.retrieve.weights import fusion_weights_for
@@ -266,24 +267,36 @@ class HybridRetriever:
                     for arm, ranking in rankings.items()
                 }
         fused = rrf(rankings, k=self.config.rrf_k, weights=weights, stand_in=stand_in)
-        top = fused[:k]
-        if foreign:
-            top = self._unshifted_scores(top, vector)
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        missing = [f.item_id for f in top if f.item_id not in chunks]
-        chunks.update((c.chunk_id, c) for c in self.store.get(missing))
-        # a single retriever keeps its own score; fused hits carry the RRF score
-        hits = tuple(
-            Hit(
-                chunks[f.item_id],
-                rank,
-                f.score if mode == "hybrid" else f.explain[0].score,
-                f.explain,
+        # copies of a passage are one hit (retrieve.copies): the fused list is read on until
+        # ``k`` distinct passages are found, one more store read per round that found copies
+        found: list[Hit] = []
+        pos = 0
+        while len(found) < k and pos < len(fused):
+            batch = fused[pos : pos + k - len(found)]
+            pos += len(batch)
+            if foreign:
+                batch = self._unshifted_scores(batch, vector)
+            missing = [f.item_id for f in batch if f.item_id not in chunks]
+            chunks.update((c.chunk_id, c) for c in self.store.get(missing))
+            # a single retriever keeps its own score; fused hits carry the RRF score
+            found = collapse_copies(
+                [
+                    *found,
+                    *(
+                        Hit(
+                            chunks[f.item_id],
+                            0,
+                            f.score if mode == "hybrid" else f.explain[0].score,
+                            f.explain,
+                        )
+                        for f in batch
+                        if f.item_id in chunks
+                    ),
+                ]
             )
-            for rank, f in enumerate(top, start=1)
-            if f.item_id in chunks
-        )
+        hits = tuple(found)
         timings["fetch"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(query, hits, timings, relation)

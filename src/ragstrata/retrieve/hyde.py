@@ -22,6 +22,7 @@ import numpy.typing as npt
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.base import ChatMessage, ChatModel
 from ragstrata.index.base import Filters, VectorStore
+from ragstrata.retrieve.copies import collapse_copies
 from ragstrata.retrieve.fusion import rrf
 from ragstrata.text.language import question_language
 from ragstrata.types import Chunk, Hit
@@ -71,7 +72,8 @@ def fuse_hyde(
 ) -> tuple[Hit, ...]:
     """RRF of the hybrid hits (as one ranking, ``hybrid``) and the HyDE dense ranking
     (``hyde``); ``fetch`` loads chunks not among ``hits``. Each fused hit keeps its hybrid
-    explain entries and gains a ``hyde`` entry (rank, cosine)."""
+    explain entries and gains a ``hyde`` entry (rank, cosine); copies of a passage are one hit
+    (:func:`~ragstrata.retrieve.copies.collapse_copies`)."""
     fused = rrf(
         {"hybrid": [(h.chunk.chunk_id, h.score) for h in hits], "hyde": list(hyde_ranking)},
         k=k,
@@ -89,8 +91,9 @@ def fuse_hyde(
         explain = (base.explain if base is not None else ()) + tuple(
             e for e in f.explain if e.retriever == "hyde"
         )
-        out.append(Hit(chunk, len(out) + 1, f.score, explain))
-    return tuple(out)
+        copies = base.copies if base is not None else ()
+        out.append(Hit(chunk, len(out) + 1, f.score, explain, copies))
+    return tuple(collapse_copies(out))
 
 
 def timed_hypothetical(generator: ChatModel, question: str) -> tuple[str, float]:

@@ -110,6 +110,13 @@ class RetrieverRank(_Response):
     score: float
 
 
+class CopyOut(_Response):
+    chunk_id: str
+    doc_id: str
+    source: str = Field(description="File name inside the collection.")
+    heading_path: list[str]
+
+
 class HitOut(_Response):
     rank: int
     score: float
@@ -128,6 +135,11 @@ class HitOut(_Response):
     page_end: int | None = Field(default=None, description="Last page (PDF only), 1-based.")
     explain: dict[str, RetrieverRank] = Field(
         description="Each retriever's 1-based rank and raw score (dense: cosine, bm25: BM25)."
+    )
+    copies: list[CopyOut] = Field(
+        default_factory=list,
+        description="Other chunks with this hit's text (white space aside), best first: "
+        "copies of the passage in other files or in this one, folded into this hit.",
     )
 
 
