@@ -199,3 +199,34 @@ def test_search_and_ask_take_filters(tmp_path: Path) -> None:
     bad = runner.invoke(app, [*query, "--filter", "lang=es"])
     assert bad.exit_code != 0 and "not allowed" in bad.output
     assert runner.invoke(app, [*query, "--filter", "language"]).exit_code != 0
+
+
+def test_a_reader_that_goes_away_keeps_the_exit_code(tmp_path: Path) -> None:
+    """``ragstrata ingest DIR | head`` exited 1 (click's broken pipe), not the 3 of an ingest
+    with rejected files; ``--version | true`` exited 1 too. The command now finishes, its
+    output after the reader left dropped, and exits with its own code."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nThe server starts with uvicorn.\n", "utf-8")
+    (folder / "broken.md").write_bytes(b"\x00\x01\xff" * 10)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src, "RAGSTRATA_HOME": str(tmp_path / "home")}
+    for args, code in (
+        (["--version"], 0),
+        (["ingest", str(folder), "--index", str(tmp_path / "index")], EXIT_PARTIAL),
+    ):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragstrata", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the first line
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=300) == code, err
+        assert "Traceback" not in err and "BrokenPipe" not in err, err

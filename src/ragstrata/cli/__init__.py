@@ -10,8 +10,9 @@ from them, in the order ``ragstrata --help`` lists them.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -81,8 +82,48 @@ app.add_typer(reranker_app)
 app.add_typer(keys_app)
 
 
+class _ClosedPipeGuard:
+    """Standard output that outlives its reader: once the reader has gone
+    (``ragstrata search ... | head``), writes are dropped instead of raising
+    ``BrokenPipeError``, so the command finishes and exits with its own code (an ingest with
+    rejected files still exits 3, not click's 1 for a broken pipe). Everything else is the
+    wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._gone = True
+        try:  # the interpreter flushes the real stream at exit: let it write to /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # no file descriptor (a captured stream)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main() -> None:
     """Console-script entry point."""
+    sys.stdout = _ClosedPipeGuard(sys.stdout)
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover - interactive

@@ -48,6 +48,13 @@ _QUEUE_RETRY_S = 5.0
 """``Retry-After`` of a refused upload when the tenant's job queue is full, seconds."""
 
 
+class _SliceStopped(Exception):
+    """Raised by a running slice's progress callback, at its next group of chunks embedded,
+    when its job was cancelled (its collection is being deleted) or the server is stopping:
+    the ingest stops before that group's commit, so a 5 MB file's half-hour slice does not
+    hold a delete or a shutdown for its whole length. What earlier commits wrote stays."""
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -393,8 +400,8 @@ class JobManager:
             return any(p.job.collection == collection for p in self._queues.get(tenant, ()))
 
     def cancel_collection(self, tenant: str, collection: str, *, reason: str) -> int:
-        """Cancel ``tenant``'s jobs on ``collection`` (a slice already running completes; no
-        further slice starts); returns how many were cancelled."""
+        """Cancel ``tenant``'s jobs on ``collection`` (a slice already running stops at its next
+        group of chunks embedded; no further slice starts); returns how many were cancelled."""
         with self._lock:
             queue = self._queues.get(tenant, deque())
             dropped = [p for p in queue if p.job.collection == collection]
@@ -463,6 +470,9 @@ class JobManager:
 
         def progress(event: str, done: int, total: int) -> None:
             with self._lock:
+                # "embed" comes before its commit's journal: stopping there writes nothing
+                if event == "embed" and (job.state == "cancelled" or self._closing):
+                    raise _SliceStopped
                 job.running_s = running_before + time.perf_counter() - slice_started
                 if event == "parse":
                     job.files_done = files_before + done
@@ -479,6 +489,19 @@ class JobManager:
 
         try:
             report, outcomes = collection.ingest_staged(files, progress=progress)
+        except _SliceStopped:
+            # a cancelled job is final already; a stopping server interrupts it (shutdown),
+            # naming the files this slice indexed before it stopped
+            try:
+                done_files = collection.outcomes_of([p.name for p in files])
+            except Exception:  # the index could not be read: the files count as not indexed
+                logger.exception("job %s: reading what its stopped slice indexed", job.job_id)
+                done_files = []
+            with self._lock:
+                job.outcomes.extend(done_files)
+                job.running_s = running_before + time.perf_counter() - slice_started
+            logger.info("job %s on %s: slice stopped", job.job_id, collection.name)
+            return
         except RagError as exc:
             logger.warning("job %s on %s failed: %s", job.job_id, collection.name, exc)
             self._drop(pending)
@@ -579,7 +602,8 @@ class JobManager:
             self._jobs[job.job_id] = job
 
     def shutdown(self) -> None:
-        """Finish the running slices, then cancel what is left (idempotent)."""
+        """Stop the running slices at their next group of chunks embedded (what they committed
+        stays), then cancel what is left, each job naming the files it indexed (idempotent)."""
         with self._lock:
             self._closing = True
             self._wake.notify_all()

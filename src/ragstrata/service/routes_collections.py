@@ -159,8 +159,8 @@ async def upload(request: Request, principal: Writer, name: CollectionName) -> J
 )
 def delete_collection(request: Request, principal: Writer, name: CollectionName) -> dict[str, Any]:
     """Delete the collection with its documents, index and uploaded files. Its queued
-    ingestion jobs are cancelled; a slice already running finishes first. The name is free
-    again afterwards."""
+    ingestion jobs are cancelled; a slice already running stops at its next group of chunks
+    embedded (seconds). The name is free again afterwards."""
     state = state_of(request)
 
     def cancel() -> int:

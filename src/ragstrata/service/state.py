@@ -33,8 +33,8 @@ class ServiceState:
     metrics: ServiceMetrics
 
     def close(self) -> None:
-        """Finish running slices, cancel what is left and close every collection
-        (idempotent)."""
+        """Stop running slices at their next group of chunks embedded, cancel what is left and
+        close every collection (idempotent)."""
         self.jobs.shutdown()
         self.registry.close()
 

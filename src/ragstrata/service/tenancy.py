@@ -50,10 +50,12 @@ from ragstrata.generate.base import ChatModel
 from ragstrata.index import catalog
 from ragstrata.index.base import Filters
 from ragstrata.index.report import IngestReport, ProgressCallback
+from ragstrata.index.writer import file_sha256
 from ragstrata.pipeline import Ragstrata
 from ragstrata.retrieve.hybrid import Mode, SearchResult
 from ragstrata.service.errors import (
     CollectionBusyError,
+    InterruptedJobError,
     InvalidRequestError,
     NotFoundError,
     PermissionDeniedError,
@@ -111,6 +113,11 @@ class FileOutcome:
     status: Literal["indexed", "failed", "not_indexed"]
     code: str = ""
     reason: str = ""
+
+
+DELETING_MARK = ".deleting"
+"""File a collection delete writes in the collection's directory before anything else: a
+directory that holds it is deleted when next opened (the server stopped during the delete)."""
 
 
 class Collection:
@@ -317,6 +324,35 @@ class Collection:
             key=lambda d: d.name,
         )
 
+    def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
+        """What the index holds of the uploaded files ``names`` after an ingest that stopped
+        before its end (a cancelled job, a server stop): ``indexed`` for a file whose document
+        is complete and holds these bytes, ``not_indexed`` (RS710) for one only partly
+        committed; files it does not hold (or holds an earlier version of) are left out."""
+        if not self.has_index:
+            return []
+        manifest = catalog.read_manifest(self.index_dir)
+        held = {Path(e.source).name: e for e in manifest.documents.values()}
+        out: list[FileOutcome] = []
+        for name in names:
+            entry = held.get(name)
+            if entry is None:
+                continue
+            if entry.complete:
+                path = self.uploads / name
+                if path.is_file() and entry.file_hash == file_sha256(path):
+                    out.append(FileOutcome(name, "indexed"))
+            else:
+                out.append(
+                    FileOutcome(
+                        name,
+                        "not_indexed",
+                        InterruptedJobError.code,
+                        "partly indexed when the job stopped: upload it again",
+                    )
+                )
+        return out
+
     def counts(self) -> tuple[int, int]:
         """``(documents, chunks)`` in the index (0, 0 before the first ingest)."""
         if not self.has_index:
@@ -446,6 +482,9 @@ class TenantRegistry:
             if found is not None:
                 return found
             path = self.root / tenant / name
+            if (path / DELETING_MARK).exists():  # a delete the server stopped during: finish it
+                shutil.rmtree(path, ignore_errors=True)
+                logger.info("collection %s/%s: finished its interrupted delete", tenant, name)
             if not path.is_dir():
                 owner = self._owner(name)
                 if owner is not None:
@@ -486,6 +525,9 @@ class TenantRegistry:
                 raise NotFoundError(f"collection {name!r} is being deleted")
             self._deleting.add(key)
         try:
+            # durable first: a server stopped during the delete finishes it when it next opens
+            # the collection, instead of bringing back what a running ingest had committed
+            (found.root / DELETING_MARK).touch()
             cancelled = cancel_jobs()
             docs, chunks = found.destroy()
         finally:
@@ -556,7 +598,7 @@ class TenantRegistry:
         if not self.root.is_dir():
             return None
         for tenant_dir in self.root.iterdir():
-            if (tenant_dir / name).is_dir():
+            if (tenant_dir / name).is_dir() and not (tenant_dir / name / DELETING_MARK).exists():
                 return tenant_dir.name
         return None
 
@@ -565,10 +607,23 @@ class TenantRegistry:
         tenant_dir = self.root / principal.tenant
         if not tenant_dir.is_dir():
             return []
+        with self._lock:
+            deleting = {n for t, n in self._deleting if t == principal.tenant}
         names = sorted(
-            p.name for p in tenant_dir.iterdir() if p.is_dir() and COLLECTION_RE.fullmatch(p.name)
+            p.name
+            for p in tenant_dir.iterdir()
+            if p.is_dir()
+            and COLLECTION_RE.fullmatch(p.name)
+            and p.name not in deleting  # a collection being deleted is gone from the list
+            and not (p / DELETING_MARK).exists()
         )
-        return [self.collection(principal, n) for n in names]
+        found = []
+        for name in names:
+            try:
+                found.append(self.collection(principal, name))
+            except NotFoundError:  # deleted since the directory was listed
+                continue
+        return found
 
     def opened(self) -> list[Collection]:
         """Collections opened so far (for metrics)."""

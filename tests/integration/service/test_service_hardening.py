@@ -180,6 +180,70 @@ def test_delete_collection_cancels_its_queued_job(service_factory: ServiceFactor
     assert service.client.get("/v1/collections", headers=acme).json()["collections"] == []
 
 
+def test_delete_stops_a_running_upload_and_the_list_leaves_it_out(
+    service_factory: ServiceFactory,
+) -> None:
+    """A new user's run (2026-12-06): DELETE of a collection whose one large file was being
+    embedded answered after the whole file was indexed (115 s for 623 chunks; minutes for a
+    5 MB file), and meanwhile GET /v1/collections answered 404 for the whole tenant."""
+    service = service_factory()
+    acme = service.key("acme")
+    assert service.upload_texts(acme, "kept", {"guide.md": GUIDE})["state"] == "succeeded"
+    sections = "".join(
+        f"## Section {i}\n\nThe ledger entry {i} records a shipment of {i * 7} crates to "
+        f"warehouse {i % 5}, signed by clerk {i % 11} on dock {i % 3}.\n\n"
+        for i in range(3000)
+    )
+    upload = _post_texts(service, acme, "doomed", {"big.md": "# Ledger\n\n" + sections})
+    assert upload.status_code == 202, upload.text
+    job_id = upload.json()["job_id"]
+    for _ in range(600):  # until its chunks are being embedded
+        progress = service.client.get(f"/v1/jobs/{job_id}", headers=acme).json()["progress"]
+        if progress["chunks_embedded"] > 0:
+            break
+        time.sleep(0.05)
+    queued = progress["chunks_queued"]
+    registry = service.state.registry
+    from ragstrata.service.keys import Principal
+
+    listed: list[list[str]] = []
+    real_destroy = registry.delete
+
+    def delete_and_look(principal: Principal, name: str, *, cancel_jobs: Any) -> Any:
+        def cancel() -> int:  # the list while the delete is under way
+            listed.append([c.name for c in registry.collections(principal)])
+            return int(cancel_jobs())
+
+        return real_destroy(principal, name, cancel_jobs=cancel)
+
+    registry.delete = delete_and_look  # type: ignore[method-assign]
+    response = service.client.delete("/v1/collections/doomed", headers=acme)
+    assert response.status_code == 200, response.text
+    assert listed == [["kept"]]
+    deleted = response.json()["deleted"]
+    # the running slice stopped before the end of the file
+    assert queued > 1000 and deleted["chunks"] < queued, (deleted, queued)
+    job = service.wait(acme, job_id)
+    assert job["state"] == "cancelled" and job["error"]["code"] == "RS706"
+    assert not (registry.root / "acme" / "doomed").exists()
+    listing = service.client.get("/v1/collections", headers=acme).json()["collections"]
+    assert [c["name"] for c in listing] == ["kept"]
+
+
+def test_a_delete_the_server_stopped_during_is_finished(service: Service) -> None:
+    """A server killed while a DELETE waited brought the collection back after its restart,
+    holding what the cancelled ingest had committed."""
+    acme = service.key("acme")
+    assert service.upload_texts(acme, "revenant", {"guide.md": GUIDE})["state"] == "succeeded"
+    path = service.state.registry.root / "acme" / "revenant"
+    service.state.registry.close()  # as a stopped server: nothing open
+    (path / ".deleting").touch()  # what DELETE writes first
+    c = service.client
+    assert c.get("/v1/collections", headers=acme).json()["collections"] == []
+    assert c.get("/v1/collections/revenant", headers=acme).status_code == 404
+    assert not path.exists()
+
+
 def test_failed_first_upload_leaves_no_collection(service: Service) -> None:
     acme, globex = service.key("acme"), service.key("globex")
     binary = b"\x00\x01\x02\xff" * 64

@@ -6,6 +6,7 @@ that survive a restart. The collection is a stand-in that records what it was as
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,61 @@ def test_shutdown_finishes_the_running_slice_and_cancels_the_rest(tmp_path: Path
     # its progress says how far it got (it said 1.0)
     assert first["progress"]["fraction"] == round(2 / 6, 4)
     assert second["progress"]["fraction"] == 0.0
+
+
+class _LongSlice(_Collection):
+    """A slice that embeds for a minute (an ``embed`` event every 10 ms: a 5 MB upload's 4,619
+    chunks) unless stopped; the index then holds its first file whole (``outcomes_of``)."""
+
+    def __init__(self, tenant: str, name: str, calls: list[tuple[str, list[str]]]) -> None:
+        super().__init__(tenant, name, calls)
+        self.embedding = threading.Event()
+        self.ran_s: float | None = None
+
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: Any = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        self.embedding.set()
+        started = time.monotonic()
+        try:
+            while time.monotonic() - started < 60:
+                progress("embed", 1, 4619)
+                time.sleep(0.01)
+        finally:
+            self.ran_s = time.monotonic() - started
+        return IngestReport(added=len(staged)), [FileOutcome(p.name, "indexed") for p in staged]
+
+    def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
+        return [FileOutcome(names[0], "indexed")]
+
+
+def test_a_stop_or_a_delete_stops_a_long_running_slice(tmp_path: Path) -> None:
+    """A new user's run (2026-12-06): DELETE of a collection whose 5 MB upload was embedding
+    did not answer for minutes (the slice ran to its end first), and SIGTERM did not stop the
+    server in 120 s."""
+    viewer = Principal("k", "acme", ("read",))
+    stopped = _LongSlice("acme", "kb", [])
+    manager = JobManager(workers=1, batch_files=3)
+    manager.submit("1" * 16, stopped, _stage(tmp_path, "big", 3))  # type: ignore[arg-type]
+    assert stopped.embedding.wait(5)
+    manager.shutdown()  # returns once the slice has stopped
+    assert stopped.ran_s is not None and stopped.ran_s < 5
+    job = manager.get(viewer, "1" * 16)
+    assert job["state"] == "cancelled" and job["error"]["code"] == "RS710"
+    assert "1 of 3 files were indexed" in job["error"]["message"]  # what the index holds
+    assert [f["status"] for f in job["files"]] == ["indexed", "not_indexed", "not_indexed"]
+
+    deleted = _LongSlice("acme", "kb2", [])
+    manager = JobManager(workers=1, batch_files=3)
+    try:
+        manager.submit("2" * 16, deleted, _stage(tmp_path, "doomed", 3))  # type: ignore[arg-type]
+        assert deleted.embedding.wait(5)
+        assert manager.cancel_collection("acme", "kb2", reason="collection 'kb2' was deleted") == 1
+        for _ in range(500):
+            if deleted.ran_s is not None:
+                break
+            time.sleep(0.01)
+        assert deleted.ran_s is not None and deleted.ran_s < 5
+        assert manager.get(viewer, "2" * 16)["state"] == "cancelled"
+    finally:
+        manager.shutdown()
