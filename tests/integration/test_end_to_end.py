@@ -327,6 +327,41 @@ def test_copies_of_a_passage_are_one_hit_that_names_them(
     assert "also in:" in result.stdout, result.stdout
 
 
+def test_front_matter_and_confluence_metadata_filter_searches(
+    engine: Ragstrata, tmp_path: Path
+) -> None:
+    """A new user's run (2026-12-06): ``--filter "meta.author=Marta Gil"`` on a Markdown file
+    with that front matter, and on a Confluence page by her, found nothing (chunks kept only
+    five fixed keys)."""
+    import shutil
+
+    folder = tmp_path / "meta"
+    folder.mkdir()
+    (folder / "horario.md").write_text(
+        "---\nauthor: Marta Gil\nteam: rrhh\ntags: [turnos, guardias]\nyear: 2024\n"
+        "owner: {name: x}\nnotes: " + "x" * 400 + "\n---\n# Horario\n\n"
+        "El horario de guardias cambia cada lunes a las nueve.\n",
+        encoding="utf-8",
+    )
+    export = Path(__file__).resolve().parents[1] / "fixtures" / "confluence" / "OPS"
+    shutil.copytree(export, folder / "OPS")
+    engine.ingest([folder])
+
+    def found(filters: dict[str, object]) -> set[str]:
+        hits = engine.search("horario guardias despliegue", top_k=20, filters=filters).hits
+        return {Path(h.chunk.source).name for h in hits}
+
+    assert found({"meta.author": "Marta Gil"}) == {"horario.md"}
+    assert found({"meta.team": "rrhh"}) == {"horario.md"}
+    assert found({"meta.tags": "guardias"}) == {"horario.md"}  # one item of a list
+    assert found({"meta.year": 2024}) == {"horario.md"}
+    by_ana = found({"meta.author": "Ana García"})
+    assert "Deployment-Runbook_65601.html" in by_ana and "horario.md" not in by_ana
+    assert "Deployment-Runbook_65601.html" in found({"meta.last_modified": "2024-03-04"})
+    meta = engine.search("horario", top_k=1, filters={"meta.team": "rrhh"}).hits[0].chunk.metadata
+    assert "owner" not in meta and "notes" not in meta  # a mapping; 400 characters
+
+
 def test_reader_rolls_back_a_crashed_commit(engine: Ragstrata, corpus: Path) -> None:
     engine.ingest([corpus])
     manifest = engine.manifest()

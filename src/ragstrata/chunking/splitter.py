@@ -25,6 +25,7 @@ a line or sentence boundary and never inside a code block or table.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,12 @@ from ragstrata.text.spans import TABLE_DELIMITER, Fence, find_fences, sentence_s
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Block, Chunk, Document
 
-_METADATA_KEYS = ("modified", "language", "version", "date", "lang")
+META_KEYS = 32
+"""Most document metadata keys a chunk carries (:func:`chunk_metadata`)."""
+META_CHARS = 256
+"""Longest metadata value (a string, or one item of a list) a chunk carries, in characters."""
+_META_KEY = re.compile(r"[A-Za-z0-9_]{1,64}")  # what a meta.<key> filter can name
+_NOT_META = frozenset({"title", "size_bytes", "confluence"})  # on the chunk, or unfiltered
 
 TOO_LONG = 1 << 30
 """Token count given, without tokenizing, to a piece longer than ``max_chars``: it cannot be
@@ -56,7 +62,7 @@ class Chunker(Protocol):
 
     @property
     def signature(self) -> str:
-        """The chunking policy and its settings (``structure-v4:max=256:...``): two chunkers
+        """The chunking policy and its settings (``structure-v5:max=256:...``): two chunkers
         with the same signature give the same chunks, so an index records it and re-chunks a
         document when it changes."""
         ...
@@ -149,7 +155,7 @@ class StructureChunker:
             ):
                 spans.append((section, start, end, header, footer, tokens))
         total = len(spans)
-        metadata = _chunk_metadata(document)
+        metadata = chunk_metadata(document)
         chunks: list[Chunk] = []
         for index, (section, start, end, header, footer, tokens) in enumerate(spans):
             body = text[start:end]
@@ -204,7 +210,7 @@ class StructureChunker:
     def signature(self) -> str:
         """Policy version and settings; see :attr:`Chunker.signature`."""
         return (
-            f"structure-v4:max={self.max_tokens}:overlap={self.overlap_ratio}"
+            f"structure-v5:max={self.max_tokens}:overlap={self.overlap_ratio}"
             f":prefix={self.max_prefix_tokens}:chars={self.max_chars}"
         )
 
@@ -513,12 +519,47 @@ def _decorations(
     return header, footer
 
 
-def _chunk_metadata(document: Document) -> Mapping[str, Any]:
+def chunk_metadata(document: Document) -> Mapping[str, Any]:
+    """What each chunk of ``document`` carries of its metadata, for ``meta.<key>`` filters:
+    ``format``, then the document's own keys (front matter, ``modified``; for a Confluence
+    page its ``author``, ``last_modified_by``, ``last_modified``, ``space`` and ``page_id``),
+    each a string, number or boolean (dates as ISO text), or a list of them ("any of" matches
+    one item). Keys a filter cannot name, nested mappings, values over :data:`META_CHARS`
+    characters and keys past the first :data:`META_KEYS` are left out: front matter is the
+    author's, and every chunk stores what is kept."""
     meta: dict[str, Any] = {"format": document.format}
-    for key in _METADATA_KEYS:
-        value = document.metadata.get(key)
-        if isinstance(value, str | int | float | bool):
-            meta[key] = value if not hasattr(value, "isoformat") else str(value)
-        elif value is not None:
-            meta[key] = str(value)
+    found = dict(document.metadata)
+    confluence = found.get("confluence")
+    if isinstance(confluence, Mapping):
+        for key in ("author", "last_modified_by", "last_modified", "space", "page_id"):
+            if key in confluence:
+                found.setdefault(key, confluence[key])
+    for key, value in found.items():
+        if len(meta) > META_KEYS:
+            break
+        if key in meta or key in _NOT_META or not isinstance(key, str):
+            continue
+        if not _META_KEY.fullmatch(key):
+            continue
+        kept = _meta_value(value)
+        if kept is not None:
+            meta[key] = kept
     return meta
+
+
+def _meta_value(value: Any) -> Any:
+    """``value`` as a chunk stores it, or ``None`` when it is left out (see
+    :func:`chunk_metadata`)."""
+    if isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value if len(value) <= META_CHARS else None
+    if hasattr(value, "isoformat"):  # YAML dates
+        return str(value.isoformat())
+    if isinstance(value, list | tuple):
+        items = [_meta_value(v) for v in value[:META_KEYS]]
+        if items and all(isinstance(v, str | int | float | bool) for v in items):
+            return items
+    return None
