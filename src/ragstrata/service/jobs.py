@@ -264,9 +264,11 @@ class JobManager:
     across tenants; ``max_per_tenant`` jobs queued or running per tenant.
 
     ``log`` persists the records (None: memory only); jobs it holds that never finished are
-    marked failed (RS710) at once. ``on_failed(collection)`` is called when a job that ran
-    fails, before its state is published; ``on_finish(job, collection)`` after each job ends
-    (``collection`` is None for a job that never ran).
+    marked failed (RS710) at once, with the files ``held(tenant, collection, names)`` says
+    their collection's index holds whole listed as ``indexed`` (a server killed mid-slice had
+    indexed some: they were reported ``not_indexed``). ``on_failed(collection)`` is called when
+    a job that ran fails, before its state is published; ``on_finish(job, collection)`` after
+    each job ends (``collection`` is None for a job that never ran).
     """
 
     def __init__(
@@ -278,8 +280,10 @@ class JobManager:
         log: JobLog | None = None,
         on_finish: Callable[[Job, Collection | None], None] | None = None,
         on_failed: Callable[[Collection], None] | None = None,
+        held: Callable[[str, str, Sequence[str]], list[FileOutcome]] | None = None,
     ) -> None:
         self._batch = batch_files
+        self._held = held
         self._max_per_tenant = max_per_tenant
         self._log = log
         self._on_finish = on_finish
@@ -595,6 +599,10 @@ class JobManager:
     def _restore(self, log: JobLog) -> None:
         for job in log.load():
             if job.state not in FINAL_STATES:
+                if self._held is not None:  # what its slice had indexed when the server died
+                    seen = {o.name for o in job.outcomes}
+                    missed = [n for n in job.names if n not in seen]
+                    job.outcomes += self._held(job.tenant, job.collection, missed)
                 job.state = "failed"
                 job.finished = _now()
                 job.error = job.interrupt("the server stopped before this job finished")

@@ -296,4 +296,10 @@ def _nothing_accepted(rejected: Sequence[FileOutcome]) -> RagError:
 
 
 def _document_json(info: Any) -> dict[str, Any]:
-    return {"doc_id": info.doc_id, "name": info.name, "title": info.title, "chunks": info.chunks}
+    return {
+        "doc_id": info.doc_id,
+        "name": info.name,
+        "title": info.title,
+        "chunks": info.chunks,
+        "complete": info.complete,
+    }

@@ -290,6 +290,11 @@ class DocumentOut(_Response):
     name: str
     title: str
     chunks: int
+    complete: bool = Field(
+        default=True,
+        description="false: an ingest stopped after committing only part of this file's "
+        "chunks (a cancelled job, a server stopped or killed); upload it again.",
+    )
 
 
 class DocumentsResponse(_Response):

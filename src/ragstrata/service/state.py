@@ -86,6 +86,7 @@ def build_state(
         log=JobLog(root / JOBS_FILE),
         on_finish=finished,
         on_failed=failed,
+        held=registry.held_outcomes,
     )
 
     def counts() -> Iterable[tuple[str, str, int, int]]:

@@ -44,7 +44,7 @@ from typing import Literal
 
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
-from ragstrata.errors import IndexLockedError
+from ragstrata.errors import IndexLockedError, RagError
 from ragstrata.generate.answerer import AnswerEvent, TokenEvent, refusal, word_tokens
 from ragstrata.generate.base import ChatModel
 from ragstrata.index import catalog
@@ -87,12 +87,15 @@ def check_collection_name(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DocumentInfo:
-    """One indexed document of a collection; ``name`` is its file name in the upload dir."""
+    """One indexed document of a collection; ``name`` is its file name in the upload dir;
+    ``complete`` false when an ingest stopped (a cancelled job, a server stopped or killed)
+    after committing only its first chunks: upload it again."""
 
     doc_id: str
     name: str
     title: str
     chunks: int
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,37 @@ class FileOutcome:
     status: Literal["indexed", "failed", "not_indexed"]
     code: str = ""
     reason: str = ""
+
+
+def held_outcomes(root: Path, names: Sequence[str]) -> list[FileOutcome]:
+    """What the index of the collection at ``root`` holds of its uploaded files ``names``
+    after an ingest that stopped before its end (a cancelled job, a server stopped or killed):
+    ``indexed`` for a file whose document is complete and holds the uploaded bytes,
+    ``not_indexed`` (RS710) for one only partly committed; files it does not hold (or holds an
+    earlier version of) are left out. Reads the manifest alone (written whole at each commit)."""
+    if not (root / "index" / catalog.MANIFEST).is_file():
+        return []
+    manifest = catalog.read_manifest(root / "index")
+    held = {Path(e.source).name: e for e in manifest.documents.values()}
+    out: list[FileOutcome] = []
+    for name in names:
+        entry = held.get(name)
+        if entry is None:
+            continue
+        if not entry.complete:
+            out.append(
+                FileOutcome(
+                    name,
+                    "not_indexed",
+                    InterruptedJobError.code,
+                    "partly indexed when the job stopped: upload it again",
+                )
+            )
+            continue
+        path = root / "uploads" / name
+        if path.is_file() and entry.file_hash == file_sha256(path):
+            out.append(FileOutcome(name, "indexed"))
+    return out
 
 
 DELETING_MARK = ".deleting"
@@ -318,7 +352,9 @@ class Collection:
             manifest = catalog.read_manifest(self.index_dir)
         return sorted(
             (
-                DocumentInfo(doc_id, self.display_name(e.source), e.title, len(e.chunk_ids))
+                DocumentInfo(
+                    doc_id, self.display_name(e.source), e.title, len(e.chunk_ids), e.complete
+                )
                 for doc_id, e in manifest.documents.items()
             ),
             key=lambda d: d.name,
@@ -326,32 +362,8 @@ class Collection:
 
     def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
         """What the index holds of the uploaded files ``names`` after an ingest that stopped
-        before its end (a cancelled job, a server stop): ``indexed`` for a file whose document
-        is complete and holds these bytes, ``not_indexed`` (RS710) for one only partly
-        committed; files it does not hold (or holds an earlier version of) are left out."""
-        if not self.has_index:
-            return []
-        manifest = catalog.read_manifest(self.index_dir)
-        held = {Path(e.source).name: e for e in manifest.documents.values()}
-        out: list[FileOutcome] = []
-        for name in names:
-            entry = held.get(name)
-            if entry is None:
-                continue
-            if entry.complete:
-                path = self.uploads / name
-                if path.is_file() and entry.file_hash == file_sha256(path):
-                    out.append(FileOutcome(name, "indexed"))
-            else:
-                out.append(
-                    FileOutcome(
-                        name,
-                        "not_indexed",
-                        InterruptedJobError.code,
-                        "partly indexed when the job stopped: upload it again",
-                    )
-                )
-        return out
+        before its end (see :func:`held_outcomes`)."""
+        return held_outcomes(self.root, names)
 
     def counts(self) -> tuple[int, int]:
         """``(documents, chunks)`` in the index (0, 0 before the first ingest)."""
@@ -413,7 +425,11 @@ class Collection:
             if entry is None:
                 raise NotFoundError(f"collection {self.name!r} has no document {doc_id!r}")
             info = DocumentInfo(
-                doc_id, self.display_name(entry.source), entry.title, len(entry.chunk_ids)
+                doc_id,
+                self.display_name(entry.source),
+                entry.title,
+                len(entry.chunk_ids),
+                entry.complete,
             )
             self._engine.add_documents([], prune=lambda source: source == entry.source)
             (self.uploads / info.name).unlink(missing_ok=True)
@@ -589,6 +605,17 @@ class TenantRegistry:
             raise PermissionDeniedError(
                 f"collection {name!r} belongs to another tenant; choose another name"
             )
+
+    def held_outcomes(self, tenant: str, name: str, names: Sequence[str]) -> list[FileOutcome]:
+        """:func:`held_outcomes` of ``tenant``'s collection ``name`` (``[]`` when it is gone or
+        its manifest cannot be read): what a job the server did not finish had indexed."""
+        root = self.root / tenant / name
+        if not TENANT_RE.fullmatch(tenant) or not COLLECTION_RE.fullmatch(name):
+            return []
+        try:
+            return held_outcomes(root, names)
+        except (OSError, RagError):
+            return []
 
     def staging_dir(self, principal: Principal) -> Path:
         """Where the caller's uploads wait for their job: ``<data_dir>/staging/<tenant>``."""

@@ -230,6 +230,32 @@ def test_delete_stops_a_running_upload_and_the_list_leaves_it_out(
     assert [c["name"] for c in listing] == ["kept"]
 
 
+def test_a_stopped_server_names_a_partly_indexed_upload(service_factory: ServiceFactory) -> None:
+    """A server stop in the middle of a large file: the job names the file not_indexed as
+    partly indexed, and the document list marks it incomplete (it was listed as any other)."""
+    service = service_factory()
+    acme = service.key("acme")
+    sections = "".join(
+        f"## Part {i}\n\nInvoice {i} lists {i * 3} pallets shipped from depot {i % 7}.\n\n"
+        for i in range(3000)
+    )
+    upload = _post_texts(service, acme, "stopped", {"big.md": "# Invoices\n\n" + sections})
+    job_id = upload.json()["job_id"]
+    for _ in range(1200):  # until a first commit landed
+        job = service.client.get(f"/v1/jobs/{job_id}", headers=acme).json()
+        if job["progress"]["chunks_committed"] > 0:
+            break
+        time.sleep(0.05)
+    service.state.jobs.shutdown()  # what SIGTERM does
+    job = service.client.get(f"/v1/jobs/{job_id}", headers=acme).json()
+    assert job["state"] == "cancelled" and job["error"]["code"] == "RS710", job
+    (big,) = job["files"]
+    assert big["status"] == "not_indexed" and "partly indexed" in big["reason"], big
+    listed = service.client.get("/v1/collections/stopped/documents", headers=acme).json()
+    (doc,) = listed["documents"]
+    assert doc["name"] == "big.md" and doc["complete"] is False and doc["chunks"] > 0
+
+
 def test_a_delete_the_server_stopped_during_is_finished(service: Service) -> None:
     """A server killed while a DELETE waited brought the collection back after its restart,
     holding what the cancelled ingest had committed."""
@@ -327,8 +353,15 @@ def test_job_records_survive_a_restart(service_factory: ServiceFactory) -> None:
     interrupted.outcomes = interrupted.outcomes[:1]
     interrupted.files_total = 3
     log.save(interrupted)
+    # one killed before its slice ended: it had indexed guide.md whole, no outcome recorded
+    # (trial 20: "0 of 2 files were indexed" while the file was listed and searchable)
+    killed = JobLog.load(log)[-1]
+    killed.job_id, killed.state, killed.finished = "e" * 16, "running", None
+    killed.outcomes, killed.names, killed.files_total = [], ["guide.md", "lost.md"], 2
+    log.save(killed)
     log.close()
-    restarted = JobManager(workers=1, log=JobLog(log_path))
+    held = service.state.registry.held_outcomes
+    restarted = JobManager(workers=1, log=JobLog(log_path), held=held)
     try:
         principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
         assert restarted.get(principal, done["job_id"])["state"] == "succeeded"
@@ -336,6 +369,10 @@ def test_job_records_survive_a_restart(service_factory: ServiceFactory) -> None:
         assert again["state"] == "failed" and again["error"]["code"] == "RS710"
         assert "1 of 3 files were indexed" in again["error"]["message"]
         assert [f["status"] for f in again["files"]] == ["indexed"]
+        killed_json = restarted.get(principal, "e" * 16)
+        assert "1 of 2 files were indexed" in killed_json["error"]["message"]
+        statuses = {f["name"]: f["status"] for f in killed_json["files"]}
+        assert statuses == {"guide.md": "indexed", "lost.md": "not_indexed"}
     finally:
         restarted.shutdown()
     # the record of the restart's verdict is itself durable
