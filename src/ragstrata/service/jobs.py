@@ -46,6 +46,10 @@ JobState = Literal["queued", "running", "succeeded", "partial", "failed", "cance
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "partial", "failed", "cancelled"})
 _QUEUE_RETRY_S = 5.0
 """``Retry-After`` of a refused upload when the tenant's job queue is full, seconds."""
+TURN_S = 10.0
+"""Seconds a slice runs before, at its next commit, it lets a waiting job's slice run first (in
+the same worker, then it goes on): a slice is one file when that file is large, and a 5 MB
+upload's slice held every other tenant's upload for its whole length (tens of minutes)."""
 
 
 class _SliceStopped(Exception):
@@ -447,16 +451,27 @@ class JobManager:
                     picked = self._next_slice()
                     if picked is None:
                         self._wake.wait()
-            pending, files = picked
-            try:
-                self._run_slice(pending, files)
-            finally:
-                with self._lock:
-                    self._busy.discard(pending.job.job_id)
-                    self._busy_collections.discard((pending.job.tenant, pending.job.collection))
-                    self._wake.notify_all()
+            self._run_picked(*picked)
 
-    def _run_slice(self, pending: _Pending, files: list[Path]) -> None:
+    def _run_picked(self, pending: _Pending, files: list[Path], *, turn: bool = True) -> None:
+        """Run a slice :meth:`_next_slice` picked, then free its job and collection."""
+        try:
+            self._run_slice(pending, files, turn=turn)
+        finally:
+            with self._lock:
+                self._busy.discard(pending.job.job_id)
+                self._busy_collections.discard((pending.job.tenant, pending.job.collection))
+                self._wake.notify_all()
+
+    def _waiting_slice(self) -> tuple[_Pending, list[Path]] | None:
+        """The slice a running one lets go first at a commit (see :data:`TURN_S`), if any job
+        is waiting and the server is not stopping (call with the lock held)."""
+        return None if self._closing else self._next_slice()
+
+    def _run_slice(self, pending: _Pending, files: list[Path], *, turn: bool = True) -> None:
+        """Ingest ``files`` of ``pending``'s job. With ``turn``, after each commit that comes
+        :data:`TURN_S` seconds or more into its turn, one waiting slice runs in this thread
+        before it goes on (that slice gives no turn of its own)."""
         job, collection = pending.job, pending.collection
         with self._lock:
             if job.state in FINAL_STATES:  # cancelled while this slice waited
@@ -471,13 +486,17 @@ class JobManager:
 
         slice_started = time.perf_counter()
         running_before, reweighted_before = job.running_s, job.chunks_reweighted
+        turn_started = [slice_started]
+        paused = [0.0]  # seconds this slice gave to waiting ones: not its running time
 
         def progress(event: str, done: int, total: int) -> None:
+            if turn and event == "commit":
+                paused[0] += self._give_turn(job.job_id, turn_started)
             with self._lock:
                 # "embed" comes before its commit's journal: stopping there writes nothing
                 if event == "embed" and (job.state == "cancelled" or self._closing):
                     raise _SliceStopped
-                job.running_s = running_before + time.perf_counter() - slice_started
+                job.running_s = running_before + time.perf_counter() - slice_started - paused[0]
                 if event == "parse":
                     job.files_done = files_before + done
                 elif event == "bytes":
@@ -503,7 +522,7 @@ class JobManager:
                 done_files = []
             with self._lock:
                 job.outcomes.extend(done_files)
-                job.running_s = running_before + time.perf_counter() - slice_started
+                job.running_s = running_before + time.perf_counter() - slice_started - paused[0]
             logger.info("job %s on %s: slice stopped", job.job_id, collection.name)
             return
         except RagError as exc:
@@ -517,7 +536,7 @@ class JobManager:
             self._end(pending, "failed", {"code": "RS700", "message": f"internal error: {exc}"})
             return
         with self._lock:
-            job.running_s = running_before + time.perf_counter() - slice_started
+            job.running_s = running_before + time.perf_counter() - slice_started - paused[0]
             job.outcomes.extend(outcomes)
             job.files_done = files_before + len(files)
             job.bytes_done = bytes_before + slice_bytes
@@ -543,6 +562,21 @@ class JobManager:
         failed = job.rejected or any(o.status == "failed" for o in job.outcomes)
         state: JobState = "partial" if failed and indexed else "failed" if failed else "succeeded"
         self._end(pending, state, None)
+
+    def _give_turn(self, job_id: str, turn_started: list[float]) -> float:
+        """At a commit of job ``job_id``'s slice whose turn has lasted :data:`TURN_S`: run one
+        waiting slice here (the commit is durable, so what waits is only this slice's next
+        chunks), then start a new turn. Returns the seconds the other slice took."""
+        now = time.perf_counter()
+        if now - turn_started[0] < TURN_S:
+            return 0.0
+        with self._lock:
+            waiting = self._waiting_slice()
+        if waiting is not None:
+            logger.info("job %s gives a turn to job %s", job_id, waiting[0].job.job_id)
+            self._run_picked(*waiting, turn=False)
+        turn_started[0] = time.perf_counter()
+        return turn_started[0] - now
 
     def _drop(self, pending: _Pending) -> None:
         with self._lock:

@@ -137,6 +137,32 @@ def test_flood_of_wrong_secrets_does_not_starve_other_keys(service_factory: Serv
 
 
 # ---------------------------------------------------------------------------- delete
+def test_another_tenants_small_upload_runs_during_a_large_files_slice(
+    service_factory: ServiceFactory,
+) -> None:
+    """A new user's run (2026-12-06): one ingest worker, a 5 MB file's slice (tens of
+    minutes) and another tenant's 6-byte upload queued the whole time."""
+    service = service_factory()
+    acme, globex = service.key("acme"), service.key("globex")
+    sections = "".join(
+        f"## Lot {i}\n\nLot {i} holds {i * 5} boxes of part {i % 13} for line {i % 4}.\n\n"
+        for i in range(4000)
+    )
+    upload = _post_texts(service, acme, "large", {"big.md": "# Lots\n\n" + sections})
+    big_id = upload.json()["job_id"]
+    for _ in range(1200):  # until the large slice is committing
+        big = service.client.get(f"/v1/jobs/{big_id}", headers=acme).json()
+        if big["progress"]["chunks_committed"] > 0:
+            break
+        time.sleep(0.05)
+    small = service.upload_texts(globex, "small", {"guide.md": GUIDE})
+    assert small["state"] == "succeeded", small
+    big = service.client.get(f"/v1/jobs/{big_id}", headers=acme).json()
+    assert big["state"] == "running", big  # the small one did not wait for its end
+    assert big["progress"]["chunks_committed"] < big["progress"]["chunks_queued"]
+    assert service.client.delete("/v1/collections/large", headers=acme).status_code == 200
+
+
 def test_delete_collection_removes_documents_and_frees_the_name(service: Service) -> None:
     acme, globex = service.key("acme"), service.key("globex")
     reader = service.key("acme", read_only=True)

@@ -221,3 +221,59 @@ def test_a_stop_or_a_delete_stops_a_long_running_slice(tmp_path: Path) -> None:
         assert manager.get(viewer, "2" * 16)["state"] == "cancelled"
     finally:
         manager.shutdown()
+
+
+class _CommittingSlice(_Collection):
+    """A slice of one large file: a commit every 10 ms for ``seconds``, then done."""
+
+    def __init__(
+        self, tenant: str, name: str, calls: list[tuple[str, list[str]]], seconds: float
+    ) -> None:
+        super().__init__(tenant, name, calls)
+        self.seconds = seconds
+        self.running = threading.Event()
+        self.ended_at = 0.0
+
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: Any = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        self.running.set()
+        started = time.monotonic()
+        while time.monotonic() - started < self.seconds:
+            progress("embed", 1, 100)
+            progress("commit", 1, 1)
+            time.sleep(0.01)
+        self._calls.append((self.tenant, [p.name for p in staged]))
+        self.ended_at = time.monotonic()
+        return IngestReport(added=len(staged)), [FileOutcome(p.name, "indexed") for p in staged]
+
+
+def test_a_long_slice_lets_a_waiting_upload_run_at_its_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user's run (2026-12-06): with one ingest worker, another tenant's 6-byte upload
+    stayed queued for the whole of a 5 MB upload's slice (tens of minutes)."""
+    import ragstrata.service.jobs as jobs
+
+    monkeypatch.setattr(jobs, "TURN_S", 0.1)
+    calls: list[tuple[str, list[str]]] = []
+    big = _CommittingSlice("acme", "kb", calls, seconds=3.0)
+    small = _Collection("globex", "kb2", calls)
+    manager = JobManager(workers=1, batch_files=4)
+    viewer = Principal("k", "globex", ("read",))
+    try:
+        manager.submit("1" * 16, big, _stage(tmp_path, "big", 1))  # type: ignore[arg-type]
+        assert big.running.wait(5)
+        manager.submit("2" * 16, small, _stage(tmp_path, "small", 1))  # type: ignore[arg-type]
+        for _ in range(300):
+            if manager.get(viewer, "2" * 16)["state"] == "succeeded":
+                break
+            time.sleep(0.01)
+        assert manager.get(viewer, "2" * 16)["state"] == "succeeded"
+        assert big.ended_at == 0.0  # the large slice is still running
+        _wait_idle(manager)
+    finally:
+        manager.shutdown()
+    assert calls == [("globex", ["small-0.md"]), ("acme", ["big-0.md"])]
+    first = manager.get(Principal("k", "acme", ("read",)), "1" * 16)
+    assert first["state"] == "succeeded"
