@@ -561,7 +561,15 @@ class JobManager:
         indexed = any(o.status == "indexed" for o in job.outcomes)
         failed = job.rejected or any(o.status == "failed" for o in job.outcomes)
         state: JobState = "partial" if failed and indexed else "failed" if failed else "succeeded"
-        self._end(pending, state, None)
+        error = None
+        if state == "failed":  # the job's own error says so too (it was null)
+            first = next(o for o in [*job.rejected, *job.outcomes] if o.status == "failed")
+            error = {
+                "code": first.code,
+                "message": f"none of the {job.files_total} files was indexed; each file's code "
+                "and reason are under 'files'",
+            }
+        self._end(pending, state, error)
 
     def _give_turn(self, job_id: str, turn_started: list[float]) -> float:
         """At a commit of job ``job_id``'s slice whose turn has lasted :data:`TURN_S`: run one

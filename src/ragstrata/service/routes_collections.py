@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragstrata.errors import RagError
+from ragstrata.errors import FileTooLargeError, RagError
 from ragstrata.service.deps import (
     ERROR_RESPONSES,
     HEX16,
@@ -254,6 +254,15 @@ async def _stage(
             )
             rejected.append(FileOutcome(name, "failed", InvalidRequestError.code, reason))
             continue
+        limit = state.config.ingest.max_file_bytes
+        size = len(content) if isinstance(content, bytes) else _size_of(content)
+        if size > limit:  # known now: no job needed to say so (it said so later)
+            reason = (
+                f"{size} bytes exceeds max_file_bytes={limit}; split the file or raise "
+                "ingest.max_file_bytes on the server"
+            )
+            rejected.append(FileOutcome(name, "failed", FileTooLargeError.code, reason))
+            continue
         seen.add(name)
         target = staging / name
         await run_in_threadpool(_write, target, content)
@@ -273,6 +282,14 @@ def _submit(
     that another job's failure cannot discard it in between."""
     with state.registry.pinned(principal, name, create=True) as coll:
         return state.jobs.submit(job_id, coll, staged, rejected=rejected)
+
+
+def _size_of(upload: UploadFile) -> int:
+    """Bytes of an uploaded file (spooled by the form parser)."""
+    if upload.size is not None:
+        return upload.size
+    upload.file.seek(0, 2)
+    return upload.file.tell()
 
 
 def _write(target: Path, content: UploadFile | bytes) -> None:

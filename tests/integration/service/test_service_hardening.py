@@ -307,6 +307,9 @@ def test_failed_first_upload_leaves_no_collection(service: Service) -> None:
     assert response.status_code == 202, response.text
     job = service.wait(acme, response.json()["job_id"])
     assert job["state"] == "failed", job
+    # the job says why at its own level too (it was null: the reason was only per file)
+    assert job["error"]["code"] == job["files"][0]["code"], job
+    assert "none of the 1 files was indexed" in job["error"]["message"]
     assert service.client.get("/v1/collections", headers=acme).json()["collections"] == []
     assert service.client.get("/v1/collections/reserved", headers=acme).status_code == 404
     assert not (service.state.registry.root / "acme" / "reserved").exists()
@@ -321,6 +324,25 @@ def test_failed_first_upload_leaves_no_collection(service: Service) -> None:
     assert service.wait(globex, response.json()["job_id"])["state"] == "failed"
     listed = service.client.get("/v1/collections", headers=globex).json()["collections"]
     assert [(c["name"], c["documents"]) for c in listed] == [("reserved", 1)]
+
+
+def test_a_file_over_max_file_bytes_is_refused_at_upload(service: Service) -> None:
+    """A 33 MB upload was accepted (202) and failed later in its job, although its size was
+    known when it arrived."""
+    acme = service.key("acme")
+    limit = service.state.config.ingest.max_file_bytes
+    big = b"palabra " * (limit // 8 + 1)
+    files = [
+        ("files", ("big.txt", big, "text/plain")),
+        ("files", ("guide.md", GUIDE.encode(), "text/markdown")),
+    ]
+    response = service.client.post("/v1/collections/sized/documents", headers=acme, files=files)
+    assert response.status_code == 202, response.text
+    job = service.wait(acme, response.json()["job_id"])
+    status = {f["name"]: (f["status"], f.get("code")) for f in job["files"]}
+    assert status["big.txt"] == ("failed", "RS204") and status["guide.md"][0] == "indexed"
+    alone = service.client.post("/v1/collections/sized/documents", headers=acme, files=[files[0]])
+    assert alone.status_code == 422 and "max_file_bytes" in alone.text, alone.text
 
 
 def test_an_upload_queueing_its_job_keeps_the_new_collection(service: Service) -> None:
