@@ -315,6 +315,15 @@ def test_copies_of_a_passage_are_one_hit_that_names_them(
     assert copies == sorted(others - {Path(holding[0].chunk.source).relative_to(corpus).as_posix()})
     keys = [" ".join(h.chunk.text.split()) for h in hits]
     assert len(keys) == len(set(keys)) and [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    # an evaluation credits the copies' documents: a golden question whose expected file is a
+    # copy the search folded into the first hit still finds it first
+    from ragstrata.eval.datasets import GoldenQuery
+    from ragstrata.eval.runner import run_golden
+
+    golden = [GoldenQuery("q1", "ERR_CONN_RESET", (holding[0].copies[-1].doc_id,))]
+    report, _ = run_golden(engine, golden, name="copies", modes=("hybrid",))
+    # right after the first hit's own file and the copy before it: third
+    assert report.modes["hybrid"].metrics["mrr@10"] == pytest.approx(1 / 3, abs=1e-3)
     engine.close()  # the embedded store is opened by one process at a time
     runner = CliRunner()
     index = str(engine.index_dir)
