@@ -47,9 +47,15 @@ FINAL_STATES: frozenset[str] = frozenset({"succeeded", "partial", "failed", "can
 _QUEUE_RETRY_S = 5.0
 """``Retry-After`` of a refused upload when the tenant's job queue is full, seconds."""
 TURN_S = 10.0
-"""Seconds a slice runs before, at its next commit, it lets a waiting job's slice run first (in
-the same worker, then it goes on): a slice is one file when that file is large, and a 5 MB
-upload's slice held every other tenant's upload for its whole length (tens of minutes)."""
+"""Seconds a slice runs before, at its next commit, it yields to a waiting slice when there is
+one: it stops there (the commit is durable) and its files go back to the front of its job, to
+go on from that commit at the job's next turn. A slice is one file when that file is large, and
+a 5 MB upload's slice held every other tenant's upload for its whole length (tens of minutes)."""
+
+
+class _SliceYielded(Exception):
+    """Raised by a running slice's progress callback at a commit, its turn over and another
+    slice waiting (see :data:`TURN_S`)."""
 
 
 class _SliceStopped(Exception):
@@ -414,6 +420,13 @@ class JobManager:
             queue = self._queues.get(tenant, deque())
             dropped = [p for p in queue if p.job.collection == collection]
             self._queues[tenant] = deque(p for p in queue if p.job.collection != collection)
+            for pending in dropped:  # every file is gone with the collection: say so
+                seen = {o.name for o in pending.job.outcomes}
+                pending.job.outcomes += [
+                    FileOutcome(n, "not_indexed", NotFoundError.code, reason)
+                    for n in pending.job.names
+                    if n not in seen
+                ]
         for pending in dropped:
             self._end(pending, "cancelled", {"code": NotFoundError.code, "message": reason})
         return len(dropped)
@@ -451,27 +464,31 @@ class JobManager:
                     picked = self._next_slice()
                     if picked is None:
                         self._wake.wait()
-            self._run_picked(*picked)
+            pending, files = picked
+            try:
+                self._run_slice(pending, files)
+            finally:
+                with self._lock:
+                    self._busy.discard(pending.job.job_id)
+                    self._busy_collections.discard((pending.job.tenant, pending.job.collection))
+                    self._wake.notify_all()
 
-    def _run_picked(self, pending: _Pending, files: list[Path], *, turn: bool = True) -> None:
-        """Run a slice :meth:`_next_slice` picked, then free its job and collection."""
-        try:
-            self._run_slice(pending, files, turn=turn)
-        finally:
-            with self._lock:
-                self._busy.discard(pending.job.job_id)
-                self._busy_collections.discard((pending.job.tenant, pending.job.collection))
-                self._wake.notify_all()
+    def _someone_waits(self, running: _Pending) -> bool:
+        """Whether a slice other than ``running``'s job could start now (call with the lock
+        held): the condition for a slice whose turn is over to yield."""
+        for queue in self._queues.values():
+            for pending in queue:
+                key = (pending.job.tenant, pending.job.collection)
+                if pending is running or pending.job.job_id in self._busy:
+                    continue
+                if key not in self._busy_collections:
+                    return True
+        return False
 
-    def _waiting_slice(self) -> tuple[_Pending, list[Path]] | None:
-        """The slice a running one lets go first at a commit (see :data:`TURN_S`), if any job
-        is waiting and the server is not stopping (call with the lock held)."""
-        return None if self._closing else self._next_slice()
-
-    def _run_slice(self, pending: _Pending, files: list[Path], *, turn: bool = True) -> None:
-        """Ingest ``files`` of ``pending``'s job. With ``turn``, after each commit that comes
-        :data:`TURN_S` seconds or more into its turn, one waiting slice runs in this thread
-        before it goes on (that slice gives no turn of its own)."""
+    def _run_slice(self, pending: _Pending, files: list[Path]) -> None:
+        """Ingest ``files`` of ``pending``'s job; at a commit :data:`TURN_S` seconds or more
+        into the slice, with another slice waiting, stop there and put the files back at the
+        front of the job (their move into ``uploads/`` is done, the commits kept)."""
         job, collection = pending.job, pending.collection
         with self._lock:
             if job.state in FINAL_STATES:  # cancelled while this slice waited
@@ -486,17 +503,13 @@ class JobManager:
 
         slice_started = time.perf_counter()
         running_before, reweighted_before = job.running_s, job.chunks_reweighted
-        turn_started = [slice_started]
-        paused = [0.0]  # seconds this slice gave to waiting ones: not its running time
 
         def progress(event: str, done: int, total: int) -> None:
-            if turn and event == "commit":
-                paused[0] += self._give_turn(job.job_id, turn_started)
             with self._lock:
                 # "embed" comes before its commit's journal: stopping there writes nothing
                 if event == "embed" and (job.state == "cancelled" or self._closing):
                     raise _SliceStopped
-                job.running_s = running_before + time.perf_counter() - slice_started - paused[0]
+                job.running_s = running_before + time.perf_counter() - slice_started
                 if event == "parse":
                     job.files_done = files_before + done
                 elif event == "bytes":
@@ -507,11 +520,31 @@ class JobManager:
                     job.chunks_embedded += done
                 elif event == "commit":
                     job.chunks_committed += done
+                    if (  # counted first: the commit is durable
+                        time.perf_counter() - slice_started >= TURN_S
+                        and not self._closing
+                        and self._someone_waits(pending)
+                    ):
+                        raise _SliceYielded
                 elif event == "reweight":  # cumulative within the slice, like parse
                     job.chunks_reweighted = reweighted_before + done
 
         try:
             report, outcomes = collection.ingest_staged(files, progress=progress)
+        except _SliceYielded:
+            # the files now lie in uploads/: the job's next turn takes them from there, and
+            # what is indexed whole is skipped as unchanged, a large file goes on after its
+            # committed chunks (the writer resumes a partly committed document)
+            moved = [collection.uploads / p.name for p in files]
+            with self._lock:
+                pending.files.extendleft(reversed(moved))
+                job.files_done, job.bytes_done = files_before, bytes_before
+                # the next turn counts what is left: nothing embedded waits uncommitted
+                job.chunks_queued = job.chunks_embedded = job.chunks_committed
+                job.running_s = running_before + time.perf_counter() - slice_started
+                job.chunks_reweighted = reweighted_before
+            logger.info("job %s on %s: yields its turn", job.job_id, collection.name)
+            return
         except _SliceStopped:
             # a cancelled job is final already; a stopping server interrupts it (shutdown),
             # naming the files this slice indexed before it stopped
@@ -522,7 +555,7 @@ class JobManager:
                 done_files = []
             with self._lock:
                 job.outcomes.extend(done_files)
-                job.running_s = running_before + time.perf_counter() - slice_started - paused[0]
+                job.running_s = running_before + time.perf_counter() - slice_started
             logger.info("job %s on %s: slice stopped", job.job_id, collection.name)
             return
         except RagError as exc:
@@ -536,7 +569,7 @@ class JobManager:
             self._end(pending, "failed", {"code": "RS700", "message": f"internal error: {exc}"})
             return
         with self._lock:
-            job.running_s = running_before + time.perf_counter() - slice_started - paused[0]
+            job.running_s = running_before + time.perf_counter() - slice_started
             job.outcomes.extend(outcomes)
             job.files_done = files_before + len(files)
             job.bytes_done = bytes_before + slice_bytes
@@ -570,21 +603,6 @@ class JobManager:
                 "and reason are under 'files'",
             }
         self._end(pending, state, error)
-
-    def _give_turn(self, job_id: str, turn_started: list[float]) -> float:
-        """At a commit of job ``job_id``'s slice whose turn has lasted :data:`TURN_S`: run one
-        waiting slice here (the commit is durable, so what waits is only this slice's next
-        chunks), then start a new turn. Returns the seconds the other slice took."""
-        now = time.perf_counter()
-        if now - turn_started[0] < TURN_S:
-            return 0.0
-        with self._lock:
-            waiting = self._waiting_slice()
-        if waiting is not None:
-            logger.info("job %s gives a turn to job %s", job_id, waiting[0].job.job_id)
-            self._run_picked(*waiting, turn=False)
-        turn_started[0] = time.perf_counter()
-        return turn_started[0] - now
 
     def _drop(self, pending: _Pending) -> None:
         with self._lock:
@@ -663,7 +681,15 @@ class JobManager:
             left = [p for q in self._queues.values() for p in q]
             self._queues.clear()
         for pending in left:
+            job = pending.job
+            seen = {o.name for o in job.outcomes}
+            try:  # what earlier turns of the job indexed whole
+                held = pending.collection.outcomes_of([n for n in job.names if n not in seen])
+            except Exception:
+                logger.exception("job %s: reading what it had indexed", job.job_id)
+                held = []
             with self._lock:
+                job.outcomes += held
                 error = pending.job.interrupt("the server stopped")
             self._end(pending, "cancelled", error)
         if self._log is not None:

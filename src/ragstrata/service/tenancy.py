@@ -381,6 +381,8 @@ class Collection:
         A file that fails (binary, empty, unparsable...) is removed again, and the earlier
         version of the same name, if any, is put back (its chunks never left the index): a bad
         file costs only itself. Returns the ingest report and one outcome per staged file.
+        A file already in ``uploads/`` (a slice that yielded its turn and goes on) stays; the
+        earlier version kept for it since its first turn is the one put back on failure.
         """
         with self._lock.write():
             if self._deleted:
@@ -389,6 +391,9 @@ class Collection:
             targets: list[Path] = []
             for path in staged:
                 target = self.uploads / path.name
+                if path == target:  # moved at its first turn
+                    targets.append(target)
+                    continue
                 if target.exists():
                     backups.mkdir(parents=True, exist_ok=True)
                     target.replace(backups / path.name)

@@ -159,8 +159,17 @@ def test_another_tenants_small_upload_runs_during_a_large_files_slice(
     assert small["state"] == "succeeded", small
     big = service.client.get(f"/v1/jobs/{big_id}", headers=acme).json()
     assert big["state"] == "running", big  # the small one did not wait for its end
-    assert big["progress"]["chunks_committed"] < big["progress"]["chunks_queued"]
-    assert service.client.delete("/v1/collections/large", headers=acme).status_code == 200
+    # the large file went on after its turn, from its last commit, to a whole document
+    big = service.wait(acme, big_id, timeout_s=600)
+    assert big["state"] == "succeeded", big
+    assert [(f["name"], f["status"]) for f in big["files"]] == [("big.md", "indexed")]
+    listed = service.client.get("/v1/collections/large/documents", headers=acme).json()
+    (doc,) = listed["documents"]
+    assert doc["complete"] is True and doc["chunks"] == big["progress"]["chunks_committed"]
+    hits = service.client.post(
+        "/v1/collections/large/search", headers=acme, json={"query": "Lot 3999 holds", "top_k": 3}
+    ).json()["hits"]
+    assert any("Lot 3999 holds" in h["text"] for h in hits)
 
 
 def test_delete_collection_removes_documents_and_frees_the_name(service: Service) -> None:

@@ -25,9 +25,13 @@ class _Collection:
 
     def __init__(self, tenant: str, name: str, calls: list[tuple[str, list[str]]]) -> None:
         self.tenant, self.name = tenant, name
+        self.uploads = Path("/uploads") / tenant / name
         self._calls = calls
         self.gate = threading.Event()
         self.gate.set()
+
+    def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
+        return []
 
     def ingest_staged(
         self, staged: Sequence[Path], *, progress: Any = None
@@ -188,7 +192,7 @@ class _LongSlice(_Collection):
         return IngestReport(added=len(staged)), [FileOutcome(p.name, "indexed") for p in staged]
 
     def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
-        return [FileOutcome(names[0], "indexed")]
+        return [FileOutcome(n, "indexed") for n in names if n.endswith("-0.md")]
 
 
 def test_a_stop_or_a_delete_stops_a_long_running_slice(tmp_path: Path) -> None:
