@@ -485,3 +485,13 @@ class Answer:
     def conflict(self) -> bool:
         """Whether version conflicts were resolved (see :attr:`conflicts`)."""
         return bool(self.conflicts)
+
+
+def meta_text(value: str | int | float | bool) -> str:
+    """A metadata value as chunks store it and ``meta.<key>`` filters compare it: text, with
+    ``true``/``false`` for booleans and digits for numbers, so that ``--filter meta.year=2024``
+    on the command line (always text) matches front matter's ``year: 2024``, as the API's
+    ``{"meta.year": 2024}`` does. Matching is exact (case included)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)

@@ -347,7 +347,7 @@ def test_front_matter_and_confluence_metadata_filter_searches(
     folder = tmp_path / "meta"
     folder.mkdir()
     (folder / "horario.md").write_text(
-        "---\nauthor: Marta Gil\nteam: rrhh\ntags: [turnos, guardias]\nyear: 2024\n"
+        "---\nauthor: Marta Gil\nteam: rrhh\ntags: [turnos, guardias]\nyear: 2024\ndraft: true\n"
         "owner: {name: x}\nnotes: " + "x" * 400 + "\n---\n# Horario\n\n"
         "El horario de guardias cambia cada lunes a las nueve.\n",
         encoding="utf-8",
@@ -364,6 +364,9 @@ def test_front_matter_and_confluence_metadata_filter_searches(
     assert found({"meta.team": "rrhh"}) == {"horario.md"}
     assert found({"meta.tags": "guardias"}) == {"horario.md"}  # one item of a list
     assert found({"meta.year": 2024}) == {"horario.md"}
+    # as the command line sends them (text): numbers and booleans match too (trial 21)
+    assert found({"meta.year": "2024"}) == found({"meta.draft": "true"}) == {"horario.md"}
+    assert found({"meta.draft": True}) == {"horario.md"}
     by_ana = found({"meta.author": "Ana García"})
     assert "Deployment-Runbook_65601.html" in by_ana and "horario.md" not in by_ana
     assert "Deployment-Runbook_65601.html" in found({"meta.last_modified": "2024-03-04"})

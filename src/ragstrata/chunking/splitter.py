@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from ragstrata.errors import ChunkingError
 from ragstrata.text.spans import TABLE_DELIMITER, Fence, find_fences, sentence_spans, strip_span
 from ragstrata.text.tokens import TokenCounter
-from ragstrata.types import Block, Chunk, Document
+from ragstrata.types import Block, Chunk, Document, meta_text
 
 META_KEYS = 32
 """Most document metadata keys a chunk carries (:func:`chunk_metadata`)."""
@@ -523,10 +523,11 @@ def chunk_metadata(document: Document) -> Mapping[str, Any]:
     """What each chunk of ``document`` carries of its metadata, for ``meta.<key>`` filters:
     ``format``, then the document's own keys (front matter, ``modified``; for a Confluence
     page its ``author``, ``last_modified_by``, ``last_modified``, ``space`` and ``page_id``),
-    each a string, number or boolean (dates as ISO text), or a list of them ("any of" matches
-    one item). Keys a filter cannot name, nested mappings, values over :data:`META_CHARS`
-    characters and keys past the first :data:`META_KEYS` are left out: front matter is the
-    author's, and every chunk stores what is kept."""
+    each as text (:func:`~ragstrata.types.meta_text`: numbers as digits, booleans as
+    ``true``/``false``, dates as ISO text), or a list of them ("any of" matches one item).
+    Keys a filter cannot name, nested mappings, values over :data:`META_CHARS` characters and
+    keys past the first :data:`META_KEYS` are left out: front matter is the author's, and
+    every chunk stores what is kept."""
     meta: dict[str, Any] = {"format": document.format}
     found = dict(document.metadata)
     confluence = found.get("confluence")
@@ -551,15 +552,15 @@ def _meta_value(value: Any) -> Any:
     """``value`` as a chunk stores it, or ``None`` when it is left out (see
     :func:`chunk_metadata`)."""
     if isinstance(value, bool | int):
-        return value
+        return meta_text(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return meta_text(value) if math.isfinite(value) else None
     if isinstance(value, str):
         return value if len(value) <= META_CHARS else None
     if hasattr(value, "isoformat"):  # YAML dates
         return str(value.isoformat())
     if isinstance(value, list | tuple):
         items = [_meta_value(v) for v in value[:META_KEYS]]
-        if items and all(isinstance(v, str | int | float | bool) for v in items):
+        if items and all(isinstance(v, str) for v in items):
             return items
     return None

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ragstrata.errors import RetrievalError
-from ragstrata.types import Chunk, FloatArray
+from ragstrata.types import Chunk, FloatArray, meta_text
 
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 Filters = Mapping[str, FilterValue]
@@ -47,9 +47,9 @@ def check_filters(
                 raise RetrievalError(
                     f"filter {key!r}: a list must hold {bound} strings or integers"
                 )
-            checked[key] = list(value)
+            checked[key] = [meta_text(v) for v in value] if key.startswith("meta.") else list(value)
         elif isinstance(value, str | int | bool):
-            checked[key] = value
+            checked[key] = meta_text(value) if key.startswith("meta.") else value
         else:
             raise RetrievalError(
                 f"filter {key!r}: {type(value).__name__} is not allowed; use a string, an "
