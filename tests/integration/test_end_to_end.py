@@ -324,6 +324,8 @@ def test_copies_of_a_passage_are_one_hit_that_names_them(
     report, _ = run_golden(engine, golden, name="copies", modes=("hybrid",))
     # right after the first hit's own file and the copy before it: third
     assert report.modes["hybrid"].metrics["mrr@10"] == pytest.approx(1 / 3, abs=1e-3)
+    # with top_k 1 too: the copies a little further down the fused list are named (trial 21)
+    assert len(engine.search("ERR_CONN_RESET", top_k=1).hits[0].copies) == 2
     engine.close()  # the embedded store is opened by one process at a time
     runner = CliRunner()
     index = str(engine.index_dir)

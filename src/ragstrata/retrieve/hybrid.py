@@ -91,6 +91,10 @@ def _allows(value: Any, language: str) -> bool:
     return value == language if isinstance(value, str) else language in value
 
 
+COPY_LOOKAHEAD = 10
+"""Fused hits read past ``top_k`` to name the copies of the hits kept (``--top-k 1`` named
+none: its copy was the second fused hit); a copy further down is not named."""
+
 JOINED_FORM_PROBE = 200
 """Most chunks counted per one-term probe of :meth:`HybridRetriever._with_joined_forms`."""
 
@@ -274,7 +278,8 @@ class HybridRetriever:
         found: list[Hit] = []
         pos = 0
         while len(found) < k and pos < len(fused):
-            batch = fused[pos : pos + k - len(found)]
+            # the first read looks COPY_LOOKAHEAD further, for copies of the hits it keeps
+            batch = fused[pos : pos + k - len(found) + (COPY_LOOKAHEAD if pos == 0 else 0)]
             pos += len(batch)
             if foreign:
                 batch = self._unshifted_scores(batch, vector)
@@ -296,7 +301,7 @@ class HybridRetriever:
                     ),
                 ]
             )
-        hits = tuple(found)
+        hits = tuple(found[:k])
         timings["fetch"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(query, hits, timings, relation)

@@ -133,6 +133,8 @@ class Job:
         )
         if total and (stopped or self.state not in FINAL_STATES):
             fraction = self.files_done / total
+            if self.chunks_queued and not stopped:  # a large file parsed is not indexed yet
+                fraction *= min(1.0, self.chunks_committed / self.chunks_queued)
         else:
             fraction = 1.0 if self.state in FINAL_STATES else 0.0
         return {
