@@ -104,11 +104,15 @@ class Job:
     names: list[str] = field(default_factory=list)
     """Names of the files queued for ingestion (the upload's accepted files)."""
 
+    def unreported(self) -> list[str]:
+        """The queued files that have no outcome yet, in upload order."""
+        seen = {o.name for o in self.outcomes}
+        return [n for n in self.names if n not in seen]
+
     def interrupt(self, how: str) -> dict[str, str]:
         """List each queued file without an outcome as ``not_indexed`` (RS710) and return the
         job's RS710 error, ``how`` saying what stopped it. Call under the manager's lock."""
-        seen = {o.name for o in self.outcomes}
-        missed = [n for n in self.names if n not in seen]
+        missed = self.unreported()
         self.outcomes += [
             FileOutcome(n, "not_indexed", InterruptedJobError.code, "upload it again")
             for n in missed
@@ -423,26 +427,29 @@ class JobManager:
             dropped = [p for p in queue if p.job.collection == collection]
             self._queues[tenant] = deque(p for p in queue if p.job.collection != collection)
             for pending in dropped:  # every file is gone with the collection: say so
-                seen = {o.name for o in pending.job.outcomes}
                 pending.job.outcomes += [
                     FileOutcome(n, "not_indexed", NotFoundError.code, reason)
-                    for n in pending.job.names
-                    if n not in seen
+                    for n in pending.job.unreported()
                 ]
         for pending in dropped:
             self._end(pending, "cancelled", {"code": NotFoundError.code, "message": reason})
         return len(dropped)
 
     # ------------------------------------------------------------------ running
+    def _runnable(self, pending: _Pending) -> bool:
+        """Whether a slice of ``pending``'s job may start now (call with the lock held): none
+        of the job runs (jobs of a tenant run in order) and none of its collection does."""
+        key = (pending.job.tenant, pending.job.collection)
+        return pending.job.job_id not in self._busy and key not in self._busy_collections
+
     def _next_slice(self) -> tuple[_Pending, list[Path]] | None:
         """The next slice to run (call with the lock held): the first runnable job of the
         tenant served least recently."""
         best: _Pending | None = None
         for tenant in sorted(self._queues, key=lambda t: self._served.get(t, -1)):
             for pending in self._queues[tenant]:
-                key = (pending.job.tenant, pending.job.collection)
-                if pending.job.job_id in self._busy or key in self._busy_collections:
-                    continue  # jobs of a tenant run in order; one slice per collection
+                if not self._runnable(pending):
+                    continue
                 best = pending
                 break
             if best is not None:
@@ -478,14 +485,11 @@ class JobManager:
     def _someone_waits(self, running: _Pending) -> bool:
         """Whether a slice other than ``running``'s job could start now (call with the lock
         held): the condition for a slice whose turn is over to yield."""
-        for queue in self._queues.values():
-            for pending in queue:
-                key = (pending.job.tenant, pending.job.collection)
-                if pending is running or pending.job.job_id in self._busy:
-                    continue
-                if key not in self._busy_collections:
-                    return True
-        return False
+        return any(
+            pending is not running and self._runnable(pending)
+            for queue in self._queues.values()
+            for pending in queue
+        )
 
     def _run_slice(self, pending: _Pending, files: list[Path]) -> None:
         """Ingest ``files`` of ``pending``'s job; at a commit :data:`TURN_S` seconds or more
@@ -662,9 +666,7 @@ class JobManager:
         for job in log.load():
             if job.state not in FINAL_STATES:
                 if self._held is not None:  # what its slice had indexed when the server died
-                    seen = {o.name for o in job.outcomes}
-                    missed = [n for n in job.names if n not in seen]
-                    job.outcomes += self._held(job.tenant, job.collection, missed)
+                    job.outcomes += self._held(job.tenant, job.collection, job.unreported())
                 job.state = "failed"
                 job.finished = _now()
                 job.error = job.interrupt("the server stopped before this job finished")
@@ -684,9 +686,8 @@ class JobManager:
             self._queues.clear()
         for pending in left:
             job = pending.job
-            seen = {o.name for o in job.outcomes}
             try:  # what earlier turns of the job indexed whole
-                held = pending.collection.outcomes_of([n for n in job.names if n not in seen])
+                held = pending.collection.outcomes_of(job.unreported())
             except Exception:
                 logger.exception("job %s: reading what it had indexed", job.job_id)
                 held = []
