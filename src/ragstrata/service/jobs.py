@@ -273,6 +273,20 @@ class _Pending:
     files: deque[Path]
     staging: Path
     started_at: float = 0.0
+    carried: set[str] = field(default_factory=set)
+    """Files a yielded turn indexed whole and counted in the job's report: the turn that ends
+    them finds them ``unchanged`` and must not count them again."""
+
+
+def _add_to_report(job: Job, pending: _Pending, **counts: int) -> None:
+    """Add ``counts`` (``added``, ``updated``, ``unchanged``, ``chunks``, ``reweighted``) to
+    ``job``'s report, the sum of its turns. Call under the manager's lock."""
+    total: dict[str, Any] = {"added": 0, "updated": 0, "unchanged": 0, "chunks": 0}
+    total.update(job.report or {})
+    for key, value in counts.items():
+        total[key] = total.get(key, 0) + value
+    total["seconds"] = round(time.perf_counter() - pending.started_at, 3)
+    job.report = total
 
 
 class JobManager:
@@ -509,6 +523,7 @@ class JobManager:
 
         slice_started = time.perf_counter()
         running_before, reweighted_before = job.running_s, job.chunks_reweighted
+        committed_before = job.chunks_committed
 
         def progress(event: str, done: int, total: int) -> None:
             with self._lock:
@@ -542,7 +557,22 @@ class JobManager:
             # what is indexed whole is skipped as unchanged, a large file goes on after its
             # committed chunks (the writer resumes a partly committed document)
             moved = [collection.uploads / p.name for p in files]
+            try:  # the report counts what this turn did; the next finds it unchanged
+                changes = collection.turn_changes(
+                    [p.name for p in files if p.name not in pending.carried]
+                )
+            except Exception:  # the index could not be read: the report undercounts
+                logger.exception("job %s: reading what its yielded slice indexed", job.job_id)
+                changes = {}
             with self._lock:
+                pending.carried.update(changes)
+                _add_to_report(
+                    job,
+                    pending,
+                    added=sum(k == "added" for k in changes.values()),
+                    updated=sum(k == "updated" for k in changes.values()),
+                    chunks=job.chunks_committed - committed_before,
+                )
                 pending.files.extendleft(reversed(moved))
                 job.files_done, job.bytes_done = files_before, bytes_before
                 # the next turn counts what is left: nothing embedded waits uncommitted
@@ -579,16 +609,18 @@ class JobManager:
             job.outcomes.extend(outcomes)
             job.files_done = files_before + len(files)
             job.bytes_done = bytes_before + slice_bytes
-            total = job.report or {"added": 0, "updated": 0, "unchanged": 0, "chunks": 0}
             job.chunks_reweighted = reweighted_before + report.reweighted
-            job.report = {
-                "added": total["added"] + report.added,
-                "updated": total["updated"] + report.updated,
-                "unchanged": total["unchanged"] + report.unchanged,
-                "chunks": total["chunks"] + report.chunks,
-                "reweighted": total.get("reweighted", 0) + report.reweighted,
-                "seconds": round(time.perf_counter() - pending.started_at, 3),
-            }
+            counted = {o.name for o in outcomes if o.status == "indexed"} & pending.carried
+            pending.carried -= counted
+            _add_to_report(
+                job,
+                pending,
+                added=report.added,
+                updated=report.updated,
+                unchanged=max(0, report.unchanged - len(counted)),
+                chunks=report.chunks,
+                reweighted=report.reweighted,
+            )
             done = not pending.files
             if done:
                 queue = self._queues.get(job.tenant, deque())

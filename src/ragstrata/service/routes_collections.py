@@ -309,6 +309,10 @@ def _nothing_accepted(rejected: Sequence[FileOutcome]) -> RagError:
     )
     if rejected and all(r.code == UnsupportedMediaTypeError.code for r in rejected):
         return UnsupportedMediaTypeError(f"no file of the upload can be ingested: {detail}")
+    if rejected and all(r.code == FileTooLargeError.code for r in rejected):  # 422, its code
+        first, others = rejected[0], [r.name for r in rejected[1:]]
+        more = f"; also over the limit: {', '.join(others[:9])}" if others else ""
+        return FileTooLargeError(first.name, first.reason + more)
     return InvalidRequestError(f"no file of the upload can be ingested: {detail}")
 
 

@@ -365,6 +365,24 @@ class Collection:
         before its end (see :func:`held_outcomes`)."""
         return held_outcomes(self.root, names)
 
+    def turn_changes(self, names: Sequence[str]) -> dict[str, Literal["added", "updated"]]:
+        """Of the uploaded files ``names``, those an ingest that stopped at a commit (a slice
+        that yielded its turn) indexed whole and changed: ``added`` without an earlier version
+        kept in ``.previous/``, ``updated`` with a different one (an identical earlier version
+        changed nothing and is left out). The job counts them itself: the next turn finds
+        them ``unchanged``."""
+        backups = self.root / ".previous"
+        changes: dict[str, Literal["added", "updated"]] = {}
+        for outcome in held_outcomes(self.root, names):
+            if outcome.status != "indexed":
+                continue
+            earlier = backups / outcome.name
+            if not earlier.is_file():
+                changes[outcome.name] = "added"
+            elif file_sha256(earlier) != file_sha256(self.uploads / outcome.name):
+                changes[outcome.name] = "updated"
+        return changes
+
     def counts(self) -> tuple[int, int]:
         """``(documents, chunks)`` in the index (0, 0 before the first ingest)."""
         if not self.has_index:

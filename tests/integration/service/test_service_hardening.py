@@ -148,7 +148,9 @@ def test_another_tenants_small_upload_runs_during_a_large_files_slice(
         f"## Lot {i}\n\nLot {i} holds {i * 5} boxes of part {i % 13} for line {i % 4}.\n\n"
         for i in range(4000)
     )
-    upload = _post_texts(service, acme, "large", {"big.md": "# Lots\n\n" + sections})
+    upload = _post_texts(
+        service, acme, "large", {"a-notes.md": GUIDE, "big.md": "# Lots\n\n" + sections}
+    )
     big_id = upload.json()["job_id"]
     for _ in range(1200):  # until the large slice is committing
         big = service.client.get(f"/v1/jobs/{big_id}", headers=acme).json()
@@ -162,10 +164,19 @@ def test_another_tenants_small_upload_runs_during_a_large_files_slice(
     # the large file went on after its turn, from its last commit, to a whole document
     big = service.wait(acme, big_id, timeout_s=600)
     assert big["state"] == "succeeded", big
-    assert [(f["name"], f["status"]) for f in big["files"]] == [("big.md", "indexed")]
+    assert sorted((f["name"], f["status"]) for f in big["files"]) == [
+        ("a-notes.md", "indexed"),
+        ("big.md", "indexed"),
+    ]
     listed = service.client.get("/v1/collections/large/documents", headers=acme).json()
-    (doc,) = listed["documents"]
-    assert doc["complete"] is True and doc["chunks"] == big["progress"]["chunks_committed"]
+    docs = {d["name"]: d for d in listed["documents"]}
+    assert sorted(docs) == ["a-notes.md", "big.md"] and all(d["complete"] for d in docs.values())
+    chunks = sum(d["chunks"] for d in docs.values())
+    assert chunks == big["progress"]["chunks_committed"]
+    # the report sums the turns: the notes the first turn indexed whole are not "unchanged"
+    report = big["report"]
+    assert (report["added"], report["updated"], report["unchanged"]) == (2, 0, 0), report
+    assert report["chunks"] == chunks, report
     hits = service.client.post(
         "/v1/collections/large/search", headers=acme, json={"query": "Lot 3999 holds", "top_k": 3}
     ).json()["hits"]
@@ -354,6 +365,7 @@ def test_a_file_over_max_file_bytes_is_refused_at_upload(service: Service) -> No
     assert status["big.txt"] == ("failed", "RS204") and status["guide.md"][0] == "indexed"
     alone = service.client.post("/v1/collections/sized/documents", headers=acme, files=[files[0]])
     assert alone.status_code == 422 and "max_file_bytes" in alone.text, alone.text
+    assert alone.json()["error"]["code"] == "RS204"  # the file's own code, as in a job
 
 
 def test_an_upload_queueing_its_job_keeps_the_new_collection(service: Service) -> None:
