@@ -16,7 +16,11 @@ from dataclasses import replace
 
 from ragstrata.types import Hit
 
-__all__ = ["collapse_copies", "passage_key"]
+__all__ = ["COPY_LOOKAHEAD", "collapse_copies", "passage_key"]
+
+COPY_LOOKAHEAD = 10
+"""Fused hits read past ``top_k`` to name the copies of the hits kept (``--top-k 1`` named
+none: its copy was the second fused hit); a copy further down is not named."""
 
 
 def passage_key(text: str) -> str:
@@ -28,8 +32,9 @@ def passage_key(text: str) -> str:
 def collapse_copies(hits: Iterable[Hit]) -> list[Hit]:
     """``hits`` (best first) with each later copy of a passage folded into its first hit:
     that hit keeps its rank order, score and explain and gains the copy's chunk (and the copy's
-    own copies) in :attr:`~ragstrata.types.Hit.copies`, in rank order; the remaining hits are
-    ranked 1, 2, ... again. Pure; a list without copies comes back with the same hits."""
+    own copies) in :attr:`~ragstrata.types.Hit.copies`, in rank order, each chunk once and never
+    the hit's own; the remaining hits are ranked 1, 2, ... again. Pure; a list without copies
+    comes back with the same hits."""
     first: dict[str, int] = {}
     out: list[Hit] = []
     for hit in hits:
@@ -40,5 +45,12 @@ def collapse_copies(hits: Iterable[Hit]) -> list[Hit]:
             out.append(hit if hit.rank == len(out) + 1 else replace(hit, rank=len(out) + 1))
             continue
         kept = out[at]
-        out[at] = replace(kept, copies=(*kept.copies, hit.chunk, *hit.copies))
+        named = {kept.chunk.chunk_id, *(c.chunk_id for c in kept.copies)}
+        new = []
+        for chunk in (hit.chunk, *hit.copies):  # a chunk named once (a fusion of rankings
+            if chunk.chunk_id not in named:  # that had folded copies already: HyDE)
+                named.add(chunk.chunk_id)
+                new.append(chunk)
+        if new:
+            out[at] = replace(kept, copies=(*kept.copies, *new))
     return out

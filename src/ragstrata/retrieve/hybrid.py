@@ -17,7 +17,7 @@ from ragstrata.embed.base import Embedder
 from ragstrata.errors import RetrievalError
 from ragstrata.index.base import Filters, VectorStore, check_filters
 from ragstrata.index.bm25 import term_id
-from ragstrata.retrieve.copies import collapse_copies
+from ragstrata.retrieve.copies import COPY_LOOKAHEAD, collapse_copies
 from ragstrata.retrieve.fusion import FusedHit, cap_per_document, rrf
 from ragstrata.retrieve.language_shift import LanguageOffsets, language_offsets_for
 from ragstrata.retrieve.weights import fusion_weights_for
@@ -90,10 +90,6 @@ def _allows(value: Any, language: str) -> bool:
     """Whether a ``language`` filter value (one code or a sequence of them) admits ``language``."""
     return value == language if isinstance(value, str) else language in value
 
-
-COPY_LOOKAHEAD = 10
-"""Fused hits read past ``top_k`` to name the copies of the hits kept (``--top-k 1`` named
-none: its copy was the second fused hit); a copy further down is not named."""
 
 JOINED_FORM_PROBE = 200
 """Most chunks counted per one-term probe of :meth:`HybridRetriever._with_joined_forms`."""

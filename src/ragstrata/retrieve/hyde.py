@@ -22,7 +22,7 @@ import numpy.typing as npt
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.base import ChatMessage, ChatModel
 from ragstrata.index.base import Filters, VectorStore
-from ragstrata.retrieve.copies import collapse_copies
+from ragstrata.retrieve.copies import COPY_LOOKAHEAD, collapse_copies
 from ragstrata.retrieve.fusion import rrf
 from ragstrata.text.language import question_language
 from ragstrata.types import Chunk, Hit
@@ -78,7 +78,7 @@ def fuse_hyde(
         {"hybrid": [(h.chunk.chunk_id, h.score) for h in hits], "hyde": list(hyde_ranking)},
         k=k,
         weights=weights,
-    )[:top_k]
+    )[: top_k + COPY_LOOKAHEAD]  # read on: copies fold, top_k distinct passages remain
     known = {h.chunk.chunk_id: h for h in hits}
     missing = [f.item_id for f in fused if f.item_id not in known]
     chunks = {c.chunk_id: c for c in fetch(missing)} if missing else {}
@@ -93,7 +93,7 @@ def fuse_hyde(
         )
         copies = base.copies if base is not None else ()
         out.append(Hit(chunk, len(out) + 1, f.score, explain, copies))
-    return tuple(collapse_copies(out))
+    return tuple(collapse_copies(out)[:top_k])
 
 
 def timed_hypothetical(generator: ChatModel, question: str) -> tuple[str, float]:

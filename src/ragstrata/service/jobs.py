@@ -27,13 +27,14 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from ragstrata.errors import RagError
+from ragstrata.index.writer import file_sha256
 from ragstrata.service.errors import InterruptedJobError, NotFoundError, RateLimitedError
 from ragstrata.service.keys import Principal
 from ragstrata.service.tenancy import Collection, FileOutcome
@@ -51,6 +52,13 @@ TURN_S = 10.0
 one: it stops there (the commit is durable) and its files go back to the front of its job, to
 go on from that commit at the job's next turn. A slice is one file when that file is large, and
 a 5 MB upload's slice held every other tenant's upload for its whole length (tens of minutes)."""
+
+
+TURN_SETUP_RATIO = 3.0
+"""A turn lasts at least this many times its slice's setup (the seconds to its first chunks
+embedded: parsing and chunking, done again at each turn of a large file, whose committed chunks
+are skipped only after chunking): an 8,000-chunk file re-parsed in about 8 s each 10 s turn
+spent half its time on it; at 3x, a quarter at most."""
 
 
 class _SliceYielded(Exception):
@@ -103,6 +111,13 @@ class Job:
     error: dict[str, str] | None = None
     names: list[str] = field(default_factory=list)
     """Names of the files queued for ingestion (the upload's accepted files)."""
+    hashes: dict[str, str] = field(default_factory=dict)
+    """sha256 of each queued file's bytes, by name: what the job claims as ``indexed`` after a
+    stop must be these bytes, not an earlier upload's version still in the index."""
+
+    def expected(self, names: Sequence[str]) -> dict[str, str]:
+        """``names`` with the sha256 of the job's bytes (``""`` when the record has none)."""
+        return {n: self.hashes.get(n, "") for n in names}
 
     def unreported(self) -> list[str]:
         """The queued files that have no outcome yet, in upload order."""
@@ -182,6 +197,7 @@ class Job:
             "tenant": self.tenant,
             "rejected": len(self.rejected),
             "names": self.names,
+            "hashes": self.hashes,
         }
 
     @classmethod
@@ -200,6 +216,7 @@ class Job:
             files_total=int(progress["files_total"]),
             rejected=files[:n_rejected],
             names=[str(n) for n in data.get("names", [])],
+            hashes={str(k): str(v) for k, v in data.get("hashes", {}).items()},  # 2026-12-06
             state=data["state"],
             created=str(data["created"]),
             started=data["started"],
@@ -273,6 +290,9 @@ class _Pending:
     files: deque[Path]
     staging: Path
     started_at: float = 0.0
+    dropped: bool = False
+    """Set (under the lock) when the job was cancelled with its collection: a slice still
+    running leaves the final job's outcomes and report alone."""
     carried: set[str] = field(default_factory=set)
     """Files a yielded turn indexed whole and counted in the job's report: the turn that ends
     them finds them ``unchanged`` and must not count them again."""
@@ -310,7 +330,7 @@ class JobManager:
         log: JobLog | None = None,
         on_finish: Callable[[Job, Collection | None], None] | None = None,
         on_failed: Callable[[Collection], None] | None = None,
-        held: Callable[[str, str, Sequence[str]], list[FileOutcome]] | None = None,
+        held: Callable[[str, str, Mapping[str, str]], list[FileOutcome]] | None = None,
     ) -> None:
         self._batch = batch_files
         self._held = held
@@ -379,6 +399,7 @@ class JobManager:
             files_done=len(rejected),
             bytes_total=sum(p.stat().st_size for p in staged),
             names=[p.name for p in staged],
+            hashes={p.name: file_sha256(p) for p in staged},
         )
         if not staged:
             self._remember(job)
@@ -441,6 +462,7 @@ class JobManager:
             dropped = [p for p in queue if p.job.collection == collection]
             self._queues[tenant] = deque(p for p in queue if p.job.collection != collection)
             for pending in dropped:  # every file is gone with the collection: say so
+                pending.dropped = True
                 pending.job.outcomes += [
                     FileOutcome(n, "not_indexed", NotFoundError.code, reason)
                     for n in pending.job.unreported()
@@ -497,13 +519,21 @@ class JobManager:
                     self._wake.notify_all()
 
     def _someone_waits(self, running: _Pending) -> bool:
-        """Whether a slice other than ``running``'s job could start now (call with the lock
-        held): the condition for a slice whose turn is over to yield."""
-        return any(
-            pending is not running and self._runnable(pending)
-            for queue in self._queues.values()
-            for pending in queue
-        )
+        """Whether, were ``running``'s slice to end now, the next pick (:meth:`_next_slice`)
+        would be another job's slice (call with the lock held): the condition for a slice whose
+        turn is over to yield. A job of the same tenant queued after it would not be picked
+        (a tenant's jobs run in order), so it does not make the slice yield in vain."""
+        freed = (running.job.tenant, running.job.collection)
+        for tenant in sorted(self._queues, key=lambda t: self._served.get(t, -1)):
+            for pending in self._queues[tenant]:
+                if pending is running:
+                    return False
+                key = (pending.job.tenant, pending.job.collection)
+                if pending.job.job_id not in self._busy and (
+                    key not in self._busy_collections or key == freed
+                ):
+                    return True
+        return False
 
     def _run_slice(self, pending: _Pending, files: list[Path]) -> None:
         """Ingest ``files`` of ``pending``'s job; at a commit :data:`TURN_S` seconds or more
@@ -524,11 +554,12 @@ class JobManager:
         slice_started = time.perf_counter()
         running_before, reweighted_before = job.running_s, job.chunks_reweighted
         committed_before = job.chunks_committed
+        setup_s: list[float] = []  # seconds to the first chunks embedded (parse and chunking)
 
         def progress(event: str, done: int, total: int) -> None:
             with self._lock:
                 # "embed" comes before its commit's journal: stopping there writes nothing
-                if event == "embed" and (job.state == "cancelled" or self._closing):
+                if event == "embed" and (pending.dropped or self._closing):
                     raise _SliceStopped
                 job.running_s = running_before + time.perf_counter() - slice_started
                 if event == "parse":
@@ -539,10 +570,13 @@ class JobManager:
                     job.chunks_queued += done
                 elif event == "embed":
                     job.chunks_embedded += done
+                    if not setup_s:
+                        setup_s.append(time.perf_counter() - slice_started)
                 elif event == "commit":
                     job.chunks_committed += done
+                    turn_s = max(TURN_S, TURN_SETUP_RATIO * (setup_s[0] if setup_s else 0.0))
                     if (  # counted first: the commit is durable
-                        time.perf_counter() - slice_started >= TURN_S
+                        time.perf_counter() - slice_started >= turn_s
                         and not self._closing
                         and self._someone_waits(pending)
                     ):
@@ -556,10 +590,12 @@ class JobManager:
             # the files now lie in uploads/: the job's next turn takes them from there, and
             # what is indexed whole is skipped as unchanged, a large file goes on after its
             # committed chunks (the writer resumes a partly committed document)
+            if pending.dropped:  # cancelled with its collection: the job is final
+                return
             moved = [collection.uploads / p.name for p in files]
             try:  # the report counts what this turn did; the next finds it unchanged
                 changes = collection.turn_changes(
-                    [p.name for p in files if p.name not in pending.carried]
+                    job.expected([p.name for p in files if p.name not in pending.carried])
                 )
             except Exception:  # the index could not be read: the report undercounts
                 logger.exception("job %s: reading what its yielded slice indexed", job.job_id)
@@ -582,15 +618,17 @@ class JobManager:
             logger.info("job %s on %s: yields its turn", job.job_id, collection.name)
             return
         except _SliceStopped:
-            # a cancelled job is final already; a stopping server interrupts it (shutdown),
-            # naming the files this slice indexed before it stopped
-            try:
-                done_files = collection.outcomes_of([p.name for p in files])
-            except Exception:  # the index could not be read: the files count as not indexed
-                logger.exception("job %s: reading what its stopped slice indexed", job.job_id)
-                done_files = []
+            # a cancelled job is final already (its files went with the collection); a
+            # stopping server interrupts it (shutdown), naming the files this slice indexed
+            done_files: list[FileOutcome] = []
+            if not pending.dropped:
+                try:
+                    done_files = collection.outcomes_of(job.expected([p.name for p in files]))
+                except Exception:  # the index could not be read: the files count as not indexed
+                    logger.exception("job %s: reading what its stopped slice indexed", job.job_id)
             with self._lock:
-                job.outcomes.extend(done_files)
+                if not pending.dropped:
+                    job.outcomes.extend(done_files)
                 job.running_s = running_before + time.perf_counter() - slice_started
             logger.info("job %s on %s: slice stopped", job.job_id, collection.name)
             return
@@ -606,6 +644,8 @@ class JobManager:
             return
         with self._lock:
             job.running_s = running_before + time.perf_counter() - slice_started
+            if pending.dropped:  # cancelled with its collection while it committed: final
+                return
             job.outcomes.extend(outcomes)
             job.files_done = files_before + len(files)
             job.bytes_done = bytes_before + slice_bytes
@@ -698,7 +738,9 @@ class JobManager:
         for job in log.load():
             if job.state not in FINAL_STATES:
                 if self._held is not None:  # what its slice had indexed when the server died
-                    job.outcomes += self._held(job.tenant, job.collection, job.unreported())
+                    job.outcomes += self._held(
+                        job.tenant, job.collection, job.expected(job.unreported())
+                    )
                 job.state = "failed"
                 job.finished = _now()
                 job.error = job.interrupt("the server stopped before this job finished")
@@ -719,7 +761,7 @@ class JobManager:
         for pending in left:
             job = pending.job
             try:  # what earlier turns of the job indexed whole
-                held = pending.collection.outcomes_of(job.unreported())
+                held = pending.collection.outcomes_of(job.expected(job.unreported()))
             except Exception:
                 logger.exception("job %s: reading what it had indexed", job.job_id)
                 held = []

@@ -37,7 +37,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -118,18 +118,21 @@ class FileOutcome:
     reason: str = ""
 
 
-def held_outcomes(root: Path, names: Sequence[str]) -> list[FileOutcome]:
-    """What the index of the collection at ``root`` holds of its uploaded files ``names``
-    after an ingest that stopped before its end (a cancelled job, a server stopped or killed):
-    ``indexed`` for a file whose document is complete and holds the uploaded bytes,
-    ``not_indexed`` (RS710) for one only partly committed; files it does not hold (or holds an
-    earlier version of) are left out. Reads the manifest alone (written whole at each commit)."""
+def held_outcomes(root: Path, files: Mapping[str, str]) -> list[FileOutcome]:
+    """What the index of the collection at ``root`` holds of a job's uploaded files after an
+    ingest that stopped before its end (a cancelled job, a server stopped or killed): ``files``
+    maps each name to the sha256 of the bytes the job uploaded (``""`` when unknown: a record
+    written before 2026-12-06; the file in ``uploads/`` is compared instead). ``indexed`` for
+    a file whose document is complete and holds those bytes, ``not_indexed`` (RS710) for one
+    only partly committed; files it does not hold, or holds another version of (an earlier
+    upload's, the job's own never reached), are left out. Reads the manifest alone (written
+    whole at each commit)."""
     if not (root / "index" / catalog.MANIFEST).is_file():
         return []
     manifest = catalog.read_manifest(root / "index")
     held = {Path(e.source).name: e for e in manifest.documents.values()}
     out: list[FileOutcome] = []
-    for name in names:
+    for name, sha in files.items():
         entry = held.get(name)
         if entry is None:
             continue
@@ -143,8 +146,10 @@ def held_outcomes(root: Path, names: Sequence[str]) -> list[FileOutcome]:
                 )
             )
             continue
-        path = root / "uploads" / name
-        if path.is_file() and entry.file_hash == file_sha256(path):
+        if not sha:
+            path = root / "uploads" / name
+            sha = file_sha256(path) if path.is_file() else ""
+        if sha and entry.file_hash == sha:
             out.append(FileOutcome(name, "indexed"))
     return out
 
@@ -360,20 +365,21 @@ class Collection:
             key=lambda d: d.name,
         )
 
-    def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
-        """What the index holds of the uploaded files ``names`` after an ingest that stopped
-        before its end (see :func:`held_outcomes`)."""
-        return held_outcomes(self.root, names)
+    def outcomes_of(self, files: Mapping[str, str]) -> list[FileOutcome]:
+        """What the index holds of a job's uploaded ``files`` (name → sha256 of the job's
+        bytes) after an ingest that stopped before its end (see :func:`held_outcomes`)."""
+        return held_outcomes(self.root, files)
 
-    def turn_changes(self, names: Sequence[str]) -> dict[str, Literal["added", "updated"]]:
-        """Of the uploaded files ``names``, those an ingest that stopped at a commit (a slice
+    def turn_changes(self, files: Mapping[str, str]) -> dict[str, Literal["added", "updated"]]:
+        """Of a job's uploaded ``files`` (name → sha256 of the job's bytes, as in
+        :func:`held_outcomes`), those an ingest that stopped at a commit (a slice
         that yielded its turn) indexed whole and changed: ``added`` without an earlier version
         kept in ``.previous/``, ``updated`` with a different one (an identical earlier version
         changed nothing and is left out). The job counts them itself: the next turn finds
         them ``unchanged``."""
         backups = self.root / ".previous"
         changes: dict[str, Literal["added", "updated"]] = {}
-        for outcome in held_outcomes(self.root, names):
+        for outcome in held_outcomes(self.root, files):
             if outcome.status != "indexed":
                 continue
             earlier = backups / outcome.name
@@ -629,14 +635,16 @@ class TenantRegistry:
                 f"collection {name!r} belongs to another tenant; choose another name"
             )
 
-    def held_outcomes(self, tenant: str, name: str, names: Sequence[str]) -> list[FileOutcome]:
+    def held_outcomes(self, tenant: str, name: str, files: Mapping[str, str]) -> list[FileOutcome]:
         """:func:`held_outcomes` of ``tenant``'s collection ``name`` (``[]`` when it is gone or
         its manifest cannot be read): what a job the server did not finish had indexed."""
         root = self.root / tenant / name
         if not TENANT_RE.fullmatch(tenant) or not COLLECTION_RE.fullmatch(name):
             return []
         try:
-            return held_outcomes(root, names)
+            if (root / DELETING_MARK).exists():  # being deleted: it holds nothing
+                return []
+            return held_outcomes(root, files)
         except (OSError, RagError):
             return []
 

@@ -451,6 +451,44 @@ def test_job_records_survive_a_restart(service_factory: ServiceFactory) -> None:
     assert reloaded["f" * 16].state == "failed"
 
 
+def test_a_new_version_that_never_ran_is_not_reported_indexed(
+    service_factory: ServiceFactory,
+) -> None:
+    """A review's finding (2026-12-06): a job queued with a new version of an indexed file,
+    stopped before its turn, listed the file as ``indexed`` (the index held the earlier
+    upload's bytes, and so did ``uploads/``), at a stop and after a restart; the new version
+    was lost with the staging folder while the client was told it was indexed."""
+    from ragstrata.service.jobs import JobLog, JobManager
+
+    service = service_factory()
+    acme = service.key("acme")
+    assert service.upload_texts(acme, "kb", {"guide.md": GUIDE})["state"] == "succeeded"
+    principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
+    collection = service.state.registry.collection(principal, "kb")
+    staged = service.state.data_dir / "staging-test" / "job"
+    staged.mkdir(parents=True)
+    (staged / "guide.md").write_text(GUIDE + "\n\nA new paragraph of version two.\n")
+    log_path = service.state.data_dir / "jobs-test.sqlite"
+    stopped = JobManager(workers=0, log=JobLog(log_path))  # no worker: it stays queued
+    job = stopped.submit("a" * 16, collection, [staged / "guide.md"])
+    record = JobLog(log_path).load()[-1]  # as a server killed now leaves it
+    stopped.shutdown()
+    assert [(o.name, o.status) for o in job.outcomes] == [("guide.md", "not_indexed")]
+    assert "0 of 1 files were indexed" in (job.error or {})["message"]
+    # after a restart, the same: the record's hashes name the bytes the job uploaded
+    log = JobLog(log_path)
+    record.job_id = "b" * 16
+    log.save(record)
+    log.close()
+    held = service.state.registry.held_outcomes
+    restarted = JobManager(workers=0, log=JobLog(log_path), held=held)
+    try:
+        files = restarted.get(principal, "b" * 16)["files"]
+        assert [(f["name"], f["status"]) for f in files] == [("guide.md", "not_indexed")]
+    finally:
+        restarted.shutdown()
+
+
 def _ragstrata() -> list[str]:
     script = Path(sys.executable).with_name("ragstrata")
     return [str(script)] if script.exists() else [sys.executable, "-m", "ragstrata.cli"]

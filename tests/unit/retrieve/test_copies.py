@@ -42,3 +42,25 @@ def test_one_hit_per_passage_and_no_chunk_lost(items: list[str]) -> None:
     for h in out:
         ranks = [order[c.chunk_id] for c in (h.chunk, *h.copies)]
         assert ranks == sorted(ranks)
+
+
+def test_a_hit_that_already_names_a_copy_names_it_once_and_never_itself() -> None:
+    """A review's finding (2026-12-06): HyDE fuses hybrid hits (copies folded already) with a
+    dense ranking that returns the copy again: the hit named its copy twice, or, the copy
+    ranked first, named itself."""
+    from dataclasses import replace
+
+    from ragstrata.retrieve.hyde import fuse_hyde
+
+    text = "Los empleados tienen 25 días de vacaciones al año."
+    first, copy = make_hit("a", text, 1), make_hit("b", text, 2)
+    hits = [replace(first, copies=(copy.chunk,))]  # the hybrid search folded b into a
+    ranking = [(copy.chunk.chunk_id, 0.9), (first.chunk.chunk_id, 0.8)]
+    for weights in (None, {"hybrid": 0.1, "hyde": 5.0}):  # a first, then b first
+        (hit,) = fuse_hyde(hits, ranking, lambda ids: [copy.chunk], top_k=5, weights=weights)
+        named = [c.chunk_id for c in hit.copies]
+        assert len(named) == 1 and hit.chunk.chunk_id not in named, (weights, hit)
+    other = make_hit("c", "Las vacaciones se piden con 15 días de antelación.", 3)
+    ranking = [(copy.chunk.chunk_id, 0.9), (other.chunk.chunk_id, 0.8)]
+    out = fuse_hyde(hits, ranking, lambda ids: [copy.chunk, other.chunk], top_k=2)
+    assert len(out) == 2  # the copy folds and the next passage takes its slot

@@ -281,3 +281,156 @@ def test_a_long_slice_lets_a_waiting_upload_run_at_its_next_commit(
     assert calls == [("globex", ["small-0.md"]), ("acme", ["big-0.md"])]
     first = manager.get(Principal("k", "acme", ("read",)), "1" * 16)
     assert first["state"] == "succeeded"
+
+
+def test_a_delete_during_a_slice_lists_each_file_once(tmp_path: Path) -> None:
+    """A review's finding (2026-12-06): a DELETE listed every file ``not_indexed``, then the
+    stopped slice added ``indexed`` for a file it had finished (one file listed twice)."""
+    deleted = _LongSlice("acme", "kb2", [])
+    manager = JobManager(workers=1, batch_files=3)
+    try:
+        manager.submit("2" * 16, deleted, _stage(tmp_path, "doomed", 3))  # type: ignore[arg-type]
+        assert deleted.embedding.wait(5)
+        manager.cancel_collection("acme", "kb2", reason="collection 'kb2' was deleted")
+        _wait_idle(manager)
+        for _ in range(500):
+            if deleted.ran_s is not None:
+                break
+            time.sleep(0.01)
+        time.sleep(0.1)
+    finally:
+        manager.shutdown()
+    job = manager.get(Principal("k", "acme", ("read",)), "2" * 16)
+    assert job["state"] == "cancelled"
+    assert [(f["name"], f["code"]) for f in job["files"]] == [
+        (f"doomed-{i}.md", "RS706") for i in range(3)
+    ]
+
+
+class _CommitsAfterTheDelete(_Collection):
+    """A slice past its last group of chunks embedded (committing) when a DELETE comes."""
+
+    def __init__(self, tenant: str, name: str, calls: list[tuple[str, list[str]]]) -> None:
+        super().__init__(tenant, name, calls)
+        self.committing = threading.Event()
+        self.go = threading.Event()
+
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: Any = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        progress("embed", 1, 1)
+        self.committing.set()
+        self.go.wait(5)
+        progress("commit", 1, 1)
+        report = IngestReport(added=len(staged), chunks=1)
+        return report, [FileOutcome(p.name, "indexed") for p in staged]
+
+
+def test_a_slice_that_ends_after_a_delete_leaves_the_cancelled_job_alone(tmp_path: Path) -> None:
+    """The same review: such a slice appended every file again as ``indexed`` and changed the
+    report of a job already recorded as cancelled."""
+    collection = _CommitsAfterTheDelete("acme", "kb", [])
+    manager = JobManager(workers=1, batch_files=3)
+    try:
+        manager.submit("3" * 16, collection, _stage(tmp_path, "x", 2))  # type: ignore[arg-type]
+        assert collection.committing.wait(5)
+        manager.cancel_collection("acme", "kb", reason="collection 'kb' was deleted")
+        collection.go.set()
+        time.sleep(0.3)
+    finally:
+        collection.go.set()
+        manager.shutdown()
+    job = manager.get(Principal("k", "acme", ("read",)), "3" * 16)
+    assert job["state"] == "cancelled" and job["report"] is None
+    assert [(f["name"], f["status"]) for f in job["files"]] == [
+        ("x-0.md", "not_indexed"),
+        ("x-1.md", "not_indexed"),
+    ]
+
+
+class _Resumable(_Collection):
+    """A large file resumed across turns: ``commits`` commits of 10 ms in all, after
+    ``setup_s`` seconds of parsing and chunking at each turn."""
+
+    def __init__(
+        self,
+        tenant: str,
+        name: str,
+        calls: list[tuple[str, list[str]]],
+        commits: int,
+        setup_s: float = 0.0,
+    ) -> None:
+        super().__init__(tenant, name, calls)
+        self.left, self.setup_s = commits, setup_s
+        self.turns: list[float] = []  # seconds each turn ran
+        self.running = threading.Event()
+        self.ended = False
+
+    def turn_changes(self, files: Any) -> dict[str, str]:
+        return {}
+
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: Any = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        started = time.monotonic()
+        self.running.set()
+        try:
+            time.sleep(self.setup_s)
+            while self.left:
+                progress("embed", 1, 1)
+                self.left -= 1
+                progress("commit", 1, 1)
+                time.sleep(0.01)
+        finally:
+            self.turns.append(time.monotonic() - started)
+        self.ended = True
+        return IngestReport(added=1), [FileOutcome(p.name, "indexed") for p in staged]
+
+
+def test_a_slice_does_not_yield_to_its_own_tenants_next_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review's finding (2026-12-06): a job of the same tenant, queued after the running
+    one, made it yield at every commit past its turn, yet the pick took the running job again
+    (a tenant's jobs run in order): 28 turns, each parsing the large file again."""
+    import ragstrata.service.jobs as jobs
+
+    monkeypatch.setattr(jobs, "TURN_S", 0.1)
+    big = _Resumable("acme", "kb", [], commits=100)
+    manager = JobManager(workers=1, batch_files=4)
+    try:
+        manager.submit("1" * 16, big, _stage(tmp_path, "big", 1))  # type: ignore[arg-type]
+        assert big.running.wait(5)
+        small = _Collection("acme", "kb2", [])
+        manager.submit("2" * 16, small, _stage(tmp_path, "small", 1))  # type: ignore[arg-type]
+        _wait_idle(manager)
+    finally:
+        manager.shutdown()
+    assert big.ended and len(big.turns) == 1
+
+
+def test_a_turn_lasts_three_times_its_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same review: each turn of a large file parses and chunks it again (8 s of an 8,000
+    chunk file's 10 s turn); a turn now lasts at least TURN_SETUP_RATIO times that."""
+    import ragstrata.service.jobs as jobs
+
+    monkeypatch.setattr(jobs, "TURN_S", 0.1)
+    big = _Resumable("acme", "kb", [], commits=150, setup_s=0.3)
+    manager = JobManager(workers=1, batch_files=4)
+    viewer = Principal("k", "globex", ("read",))
+    try:
+        manager.submit("1" * 16, big, _stage(tmp_path, "big", 1))  # type: ignore[arg-type]
+        assert big.running.wait(5)
+        small = _Collection("globex", "kb2", [])
+        manager.submit("2" * 16, small, _stage(tmp_path, "small", 1))  # type: ignore[arg-type]
+        for _ in range(500):
+            if manager.get(viewer, "2" * 16)["state"] == "succeeded":
+                break
+            time.sleep(0.01)
+        assert manager.get(viewer, "2" * 16)["state"] == "succeeded"
+        _wait_idle(manager)
+    finally:
+        manager.shutdown()
+    assert len(big.turns) >= 2 and big.turns[0] >= jobs.TURN_SETUP_RATIO * 0.3, big.turns
