@@ -224,6 +224,23 @@ def test_dehyphenation_rule() -> None:
     )
 
 
+def test_a_capitalized_word_broken_at_a_line_end_is_joined_when_written_whole_elsewhere() -> None:
+    """A new user's trial (2026-12-06): "solo ha ELI-MINADO los paquetes" (the Debian
+    reference, p. 86) kept its line-end hyphen, the rule keeping any hyphen before a capital;
+    the word is joined when the document writes it whole elsewhere ("eliminado")."""
+    page = Page().lines(
+        72,
+        700,
+        [
+            "Compruebe que solo ha ELI-",
+            "MINADO los paquetes que deseaba, sin Hewlett-",
+            "Packard; un paquete eliminado no se puede usar en los equipos que tenemos.",
+        ],
+    )
+    text = flat(parse(build_pdf([page])).text)
+    assert "solo ha ELIMINADO los paquetes que deseaba, sin Hewlett-Packard; un" in text
+
+
 # --------------------------------------------------------------------------- pages
 def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
     pages = [

@@ -45,7 +45,8 @@ A soft hyphen is always dropped. A hyphen before a lowercase letter is dropped (
 "ple" -> "example") unless the hyphenated compound occurs elsewhere in the document inside a
 line ("well-known"), in which case it is kept. Before an uppercase letter or a digit (and any
 other character) the hyphen is kept: "Hewlett-" + "Packard" -> "Hewlett-Packard", "COVID-" +
-"19" -> "COVID-19".
+"19" -> "COVID-19", unless, before a letter, the joined word occurs written whole elsewhere in
+the document (4+ letters): "ELI-" + "MINADO" -> "ELIMINADO" where "eliminado" occurs.
 
 Pages: blocks never cross a page; ``pages[i]`` is the offset where page ``i + 1``'s text starts
 (non-decreasing; a page without text gets the offset of the next page's text).

@@ -16,24 +16,32 @@ _PARAGRAPH_GAP_EM = 0.5
 """Vertical gap (em) between two lines' boxes that ends a paragraph."""
 _TERMINAL_RE = re.compile(r"[.!?:;…][\"'”’»)\]]*$")
 _HYPHENATED_RE = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+_WORD_RE = re.compile(r"[^\W\d_]{4,}")
 _SOFT_HYPHEN = "\u00ad"
 _BULLETS = frozenset("•◦▪▫‣●○■□∙·⁃➢►▶✓✔–—*-")
 _BULLET_GLYPHS = frozenset("•◦▪▫‣●○■□∙·⁃➢►▶✓✔")
 _ENUM_RE = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-z]\))$")
 
 
+_NO_WORDS: frozenset[str] = frozenset()
+
+
 def collect_hyphenated(lines_by_page: Sequence[Sequence[Line]], stats: Stats) -> None:
-    """Hyphenated compounds written inside lines ("well-known"): de-hyphenation keeps them."""
+    """Hyphenated compounds written inside lines ("well-known"): de-hyphenation keeps them;
+    and the words written whole (``Stats.words``), which it may join across a line end."""
     for lines in lines_by_page:
         for line in lines:
             for word in line.words[:-1]:
                 if "-" in word.text:
                     for match in _HYPHENATED_RE.finditer(word.text):
                         stats.hyphenated.add(match.group(0).casefold())
+                for match in _WORD_RE.finditer(word.text):
+                    stats.words.add(match.group(0).casefold())
 
 
-def _join_lines(texts: Sequence[str], hyphenated: set[str]) -> str:
-    """Join a paragraph's lines with spaces, de-hyphenating per the module docstring rule."""
+def _join_lines(texts: Sequence[str], hyphenated: set[str], words: set[str] = _NO_WORDS) -> str:
+    """Join a paragraph's lines with spaces, de-hyphenating per the module docstring rule
+    (``hyphenated``, ``words``: :class:`~ragstrata.ingest.pdf.model.Stats`')."""
     out = ""
     for text in texts:
         if not out:
@@ -49,7 +57,12 @@ def _join_lines(texts: Sequence[str], hyphenated: set[str]) -> str:
                 compound = (before.group(0) if before else "") + (after.group(0) if after else "")
                 out = (out if compound.casefold() in hyphenated else out[:-1]) + text
             else:
-                out += text
+                before = re.search(r"[^\W\d_]+-$", out)
+                after = re.match(r"[^\W\d_]+", text)
+                joined = (
+                    (before.group(0)[:-1] + after.group(0)).casefold() if before and after else ""
+                )
+                out = (out[:-1] if joined in words else out) + text
         elif out.endswith("—"):
             out += text
         else:
@@ -122,6 +135,7 @@ class _Blocks:
     lines: Sequence[Line]
     headings: dict[tuple[int, int], tuple[int, int]]
     hyphenated: set[str]
+    words: set[str]
     items: list[Item] = field(default_factory=list)
 
     def run(self) -> list[Item]:
@@ -187,9 +201,9 @@ class _Blocks:
             prev = nxt
             j += 1
         if is_list:
-            body = "\n".join(_join_lines(entry, self.hyphenated) for entry in entries)
+            body = "\n".join(_join_lines(entry, self.hyphenated, self.words) for entry in entries)
         else:
-            body = _join_lines(entries[0], self.hyphenated)
+            body = _join_lines(entries[0], self.hyphenated, self.words)
         kind: BlockKind = "list" if is_list else "paragraph"
         self.items.append(Item(kind, LEADERS_RE.sub(" … ", body), self.page))
         return j
@@ -215,7 +229,7 @@ def build_items(
     :func:`~ragstrata.ingest.pdf.headings.find_headings` gives."""
     items: list[Item] = []
     for page, lines in enumerate(lines_by_page):
-        items.extend(_Blocks(page, lines, headings, stats.hyphenated).run())
+        items.extend(_Blocks(page, lines, headings, stats.hyphenated, stats.words).run())
     return items
 
 

@@ -128,6 +128,9 @@ class Item:
 class Stats:
     body_size: float
     hyphenated: set[str] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)
+    """Words of 4+ letters written inside lines, casefolded: a line-end hyphen before an
+    uppercase letter is dropped when the joined word is one of them ("ELI-" + "MINADO")."""
 
 
 @dataclass(slots=True)
