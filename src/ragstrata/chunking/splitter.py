@@ -51,6 +51,23 @@ gigabytes of memory (one encoding object per token)."""
 COUNT_BATCH_CHARS = 1 << 20
 """Characters handed to the tokenizer per ``count_many`` call, bounding its memory."""
 
+SPLIT_WINDOW_CHARS = 1 << 18
+"""A block longer than this is split (lines, sentences, words) one window of this many
+characters at a time, each window ending at its last line break (else its last white space),
+so that a 20 MB one-line file does not hold millions of word spans at once (1.4 GB of a 19.5 MB
+file's ingest, 2026-12-06). A window that ends at a line break gives the units the whole block
+would."""
+
+PACK_UNITS = 20_000
+"""Units a section gathers before they are packed into chunks: beyond it the units so far are
+packed (the last chunk ends there, with no overlap into the next), bounding the memory a
+section of millions of lines or words takes. Only sections of more than 20,000 lines,
+sentences or words reach it."""
+
+COUNT_BATCH_PIECES = 4096
+"""Pieces handed to the tokenizer per ``count_many`` call: each costs an encoding object, and
+a megabyte of single words is 200,000 of them."""
+
 CHARS_PER_TOKEN = 24
 """Default character bound per token of budget: prose runs at 4-5 characters per token, code and
 identifiers at 2-4, so only text that the tokenizer does not really split (a 5 MB run of one
@@ -227,7 +244,11 @@ class StructureChunker:
         tables: list[tuple[int, int, int, str]] = []  # (block start, header end, block end, header)
         counts = self._count_many([text[b.start : b.end] for b in section.blocks])
         for block, tokens in zip(section.blocks, counts, strict=True):
-            units.extend(self._block_units(text, block, tokens, budget, fences, tables))
+            for part in self._block_units(text, block, tokens, budget, fences, tables):
+                units.extend(part)
+                if len(units) >= PACK_UNITS:
+                    yield from self._pack(text, units, budget, fences, tables)
+                    units = []
         yield from self._pack(text, units, budget, fences, tables)
 
     def _block_units(
@@ -238,10 +259,12 @@ class StructureChunker:
         budget: int,
         fences: Sequence[Fence],
         tables: list[tuple[int, int, int, str]],
-    ) -> list[_Unit]:
+    ) -> Iterator[list[_Unit]]:
+        """The units of ``block``, a window of the block at a time (:data:`SPLIT_WINDOW_CHARS`)."""
         atomic = block.kind in ("code", "table")
         if tokens <= budget and block.end - block.start <= self.max_chars:
-            return [_Unit(block.start, block.end, tokens, atomic)]
+            yield [_Unit(block.start, block.end, tokens, atomic)]
+            return
         reserve = 0
         if block.kind == "table":
             header_end = _table_header_end(text, block.start, block.end)
@@ -264,16 +287,35 @@ class StructureChunker:
         if block.kind == "table" and tables and tables[-1][0] == block.start:
             # header rows travel with the first data rows, later rows get them as Chunk.header
             header_end = tables[-1][1]
-            rows = self._split(text, header_end, block.end, inner_budget, 0)
+            windows = self._split_windows(text, header_end, block.end, inner_budget)
+            rows = next(windows, [])
             if rows:
                 first = rows[0]
                 merged = text[block.start : first.end]
-                return [_Unit(block.start, first.end, self.counter.count(merged), False), *rows[1:]]
-        return self._split(text, block.start, block.end, inner_budget, 0)
+                yield [_Unit(block.start, first.end, self.counter.count(merged), False), *rows[1:]]
+                yield from windows
+                return
+        yield from self._split_windows(text, block.start, block.end, inner_budget)
+
+    def _split_windows(self, text: str, start: int, end: int, budget: int) -> Iterator[list[_Unit]]:
+        """:meth:`_split` of ``text[start:end]`` a window of at most :data:`SPLIT_WINDOW_CHARS`
+        characters at a time, each cut at its last line break, else its last white space."""
+        pos = start
+        while pos < end:
+            stop = end
+            if end - pos > SPLIT_WINDOW_CHARS:
+                limit = pos + SPLIT_WINDOW_CHARS
+                cut = text.rfind("\n", pos + 1, limit)
+                if cut <= pos:
+                    cut = max(text.rfind(" ", pos + 1, limit), text.rfind("\t", pos + 1, limit))
+                stop = cut if cut > pos else limit
+            yield self._split(text, pos, stop, budget, 0)
+            pos = stop
 
     def _count_many(self, pieces: Sequence[str]) -> list[int]:
         """Token counts of ``pieces``; :data:`TOO_LONG` for one over ``max_chars`` (never
-        tokenized), the others counted in batches of :data:`COUNT_BATCH_CHARS` characters."""
+        tokenized), the others counted in batches of :data:`COUNT_BATCH_CHARS` characters or
+        :data:`COUNT_BATCH_PIECES` pieces."""
         counts = [TOO_LONG] * len(pieces)
         batch: list[int] = []
         size = 0
@@ -290,7 +332,7 @@ class StructureChunker:
                 continue
             batch.append(i)
             size += len(piece)
-            if size >= COUNT_BATCH_CHARS:
+            if size >= COUNT_BATCH_CHARS or len(batch) >= COUNT_BATCH_PIECES:
                 flush()
                 size = 0
         if batch:

@@ -241,6 +241,19 @@ def test_a_capitalized_word_broken_at_a_line_end_is_joined_when_written_whole_el
     assert "solo ha ELIMINADO los paquetes que deseaba, sin Hewlett-Packard; un" in text
 
 
+def test_a_smaller_footnote_number_is_not_glued_to_the_word_after_it() -> None:
+    """A new user's trial (2026-12-06): footnotes read "11La longitud ..." and "4La ...", the
+    footnote's smaller number glued to its first word; digits in the text's size stay joined."""
+    page = (
+        Page()
+        .lines(72, 700, PROSE)
+        .text(72, 120, "4", size=6)
+        .text(72 + 0.556 * 6, 117, "La longitud del nombre es corta, como 11Apr29.", size=9)
+    )
+    text = flat(parse(build_pdf([page])).text)
+    assert "4 La longitud del nombre es corta, como 11Apr29." in text, text[-200:]
+
+
 # --------------------------------------------------------------------------- pages
 def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
     pages = [

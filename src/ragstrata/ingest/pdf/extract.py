@@ -73,6 +73,11 @@ _LIGATURES = {
     0xFB05: "st",
     0xFB06: "st",
 }
+MARKER_SIZE_RATIO = 0.85
+"""Digits that open a word in a font under this share of the word's letters' size are a
+footnote marker, a word of their own ("¹¹La longitud" was read "11La longitud"); digits set in
+the text's size stay joined ("11Apr29")."""
+
 _PDFIUM_HYPHENS = frozenset({0x02, 0xFFFE})
 """PDFium marks a hyphen it judged to be an end-of-line hyphenation as U+0002
 (``FPDFText_GetUnicode``) or U+FFFE (``FPDFText_GetText``); the next line follows with no
@@ -351,7 +356,26 @@ class _WordBuilder:
         r = self._rect
         return self.frame.box(r.left, r.bottom, r.right, r.top)
 
+    def size(self, index: int) -> float:
+        return float(self.pdfium_c.FPDFText_GetFontSize(self.raw, index))
+
+    def marker_end(self, chars: Sequence[str], indices: Sequence[int]) -> int:
+        """Length of a footnote marker that opens the run: leading digits set smaller than the
+        letter after them ("¹¹La longitud" read "11La"); 0 when none."""
+        k = 0
+        while k < len(chars) - 1 and k < 3 and chars[k].isdigit():
+            k += 1
+        if k == 0 or not chars[k].isalpha():
+            return 0
+        text_size = self.size(indices[k])
+        return k if 0 < self.size(indices[0]) < MARKER_SIZE_RATIO * text_size else 0
+
     def add(self, chars: Sequence[str], indices: Sequence[int]) -> None:
+        if len(chars) > 1 and chars[0].isdigit():
+            cut = self.marker_end(chars, indices)
+            if cut:
+                self.add(chars[:cut], indices[:cut])
+                chars, indices = chars[cut:], indices[cut:]
         first = self.box(indices[0])
         last = self.box(indices[-1]) if len(indices) > 1 else first
         height = first[3] - first[1]
