@@ -40,6 +40,9 @@ META_KEYS = 32
 """Most document metadata keys a chunk carries (:func:`chunk_metadata`)."""
 META_CHARS = 256
 """Longest metadata value (a string, or one item of a list) a chunk carries, in characters."""
+META_TOTAL_CHARS = 4096
+"""Most characters of metadata (keys and values) a chunk carries: each chunk stores it all, and
+32 keys of 32-item lists of 256 characters would add 256 KB to every chunk of a document."""
 _META_KEY = re.compile(r"[A-Za-z0-9_]{1,64}")  # what a meta.<key> filter can name
 _NOT_META = frozenset({"title", "size_bytes", "confluence"})  # on the chunk, or unfiltered
 
@@ -567,9 +570,10 @@ def chunk_metadata(document: Document) -> Mapping[str, Any]:
     page its ``author``, ``last_modified_by``, ``last_modified``, ``space`` and ``page_id``),
     each as text (:func:`~ragstrata.types.meta_text`: numbers as digits, booleans as
     ``true``/``false``, dates as ISO text), or a list of them ("any of" matches one item).
-    Keys a filter cannot name, nested mappings, values over :data:`META_CHARS` characters and
-    keys past the first :data:`META_KEYS` are left out: front matter is the author's, and
-    every chunk stores what is kept."""
+    Keys a filter cannot name, nested mappings, values over :data:`META_CHARS` characters,
+    keys past the first :data:`META_KEYS` and keys that would take the total past
+    :data:`META_TOTAL_CHARS` are left out: front matter is the author's, and every chunk
+    stores what is kept."""
     meta: dict[str, Any] = {"format": document.format}
     found = dict(document.metadata)
     confluence = found.get("confluence")
@@ -577,16 +581,21 @@ def chunk_metadata(document: Document) -> Mapping[str, Any]:
         for key in ("author", "last_modified_by", "last_modified", "space", "page_id"):
             if key in confluence:
                 found.setdefault(key, confluence[key])
+    size = 0
     for key, value in found.items():
-        if len(meta) > META_KEYS:
+        if len(meta) > META_KEYS:  # "format" and META_KEYS of the document's
             break
         if key in meta or key in _NOT_META or not isinstance(key, str):
             continue
         if not _META_KEY.fullmatch(key):
             continue
         kept = _meta_value(value)
-        if kept is not None:
-            meta[key] = kept
+        if kept is None:
+            continue
+        size += len(key) + sum(map(len, kept if isinstance(kept, list) else [kept]))
+        if size > META_TOTAL_CHARS:  # a few long lists would weigh on every chunk
+            continue
+        meta[key] = kept
     return meta
 
 

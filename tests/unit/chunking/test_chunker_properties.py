@@ -312,3 +312,20 @@ def test_a_long_line_is_split_a_window_at_a_time() -> None:
         assert document.text[reach:start].strip() == "", (reach, start)
         reach = max(reach, end)
     assert splitter.SPLIT_WINDOW_CHARS < len(line)
+
+
+def test_chunk_metadata_is_bounded_in_keys_and_characters() -> None:
+    """A review's finding (2026-12-06): the caps applied per value, so odd front matter (32
+    keys of 32-item lists of 256 characters) added about 256 KB to every chunk."""
+    from dataclasses import replace
+
+    from ragstrata.chunking.splitter import META_KEYS, META_TOTAL_CHARS, chunk_metadata
+
+    document = make_doc("# Title\n\nBody.")
+    heavy = {f"k{i}": ["x" * 200] * 32 for i in range(40)}
+    meta = chunk_metadata(replace(document, metadata={"year": 2024, **heavy}))
+    assert meta["year"] == "2024" and meta["format"] == document.format
+    size = sum(len(k) + sum(map(len, v if isinstance(v, list) else [v])) for k, v in meta.items())
+    assert size <= META_TOTAL_CHARS + len("format") + len(document.format)
+    many = {f"k{i}": str(i) for i in range(40)}
+    assert len(chunk_metadata(replace(document, metadata=many))) == 1 + META_KEYS
