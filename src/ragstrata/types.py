@@ -109,7 +109,9 @@ class Chunk:
     tokens of :attr:`rendered`, measured with the embedding model's own tokenizer (special
     tokens and the heading-path prefix excluded). ``language`` is the document's detected
     language; ``page_start``/``page_end`` are the 1-based pages the chunk spans (PDF only,
-    ``None`` otherwise).
+    ``None`` otherwise), ``page_breaks`` the offsets in ``text`` where each of its later pages
+    starts (``page_end - page_start`` of them; empty for a one-page chunk and in an index
+    written before 2026-12-06): :meth:`pages_of` finds a quote's own pages.
     """
 
     chunk_id: str
@@ -131,6 +133,19 @@ class Chunk:
     language: str = "und"
     page_start: int | None = None
     page_end: int | None = None
+    page_breaks: tuple[int, ...] = ()
+
+    def pages_of(self, start: int, end: int) -> tuple[int, int] | None:
+        """1-based ``(first, last)`` pages of ``text[start:end]`` (offsets in :attr:`text`),
+        or ``None`` without pages; the chunk's whole range when its breaks are unknown."""
+        if self.page_start is None:
+            return None
+        last_page = self.page_end if self.page_end is not None else self.page_start
+        if len(self.page_breaks) != last_page - self.page_start:
+            return self.page_start, last_page
+        first = self.page_start + bisect.bisect_right(self.page_breaks, start)
+        last = self.page_start + bisect.bisect_right(self.page_breaks, max(start, end - 1))
+        return first, last
 
     @property
     def rendered(self) -> str:
@@ -220,7 +235,8 @@ class Citation:
     """``verified``: the claims citing this source were checked against its chunk and found
     supported (extractive quotes are verbatim, so always ``True``); ``support`` is the checker's
     best score for it in [0, 1] (``None`` when no check ran). See docs/generation.md.
-    ``page_start``/``page_end``: the 1-based pages of the cited chunk (PDF only)."""
+    ``page_start``/``page_end``: the 1-based pages of the cited text (PDF only): an
+    extractive citation's quotes' own pages, an LLM citation's chunk's."""
 
 
 RefusalReason = Literal[

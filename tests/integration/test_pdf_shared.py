@@ -91,6 +91,14 @@ def test_shared_pdf_chunks_carry_pages(shared_data: Path, name: str) -> None:
         assert chunk.page_start is not None and chunk.page_end is not None
         assert 1 <= chunk.page_start <= chunk.page_end <= len(doc.pages)
         assert doc.text[chunk.start : chunk.end] == chunk.text
+        # a quote's own pages (its citation's): the document's pages of the same characters
+        assert len(chunk.page_breaks) == chunk.page_end - chunk.page_start
+        size = len(chunk.text)
+        for at in {0, size - 1, *(b for br in chunk.page_breaks for b in (br - 1, br))}:
+            if 0 <= at < size:
+                end = min(size, at + 1)
+                got = chunk.pages_of(at, end)
+                assert got == doc.page_range(chunk.start + at, chunk.start + end), (at, chunk)
 
 
 def test_two_column_reading_order(shared_data: Path) -> None:

@@ -203,6 +203,11 @@ class StructureChunker:
                     language=document.language,
                     page_start=pages[0] if pages else None,
                     page_end=pages[1] if pages else None,
+                    page_breaks=tuple(
+                        document.pages[p - 1] - start for p in range(pages[0] + 1, pages[1] + 1)
+                    )
+                    if pages
+                    else (),
                 )
             )
         return chunks

@@ -551,7 +551,7 @@ class ExtractiveAnswerer:
         renumber = {old: new for new, old in enumerate(quoted_labels(quotes), 1)}
         legend = tuple(by_label[old].legend_line(new) for old, new in renumber.items())
         citations = tuple(
-            _citation(new, by_label[old], next(q for q in quotes if q.label == old))
+            _citation(new, by_label[old], [q for q in quotes if q.label == old])
             for old, new in renumber.items()
         )
         spent["total"] = (time.perf_counter() - t0) * 1000
@@ -841,9 +841,15 @@ def _item_number(quote: Quote) -> int:
     return int(quote.marker[:-1])
 
 
-def _citation(label: int, source: Source, quote: Quote) -> Citation:
-    """Citation ``[label]`` of ``quote``, taken from ``source``'s chunk (verbatim, so verified)."""
+def _citation(label: int, source: Source, quotes: Sequence[Quote]) -> Citation:
+    """Citation ``[label]`` of ``quotes`` (one chunk's, in answer order), taken from
+    ``source``'s chunk (verbatim, so verified): the first quote's text, the pages the quotes
+    are on (not the chunk's whole range: a chunk over pp. 22-23 quoted on p. 23 cites p. 23)."""
     chunk = source.hit.chunk
+    quote = quotes[0]
+    spans = [chunk.pages_of(q.start, q.end) for q in quotes]
+    found = [p for p in spans if p is not None]
+    pages = (min(p[0] for p in found), max(p[1] for p in found)) if found else None
     return Citation(
         label=label,
         chunk_id=chunk.chunk_id,
@@ -854,6 +860,6 @@ def _citation(label: int, source: Source, quote: Quote) -> Citation:
         end=chunk.end,
         score=source.hit.score,
         quote=chunk.text[quote.start : quote.end],
-        page_start=chunk.page_start,
-        page_end=chunk.page_end,
+        page_start=pages[0] if pages else None,
+        page_end=pages[1] if pages else None,
     )

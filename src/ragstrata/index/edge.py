@@ -73,6 +73,7 @@ def chunk_to_payload(chunk: Chunk) -> dict[str, Any]:
         "language": chunk.language,
         "page_start": chunk.page_start,
         "page_end": chunk.page_end,
+        "page_breaks": list(chunk.page_breaks),
     }
 
 
@@ -98,6 +99,7 @@ def payload_to_chunk(payload: Mapping[str, Any]) -> Chunk:
         language=str(payload.get("language") or "und"),
         page_start=_optional_int(payload.get("page_start")),
         page_end=_optional_int(payload.get("page_end")),
+        page_breaks=tuple(int(b) for b in payload.get("page_breaks") or ()),
     )
 
 

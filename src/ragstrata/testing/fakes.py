@@ -175,6 +175,8 @@ def make_chunk(
         language=language,
         page_start=pages[0] if pages else None,
         page_end=pages[1] if pages else None,
+        # a break in the text for each later page: payloads must keep them
+        page_breaks=tuple(range(1, pages[1] - pages[0] + 1)) if pages else (),
     )
 
 

@@ -170,6 +170,7 @@ class StoreContract:
             ("es", 2, 3),
         ]
         assert got[5].language == "und"
+        assert got[4].page_breaks == (1,)  # a quote's own page (its citation's) is kept
 
     def test_dense_vectors_round_trip(self, filled: Filled) -> None:
         store, chunks, dense = filled

@@ -837,3 +837,30 @@ def test_the_reader_reads_a_lead_in_with_the_block_it_announces(
     [lead_in] = [p for p in read if "using a URL like:" in p]
     assert lead_in.startswith("Path Parameters\n")
     assert "/files/{file_path:path}" in lead_in
+
+
+def test_a_citation_names_the_page_of_its_quote_not_the_chunks_range(minilm: Any) -> None:
+    """A new user's trial (2026-12-06): a citation of two sentences on p. 23 read pp. 22-23,
+    the range of their chunk, which began on p. 22."""
+    from dataclasses import replace
+
+    text = (
+        "Debian Edu installs a complete school network with one command. "
+        "The first user account is created by the installer. "
+        "Passwords of new users are set in the GOsa web interface by an administrator."
+    )
+    page_23 = text.index("The first user")
+    hit = source("edu", text, 1)
+    chunk = replace(hit.chunk, page_start=22, page_end=23, page_breaks=(page_23,))
+    answerer = ExtractiveAnswerer(minilm, Analyzer(), max_sentences=1, evidence_rule=HandRule(-1.0))
+    answer = answerer.answer("Where are passwords of new users set?", [replace(hit, chunk=chunk)])
+    [citation] = answer.citations
+    assert "GOsa" in citation.quote
+    assert (citation.page_start, citation.page_end) == (23, 23)
+    assert chunk.pages_of(0, 10) == (22, 22) and chunk.pages_of(0, len(text)) == (22, 23)
+    # an index written before the breaks were kept: the chunk's range, as before
+    old = replace(chunk, page_breaks=())
+    [citation] = answerer.answer(
+        "Where are passwords of new users set?", [replace(hit, chunk=old)]
+    ).citations
+    assert (citation.page_start, citation.page_end) == (22, 23)

@@ -283,6 +283,9 @@ def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
         for number, name in ((1, "one"), (2, "two"), (4, "three")):
             if f"{name}word" in chunk.text:
                 assert chunk.page_start <= number <= chunk.page_end
+                at = chunk.text.index(f"{name}word")  # a quote of it cites its own page
+                assert chunk.pages_of(at, at + len(name) + 4) == (number, number)
+    assert any(c.page_end != c.page_start for c in chunks)  # some chunk spans pages
 
 
 # --------------------------------------------------------------------------- structure

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 
 from ragstrata.ingest.pdf.model import LEADERS_RE, Item, Line, Stats, line_style
@@ -39,7 +39,7 @@ def collect_hyphenated(lines_by_page: Sequence[Sequence[Line]], stats: Stats) ->
                     stats.words.add(match.group(0).casefold())
 
 
-def _join_lines(texts: Sequence[str], hyphenated: set[str], words: set[str] = _NO_WORDS) -> str:
+def _join_lines(texts: Sequence[str], hyphenated: Set[str], words: Set[str] = _NO_WORDS) -> str:
     """Join a paragraph's lines with spaces, de-hyphenating per the module docstring rule
     (``hyphenated``, ``words``: :class:`~ragstrata.ingest.pdf.model.Stats`')."""
     out = ""
