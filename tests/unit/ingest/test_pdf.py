@@ -174,6 +174,28 @@ def test_grid_table_with_wrapped_cell() -> None:
     ]
 
 
+def test_a_caption_under_a_table_ends_it_and_a_ruled_tip_is_no_table() -> None:
+    """A new user's trial (2026-12-06): in the Debian reference, a table's caption under it
+    ("Cuadro 1.6: ...") and the ruled box of a tip after it were read as rows of the table."""
+    page = Page().lines(72, 740, PROSE[:2])
+    page.hline(100, 400, 700).hline(100, 400, 686).hline(100, 400, 650)  # the table
+    page.text(110, 690, "umask").text(220, 690, "archivo").text(300, 690, "uso")
+    page.text(110, 674, "0022").text(220, 674, "-rw-r--r--").text(300, 674, "usuario")
+    page.text(110, 660, "0002").text(220, 660, "-rw-rw-r--").text(300, 660, "grupo")
+    page.text(150, 636, "Cuadro 1.6: Ejemplos de valores de umask")
+    page.hline(100, 400, 622).hline(100, 400, 590)  # the tip's box, as wide as the table
+    page.text(110, 610, "sugerencia").text(110, 597, "Active UPG con umask 002 en ~/.bashrc.")
+    page.lines(72, 560, PROSE[2:])
+    parsed = parse(build_pdf([page]))
+    assert block_texts(parsed, "table") == [
+        "| umask | archivo | uso |\n| --- | --- | --- |\n| 0022 | -rw-r--r-- | usuario |\n"
+        "| 0002 | -rw-rw-r-- | grupo |"
+    ]
+    text = flat(parsed.text)
+    assert "Cuadro 1.6: Ejemplos de valores de umask" in text
+    assert "sugerencia Active UPG con umask 002 en ~/.bashrc." in text
+
+
 def test_two_rules_around_prose_are_not_a_table() -> None:
     page = Page().hline(72, 540, 720).lines(72, 705, PROSE).hline(72, 540, 650)
     parsed = parse(build_pdf([page]))

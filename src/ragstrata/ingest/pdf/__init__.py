@@ -23,11 +23,11 @@ Pipeline, per page then per document:
    After step 5, the entries of a table of contents are dropped (a page with 5+ dot-leader
    lines: :func:`ragstrata.ingest.pdf.running.drop_contents_lines`).
 4. **Tables**: horizontal rules with the same extent (a booktabs top/mid/bottom rule set or a full
-   grid) and no prose line between them delimit a candidate; its columns come from vertical rules
-   inside it and from gaps that no word in the region covers; rows from the words' lines (see
-   :func:`ragstrata.ingest.pdf.tables._table_rows` for wrapped cells). Accepted with >= 2
-   columns, >= 2 rows and >= 45 % filled cells; rendered as a GFM pipe table with one header
-   row.
+   grid) and no prose or caption line between them delimit a candidate; its columns come from
+   vertical rules inside it and from gaps that no word in the region covers; rows from the
+   words' lines (see :func:`ragstrata.ingest.pdf.tables._table_rows` for wrapped cells).
+   Accepted with >= 2 columns, >= 2 rows of >= 2 filled cells and >= 45 % filled cells;
+   rendered as a GFM pipe table with one header row.
 5. **Reading order**: recursive XY-cut (Nagy & Seth 1984, "Hierarchical representation of
    optically scanned documents") preferring vertical cuts: a region is split at a vertical gap
    that spans its full height when both sides are at least 20 % of the text width wide (columns);

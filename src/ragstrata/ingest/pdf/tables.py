@@ -12,6 +12,10 @@ from ragstrata.ingest.pdf.model import Page, Rule, Segment, Word
 from ragstrata.ingest.pdf.rows import word_rows
 
 _TABLE_MIN_FILL = 0.45
+_CAPTION_RE = re.compile(
+    r"(?:Cuadro|Tabla|Table|Figura|Figure|Fig\.)\s+[0-9IVXL]+(?:[.\-][0-9]+)*\s*[:.]"
+)
+"""A caption line: it ends the table above it (DocBook sets "Cuadro 1.6: ..." under its table)."""
 
 
 def detect_tables(page: Page, body_size: float) -> list[Segment]:
@@ -98,7 +102,10 @@ def _rule_groups(
 
 def _prose_between(y0: float, y1: float, x0: float, x1: float, segments: Sequence[Segment]) -> bool:
     """Whether a paragraph line (>= 8 words over >= 70 % of the width, or text running past
-    the rules' ends) lies between two rules: then they bound no single table."""
+    the rules' ends) or a caption ("Cuadro 1.6: ...", "Table 2. ...") lies between two rules:
+    then they bound no single table (a caption under one table and the ruled box of a tip
+    after it were read as one table with them)."""
+    rows: dict[int, list[Segment]] = {}
     for s in segments:
         if s.top < y0 - 1 or s.bottom > y1 + 1 or s.x1 <= x0 or s.x0 >= x1:
             continue
@@ -106,7 +113,11 @@ def _prose_between(y0: float, y1: float, x0: float, x1: float, segments: Sequenc
             return True
         if len(s.words) >= 8 and s.x1 - s.x0 >= 0.7 * (x1 - x0):
             return True
-    return False
+        rows.setdefault(round(s.top), []).append(s)
+    return any(
+        _CAPTION_RE.match(" ".join(s.text for s in sorted(row, key=lambda s: s.x0)))
+        for row in rows.values()
+    )
 
 
 def _table_markdown(
@@ -145,8 +156,8 @@ def _table_markdown(
             cells[bisect_left(separators, (word.x0 + word.x1) / 2)].append(word)
         lines.append((bisect_left(inner, min(w.top for w in row)), cells))
     rows = _table_rows(lines, columns, ruled=len(inner) >= 2, em=em)
-    if len(rows) < 2:
-        return ""
+    if sum(1 for _, row in rows if sum(1 for cell in row if cell) >= 2) < 2:
+        return ""  # not two rows of two cells: a ruled box of text (a tip, a note)
     filled = sum(1 for _, row in rows for cell in row if cell)
     if filled < _TABLE_MIN_FILL * len(rows) * columns:
         return ""
