@@ -220,6 +220,19 @@ def test_running_headers_footers_and_page_numbers_are_dropped() -> None:
         assert f"This page is about {topic}." in parsed.text
 
 
+def test_a_running_header_that_repeats_a_section_title_is_dropped() -> None:
+    """A new user's trial (2026-12-06): a short section's running header ("6.4 Composición de
+    la página", on one page) stayed in the text: it shows on too few pages to count as
+    repeated, but it repeats the section's heading."""
+    first = Page().text(72, 740, "6.4. Composición de la página", size=16, font="F2")
+    first.lines(72, 700, PROSE)
+    second = Page().text(72, 760, "6.4 Composición de la página", size=9)
+    second.text(500, 760, "125", size=9).lines(72, 700, PROSE[::-1])
+    parsed = parse(build_pdf([first, second]))
+    assert flat(parsed.text).count("Composición de la página") == 1
+    assert "rebuild the reading order." in parsed.text
+
+
 def test_a_single_page_keeps_its_first_line() -> None:
     page = Page().text(72, 760, "ACME Quarterly Report", size=9).lines(72, 700, PROSE)
     assert "ACME Quarterly Report" in parse(build_pdf([page])).text

@@ -90,6 +90,14 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
     for page in pages:
         for zone, segment in _edge_candidates(page):
             seen[(zone, _mask(segment.text))].add(page.index)
+    # a running header that repeats the current section's title ("6.4 Composición de la
+    # página") changes with the section, so a short section's shows on too few pages to count
+    headings = {
+        _words_of(s.text)
+        for page in pages
+        for s in page.segments
+        if s.size > body_size * HEADING_SIZE_RATIO and len(s.words) >= 2
+    }
     drop: list[tuple[Page, set[int]]] = []
     for page in pages:
         doomed: set[int] = set()
@@ -97,8 +105,14 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
             if segment.size > body_size * HEADING_SIZE_RATIO or len(segment.words) >= 12:
                 continue  # a heading or a body line, not a running line
             masked = _mask(segment.text)
-            if len(seen[(zone, masked)]) >= _RUNNING_MIN_PAGES or (
-                _PAGE_NUMBER_RE.match(masked) and not _has_neighbour(segment, page.segments)
+            if (
+                len(seen[(zone, masked)]) >= _RUNNING_MIN_PAGES
+                or (_PAGE_NUMBER_RE.match(masked) and not _has_neighbour(segment, page.segments))
+                or (
+                    zone == "top"
+                    and len(segment.words) >= 2
+                    and _words_of(segment.text) in headings
+                )
             ):
                 doomed.add(id(segment))
         drop.append((page, doomed))
@@ -107,6 +121,11 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
     for page, doomed in drop:
         if doomed:
             page.segments = [s for s in page.segments if id(s) not in doomed]
+
+
+def _words_of(text: str) -> str:
+    """``text`` casefolded, its words and numbers alone ("6.4." and "6.4" alike)."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def _has_neighbour(segment: Segment, segments: Sequence[Segment]) -> bool:
