@@ -622,8 +622,10 @@ class JobManager:
             # stopping server interrupts it (shutdown), naming the files this slice indexed
             done_files: list[FileOutcome] = []
             if not pending.dropped:
+                expected = job.expected([p.name for p in files])
                 try:
-                    done_files = collection.outcomes_of(job.expected([p.name for p in files]))
+                    done_files = collection.outcomes_of(expected)
+                    collection.settle_stopped(expected)  # uploads/ as the index holds them
                 except Exception:  # the index could not be read: the files count as not indexed
                     logger.exception("job %s: reading what its stopped slice indexed", job.job_id)
             with self._lock:
@@ -762,6 +764,9 @@ class JobManager:
             job = pending.job
             try:  # what earlier turns of the job indexed whole
                 held = pending.collection.outcomes_of(job.expected(job.unreported()))
+                moved = [p.name for p in pending.files if p.parent == pending.collection.uploads]
+                if moved:  # a turn that yielded had moved them: uploads/ as the index holds
+                    pending.collection.settle_stopped(job.expected(moved))
             except Exception:
                 logger.exception("job %s: reading what it had indexed", job.job_id)
                 held = []

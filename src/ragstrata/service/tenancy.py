@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
@@ -443,6 +443,33 @@ class Collection:
                     target.unlink(missing_ok=True)
             shutil.rmtree(backups, ignore_errors=True)
         return report, outcomes
+
+    def settle_stopped(self, files: Mapping[str, str]) -> None:
+        """After a stop (a server stopping) ended an ingest of the uploaded ``files`` (name →
+        sha256 of the job's bytes) before its end: each file the index holds, whole or partly
+        committed, stays in ``uploads/`` and its earlier version's backup goes; each it does not
+        hold gets its earlier version back (the index still holds that one), or is removed.
+        ``uploads/`` then matches the index, and no backup is left for a later ingest to
+        discard or to put back in the wrong place."""
+        with self._lock.write():
+            backups = self.root / ".previous"
+            held: dict[str, Any] = {}
+            if self.has_index:
+                manifest = catalog.read_manifest(self.index_dir)
+                held = {Path(e.source).name: e for e in manifest.documents.values()}
+            for name, sha in files.items():
+                target, earlier = self.uploads / name, backups / name
+                entry = held.get(name)
+                if not sha and target.is_file():
+                    sha = file_sha256(target)
+                if entry is not None and (not entry.complete or entry.file_hash == sha):
+                    earlier.unlink(missing_ok=True)
+                elif earlier.is_file():
+                    earlier.replace(target)
+                else:
+                    target.unlink(missing_ok=True)
+            if backups.is_dir() and not any(backups.iterdir()):
+                backups.rmdir()
 
     def delete_document(self, doc_id: str) -> DocumentInfo:
         """Remove a document's chunks (one journaled commit) and its uploaded file.

@@ -489,6 +489,39 @@ def test_a_new_version_that_never_ran_is_not_reported_indexed(
         restarted.shutdown()
 
 
+def test_a_stopped_slice_leaves_uploads_as_the_index_holds_them(
+    service_factory: ServiceFactory,
+) -> None:
+    """A review's finding (2026-12-06): a slice stopped by a server stop left the new version
+    of a file it never indexed in ``uploads/`` (the index holding the earlier one) and the
+    earlier one in ``.previous/``, which the next ingest of any file deleted."""
+    from ragstrata.index.writer import file_sha256
+
+    service = service_factory()
+    acme = service.key("acme")
+    job = service.upload_texts(acme, "kb", {"guide.md": GUIDE, "notes.md": "# Notes\n\nOne."})
+    assert job["state"] == "succeeded"
+    principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
+    collection = service.state.registry.collection(principal, "kb")
+    v1 = (collection.uploads / "guide.md").read_bytes()
+    # as a slice leaves them when the stop comes before its commit: moved, not indexed
+    backups = collection.root / ".previous"
+    backups.mkdir()
+    (collection.uploads / "guide.md").replace(backups / "guide.md")
+    (collection.uploads / "guide.md").write_text(GUIDE + "\n\nVersion two.\n")
+    (collection.uploads / "new.md").write_text("# New\n\nNever indexed.\n")
+    collection.settle_stopped(
+        {
+            "guide.md": file_sha256(collection.uploads / "guide.md"),
+            "new.md": file_sha256(collection.uploads / "new.md"),
+            "notes.md": "",  # indexed whole: stays
+        }
+    )
+    assert (collection.uploads / "guide.md").read_bytes() == v1
+    assert not (collection.uploads / "new.md").exists()
+    assert (collection.uploads / "notes.md").is_file() and not backups.exists()
+
+
 def _ragstrata() -> list[str]:
     script = Path(sys.executable).with_name("ragstrata")
     return [str(script)] if script.exists() else [sys.executable, "-m", "ragstrata.cli"]

@@ -33,6 +33,9 @@ class _Collection:
     def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
         return []
 
+    def settle_stopped(self, files: Any) -> None:
+        self.settled = sorted(files)
+
     def ingest_staged(
         self, staged: Sequence[Path], *, progress: Any = None
     ) -> tuple[IngestReport, list[FileOutcome]]:
@@ -210,6 +213,8 @@ def test_a_stop_or_a_delete_stops_a_long_running_slice(tmp_path: Path) -> None:
     assert job["state"] == "cancelled" and job["error"]["code"] == "RS710"
     assert "1 of 3 files were indexed" in job["error"]["message"]  # what the index holds
     assert [f["status"] for f in job["files"]] == ["indexed", "not_indexed", "not_indexed"]
+    # uploads/ is put back as the index holds the slice's files (a review's finding)
+    assert stopped.settled == ["big-0.md", "big-1.md", "big-2.md"]
 
     deleted = _LongSlice("acme", "kb2", [])
     manager = JobManager(workers=1, batch_files=3)
