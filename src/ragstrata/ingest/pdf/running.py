@@ -96,8 +96,9 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
         _words_of(s.text)
         for page in pages
         for s in page.segments
-        if s.size > body_size * HEADING_SIZE_RATIO and len(s.words) >= 2
+        if s.size > body_size * HEADING_SIZE_RATIO
     }
+    headings.discard("")
     drop: list[tuple[Page, set[int]]] = []
     for page in pages:
         doomed: set[int] = set()
@@ -110,7 +111,7 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
                 or (_PAGE_NUMBER_RE.match(masked) and not _has_neighbour(segment, page.segments))
                 or (
                     zone == "top"
-                    and len(segment.words) >= 2
+                    and len(_words_of(segment.text).split()) >= 2
                     and _words_of(segment.text) in headings
                 )
             ):
@@ -124,8 +125,12 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
 
 
 def _words_of(text: str) -> str:
-    """``text`` casefolded, its words and numbers alone ("6.4." and "6.4" alike)."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
+    """``text`` casefolded, its words alone, without a leading section number ("6.4.
+    Composición" and "6.4 Composición" alike, and a heading whose number stands apart)."""
+    words = re.findall(r"\w+", text.casefold())
+    while words and words[0].isdigit():
+        words.pop(0)
+    return " ".join(words)
 
 
 def _has_neighbour(segment: Segment, segments: Sequence[Segment]) -> bool:
