@@ -297,6 +297,13 @@ def _answer_cases(
         for item in unmatched:
             err.print(f"[yellow]warning[/] expected source not in the index: {item}")
         cases = cases_from_golden(golden, qrels)[:max_queries]
+        unscored = [g.query_id for g in golden if not g.answers]
+        if unscored and cases:  # left out, not failed: say which
+            shown = ", ".join(unscored[:5]) + (" ..." if len(unscored) > 5 else "")
+            err.print(
+                f"[yellow]warning[/] {len(unscored)} entries give no 'answers' and are not "
+                f"scored: {shown}"
+            )
         if not cases:
             raise ConfigError(f"{dataset}: no entry gives 'answers'; add expected answer strings")
         return cases, None, dataset.name, cfg

@@ -45,6 +45,8 @@ _LINK_TARGET = re.compile(r"(\[[^\]\n]*\])(?:\([^)\n]*\)|\[[^\]\n]*\])")
 kept."""
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>\n]*)?/?>")
 """An HTML tag (``<kbd>``, ``</abbr>``): dropped, the text between tags kept."""
+_CODE_SPAN = re.compile(r"(`+)([^`\n]+?)\1")
+"""An inline code span: its text is code, read as it is (a JSX tag in it is not markup)."""
 
 
 def normalize_answer(text: str) -> str:
@@ -53,8 +55,17 @@ def normalize_answer(text: str) -> str:
     articles). ``normalize_answer("¿El Año 1.500?") == "ano 1500"``. Markup is read as a reader
     sees it: a Markdown link's target and HTML tags are dropped first (``"[the docs](x.md)"``
     -> ``"docs"``, ``"<kbd>Ctrl</kbd>"`` -> ``"ctrl"``), so a gold answer copied from a
-    Markdown source matches the same sentence shown as text."""
-    text = _HTML_TAG.sub(" ", _LINK_TARGET.sub(r"\1", text))
+    Markdown source matches the same sentence shown as text; inside an inline code span
+    nothing is dropped and its punctuation separates words (``"`<Fragment key={k}>`"`` ->
+    ``"fragment key k"``: a JSX tag there was dropped as HTML, 2026-12-06)."""
+    pieces: list[str] = []
+    at = 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_HTML_TAG.sub(" ", _LINK_TARGET.sub(r"\1", text[at : span.start()])))
+        pieces.append(" " + re.sub(r"[^\w\s]", " ", span.group(2)) + " ")
+        at = span.end()
+    pieces.append(_HTML_TAG.sub(" ", _LINK_TARGET.sub(r"\1", text[at:])))
+    text = "".join(pieces)
     decomposed = unicodedata.normalize("NFKD", text.lower())
     kept = [
         ch

@@ -453,6 +453,14 @@ def _golden_entry(obj: Any, n: int, where: str) -> GoldenQuery:
     texts = tuple(dict.fromkeys(str(a).strip() for a in answers if str(a).strip()))
     if answers and not texts:
         raise ConfigError(f"{where}: 'answers' holds only empty strings; remove it or fill it")
+    from ragstrata.eval.answer_metrics import normalize_answer
+
+    for text in texts:
+        if not normalize_answer(text):  # it could never be found: say so
+            raise ConfigError(
+                f"{where}: answer {text!r} has no words once normalized (markup, punctuation "
+                "and articles are dropped); write the text a reader sees, code in backticks"
+            )
     raw_id = obj.get("id")
     if raw_id is None:
         query_id = f"q{n}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ragstrata.eval.answer_metrics import (
@@ -89,3 +91,28 @@ def test_ascii_punctuation_is_squads() -> None:
     assert normalize_answer("`flock` on `.lock`") == "flock on lock"
     assert normalize_answer("| `rrf_k = 60` |") == "rrfk 60"
     assert contains_answer("takes a non-blocking `flock` on `.lock`.", ["flock"])
+
+
+def test_a_jsx_tag_in_a_code_span_is_code_not_markup() -> None:
+    """A new user's trial (2026-12-06): the answer "renderizar `<Fragment key={yourKey}>`" was
+    normalized to "renderizar", its code dropped as an HTML tag, and did not contain the gold
+    "Fragment key"."""
+    answer = "Usa la sintaxis explícita y renderiza `<Fragment key={yourKey}>...</Fragment>`. [1]"
+    assert (
+        normalize_answer(answer)
+        == "usa sintaxis explicita y renderiza fragment key yourkey fragment 1"
+    )
+    assert contains_answer(answer, ["Fragment key"])
+    assert normalize_answer("pulsa <kbd>Ctrl</kbd>") == "pulsa ctrl"  # markup outside code
+
+
+def test_a_gold_answer_with_no_words_is_refused_when_the_file_loads(tmp_path: Path) -> None:
+    from ragstrata.errors import ConfigError
+    from ragstrata.eval.datasets import load_golden
+
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(
+        '{"id": "a", "query": "q?", "expected": ["x.md"], "answers": ["<Fragment key={k}>"]}\n'
+    )
+    with pytest.raises(ConfigError, match="no words once normalized"):
+        load_golden(golden)

@@ -289,6 +289,33 @@ def test_a_smaller_footnote_number_is_not_glued_to_the_word_after_it() -> None:
     assert "4 La longitud del nombre es corta, como 11Apr29." in text, text[-200:]
 
 
+def test_a_path_or_hyphenated_name_broken_at_a_line_end_keeps_its_hyphen() -> None:
+    """A new user's trial (2026-12-06): "ttf-mscorefonts-" + "installer" and
+    "http://security.debian.org/debian-" + "security/" lost their hyphen; a path is joined
+    only when the word it splits is written whole elsewhere ("/etc/es-" + "critura")."""
+    page = Page().lines(
+        72,
+        700,
+        [
+            "Instale el paquete ttf-mscorefonts-",
+            "installer desde http://security.debian.org/debian-",
+            "security/ y lea /srv/lectura/es-",
+            "critura antes de la escritura de los archivos del sistema.",
+        ],
+    )
+    text = flat(parse(build_pdf([page])).text)
+    assert "ttf-mscorefonts-installer desde http://security.debian.org/debian-security/" in text
+    assert "/srv/lectura/escritura antes" in text
+
+
+def test_a_heading_over_two_lines_is_de_hyphenated() -> None:
+    """The same trial: "... montaje de otra par- tición" (a heading broken over two lines)."""
+    page = Page().text(72, 740, "9.6.14. Expansión mediante el montaje de otra par-", size=14)
+    page.text(72, 722, "tición", size=14).lines(72, 690, PROSE)
+    parsed = parse(build_pdf([page]))
+    assert "9.6.14. Expansión mediante el montaje de otra partición" in flat(parsed.text)
+
+
 # --------------------------------------------------------------------------- pages
 def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
     pages = [

@@ -9,6 +9,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 
 from ragstrata.ingest.pdf.model import LEADERS_RE, Item, Line, Stats, line_style
+from ragstrata.ingest.pdf.tables import joins_code
 from ragstrata.ingest.text import normalize_text
 from ragstrata.types import Block, BlockKind
 
@@ -55,7 +56,15 @@ def _join_lines(texts: Sequence[str], hyphenated: Set[str], words: Set[str] = _N
                 before = re.search(r"[^\W\d_]+(?:-[^\W\d_]+)*-$", out)
                 after = re.match(r"[^\W\d_]+", text)
                 compound = (before.group(0) if before else "") + (after.group(0) if after else "")
-                out = (out if compound.casefold() in hyphenated else out[:-1]) + text
+                token = out.split()[-1][:-1]
+                if joins_code(token):  # a path, URL or hyphenated name: a break only when
+                    # the word it splits is written whole elsewhere ("/etc/bind/na-" + "med")
+                    frag = re.search(r"[^\W\d_]+$", token)
+                    joined = (frag.group(0) + after.group(0)).casefold() if frag and after else ""
+                    kept = joined not in words
+                else:
+                    kept = compound.casefold() in hyphenated
+                out = (out if kept else out[:-1]) + text
             else:
                 before = re.search(r"[^\W\d_]+-$", out)
                 after = re.match(r"[^\W\d_]+", text)
@@ -148,7 +157,8 @@ class _Blocks:
                 i += 1
             elif heading is not None:
                 level, span = heading
-                title = " ".join(" ".join(ln.text for ln in self.lines[i : i + span]).split())
+                texts = [" ".join(ln.text.split()) for ln in self.lines[i : i + span]]
+                title = _join_lines(texts, self.hyphenated, self.words)  # "par-" + "tición"
                 self.items.append(Item("heading", title, self.page, level, title))
                 i += span
             elif line_style(line).mono:

@@ -221,5 +221,18 @@ def _continues_row(previous: Sequence[list[Word]], cells: Sequence[list[Word]], 
 
 def _cell(text: str) -> str:
     text = " ".join(text.split())
-    text = re.sub(r"(?<=[^\W\d_])- (?=[a-zà-ÿ])", "", text)  # hyphenated line break in a cell
+    # a hyphenated line break in a cell, unless the word broken is a path, a URL, a name
+    # already hyphenated or code ("debian-" + "security/", "ttf-mscorefonts-" + "installer",
+    # "config::low-" + "level" lost their hyphens)
+    text = re.sub(
+        r"(\S*[^\W\d_])- (?=[a-zà-ÿ])",
+        lambda m: m.group(0)[:-1] if joins_code(m.group(1)) else m.group(1),
+        text,
+    )
     return text.replace("|", "\\|")
+
+
+def joins_code(token: str) -> bool:
+    """Whether ``token``, the text before a line-end hyphen back to the last space, is a path,
+    URL, code or an already hyphenated name, whose hyphen is part of it, not a word break."""
+    return bool(re.search(r"[/:.\-_\\=@\d]", token))
