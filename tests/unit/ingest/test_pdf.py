@@ -196,6 +196,31 @@ def test_a_caption_under_a_table_ends_it_and_a_ruled_tip_is_no_table() -> None:
     assert "sugerencia Active UPG con umask 002 en ~/.bashrc." in text
 
 
+def test_a_long_line_in_a_later_column_is_a_cell_not_prose() -> None:
+    """A new user's trial (2026-12-06): a table whose second column held one long line was cut
+    there (the line read as prose between the rules), the rows after it became a new table
+    with a data row as its header, and `ask` answered "cdrom: audio"."""
+    page = Page().lines(72, 740, PROSE[:2])
+    page.hline(100, 500, 700).hline(100, 500, 686).hline(100, 500, 620)
+    page.text(110, 690, "grupo").text(190, 690, "descripción")
+    rows = [
+        ("dialout", "acceso directo a los puertos serie"),
+        ("dip", "acceso limitado a los puertos serie para conexiones a internet por vía"),
+        ("cdrom", "dispositivos CD-ROM"),
+        ("audio", "dispositivo de audio"),
+    ]
+    for k, (group, text) in enumerate(rows):
+        page.text(110, 674 - 13 * k, group).text(190, 674 - 13 * k, text)
+    page.lines(72, 590, PROSE[2:])
+    tables = block_texts(parse(build_pdf([page])), "table")
+    assert len(tables) == 1, tables
+    assert (
+        "| dip | acceso limitado a los puertos serie para conexiones a internet por vía |"
+        in (tables[0])
+    )
+    assert tables[0].startswith("| grupo | descripción |")
+
+
 def test_two_rules_around_prose_are_not_a_table() -> None:
     page = Page().hline(72, 540, 720).lines(72, 705, PROSE).hline(72, 540, 650)
     parsed = parse(build_pdf([page]))

@@ -101,17 +101,19 @@ def _rule_groups(
 
 
 def _prose_between(y0: float, y1: float, x0: float, x1: float, segments: Sequence[Segment]) -> bool:
-    """Whether a paragraph line (>= 8 words over >= 70 % of the width, or text running past
-    the rules' ends) or a caption ("Cuadro 1.6: ...", "Table 2. ...") lies between two rules:
-    then they bound no single table (a caption under one table and the ruled box of a tip
-    after it were read as one table with them)."""
+    """Whether a paragraph line (>= 8 words over >= 70 % of the width from its left edge, or
+    text running past the rules' ends) or a caption ("Cuadro 1.6: ...", "Table 2. ...") lies
+    between two rules: then they bound no single table (a caption under one table and the
+    ruled box of a tip after it were read as one table with them)."""
     rows: dict[int, list[Segment]] = {}
     for s in segments:
         if s.top < y0 - 1 or s.bottom > y1 + 1 or s.x1 <= x0 or s.x0 >= x1:
             continue
         if s.x0 < x0 - 4 or s.x1 > x1 + 4:
             return True
-        if len(s.words) >= 8 and s.x1 - s.x0 >= 0.7 * (x1 - x0):
+        if (  # a long line from the left edge; one from a later column is a wide cell
+            len(s.words) >= 8 and s.x1 - s.x0 >= 0.7 * (x1 - x0) and s.x0 - x0 <= 0.15 * (x1 - x0)
+        ):
             return True
         rows.setdefault(round(s.top), []).append(s)
     return any(
