@@ -764,12 +764,15 @@ class JobManager:
             job = pending.job
             try:  # what earlier turns of the job indexed whole
                 held = pending.collection.outcomes_of(job.expected(job.unreported()))
-                moved = [p.name for p in pending.files if p.parent == pending.collection.uploads]
-                if moved:  # a turn that yielded had moved them: uploads/ as the index holds
-                    pending.collection.settle_stopped(job.expected(moved))
             except Exception:
                 logger.exception("job %s: reading what it had indexed", job.job_id)
                 held = []
+            moved = [p.name for p in pending.files if p.parent == pending.collection.uploads]
+            if moved:  # a turn that yielded had moved them: uploads/ as the index holds them
+                try:
+                    pending.collection.settle_stopped(job.expected(moved))
+                except Exception:
+                    logger.exception("job %s: putting back its uploaded files", job.job_id)
             with self._lock:
                 job.outcomes += held
                 error = pending.job.interrupt("the server stopped")

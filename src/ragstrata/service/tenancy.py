@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ragstrata.config import RagConfig
 from ragstrata.embed.base import Embedder
@@ -127,10 +127,7 @@ def held_outcomes(root: Path, files: Mapping[str, str]) -> list[FileOutcome]:
     only partly committed; files it does not hold, or holds another version of (an earlier
     upload's, the job's own never reached), are left out. Reads the manifest alone (written
     whole at each commit)."""
-    if not (root / "index" / catalog.MANIFEST).is_file():
-        return []
-    manifest = catalog.read_manifest(root / "index")
-    held = {Path(e.source).name: e for e in manifest.documents.values()}
+    held = _held_entries(root)
     out: list[FileOutcome] = []
     for name, sha in files.items():
         entry = held.get(name)
@@ -146,12 +143,28 @@ def held_outcomes(root: Path, files: Mapping[str, str]) -> list[FileOutcome]:
                 )
             )
             continue
-        if not sha:
-            path = root / "uploads" / name
-            sha = file_sha256(path) if path.is_file() else ""
+        sha = _job_sha(root, name, sha)
         if sha and entry.file_hash == sha:
             out.append(FileOutcome(name, "indexed"))
     return out
+
+
+def _held_entries(root: Path) -> dict[str, catalog.DocEntry]:
+    """The manifest entries of the collection at ``root`` by uploaded file name (``{}``
+    before its first commit)."""
+    if not (root / "index" / catalog.MANIFEST).is_file():
+        return {}
+    manifest = catalog.read_manifest(root / "index")
+    return {Path(e.source).name: e for e in manifest.documents.values()}
+
+
+def _job_sha(root: Path, name: str, sha: str) -> str:
+    """``sha``, or, when the job's record has none (before 2026-12-06), the sha256 of the file
+    in ``uploads/`` (``""`` when it is gone)."""
+    if sha:
+        return sha
+    path = root / "uploads" / name
+    return file_sha256(path) if path.is_file() else ""
 
 
 DELETING_MARK = ".deleting"
@@ -385,7 +398,7 @@ class Collection:
             earlier = backups / outcome.name
             if not earlier.is_file():
                 changes[outcome.name] = "added"
-            elif file_sha256(earlier) != file_sha256(self.uploads / outcome.name):
+            elif file_sha256(earlier) != _job_sha(self.root, outcome.name, files[outcome.name]):
                 changes[outcome.name] = "updated"
         return changes
 
@@ -453,16 +466,13 @@ class Collection:
         discard or to put back in the wrong place."""
         with self._lock.write():
             backups = self.root / ".previous"
-            held: dict[str, Any] = {}
-            if self.has_index:
-                manifest = catalog.read_manifest(self.index_dir)
-                held = {Path(e.source).name: e for e in manifest.documents.values()}
+            held = _held_entries(self.root)
             for name, sha in files.items():
                 target, earlier = self.uploads / name, backups / name
                 entry = held.get(name)
-                if not sha and target.is_file():
-                    sha = file_sha256(target)
-                if entry is not None and (not entry.complete or entry.file_hash == sha):
+                if entry is not None and (
+                    not entry.complete or entry.file_hash == _job_sha(self.root, name, sha)
+                ):
                     earlier.unlink(missing_ok=True)
                 elif earlier.is_file():
                     earlier.replace(target)

@@ -40,6 +40,14 @@ def collect_hyphenated(lines_by_page: Sequence[Sequence[Line]], stats: Stats) ->
                     stats.words.add(match.group(0).casefold())
 
 
+def _split_word(out: str, text: str) -> str:
+    """The word a line-end hyphen splits, casefolded: the letters before the hyphen ending
+    ``out`` and those opening ``text`` ("ELI-" + "MINADO" -> "eliminado"; ``""`` without)."""
+    before = re.search(r"([^\W\d_]+)-$", out)
+    after = re.match(r"[^\W\d_]+", text)
+    return (before.group(1) + after.group(0)).casefold() if before and after else ""
+
+
 def _join_lines(texts: Sequence[str], hyphenated: Set[str], words: Set[str] = _NO_WORDS) -> str:
     """Join a paragraph's lines with spaces, de-hyphenating per the module docstring rule
     (``hyphenated``, ``words``: :class:`~ragstrata.ingest.pdf.model.Stats`')."""
@@ -56,22 +64,14 @@ def _join_lines(texts: Sequence[str], hyphenated: Set[str], words: Set[str] = _N
                 before = re.search(r"[^\W\d_]+(?:-[^\W\d_]+)*-$", out)
                 after = re.match(r"[^\W\d_]+", text)
                 compound = (before.group(0) if before else "") + (after.group(0) if after else "")
-                token = out.split()[-1][:-1]
-                if joins_code(token):  # a path, URL or hyphenated name: a break only when
-                    # the word it splits is written whole elsewhere ("/etc/bind/na-" + "med")
-                    frag = re.search(r"[^\W\d_]+$", token)
-                    joined = (frag.group(0) + after.group(0)).casefold() if frag and after else ""
-                    kept = joined not in words
+                if joins_code(out.split()[-1][:-1]):  # a path, URL or hyphenated name: a
+                    # break only when the word it splits is written whole ("/etc/bind/na-")
+                    kept = _split_word(out, text) not in words
                 else:
                     kept = compound.casefold() in hyphenated
                 out = (out if kept else out[:-1]) + text
             else:
-                before = re.search(r"[^\W\d_]+-$", out)
-                after = re.match(r"[^\W\d_]+", text)
-                joined = (
-                    (before.group(0)[:-1] + after.group(0)).casefold() if before and after else ""
-                )
-                out = (out[:-1] if joined in words else out) + text
+                out = (out[:-1] if _split_word(out, text) in words else out) + text
         elif out.endswith("—"):
             out += text
         else:
