@@ -399,3 +399,29 @@ def test_an_integer_past_native_range_is_a_config_error(tmp_path: Path, where: s
     env["RAGSTRATA_RETRIEVAL_TOP_K"] = str(-(2**40))
     with pytest.raises(ConfigError, match="is too large"):
         RagConfig.load(env=env)
+
+
+def test_a_range_error_names_where_the_value_was_set(tmp_path: Path) -> None:
+    """A new user's `RAGSTRATA_RETRIEVAL_TOP_K=0` said `retrieval.top_k=0 must be in [1, 10000]`
+    without naming the variable, and a 0 in `$RAGSTRATA_HOME/config.toml` without naming the
+    file: the message now says which of the two set it."""
+    home = {"RAGSTRATA_HOME": str(tmp_path)}
+    with pytest.raises(
+        ConfigError, match=r"must be in \[1, 10000\] \(set by RAGSTRATA_RETRIEVAL_TOP"
+    ):
+        RagConfig.load(env={**home, "RAGSTRATA_RETRIEVAL_TOP_K": "0"})
+    toml = write_toml(tmp_path / "config.toml", "[retrieval]\nrrf_k = 0\ntop_k = 2.5\n")
+    with pytest.raises(ConfigError, match=r"top_k=2\.5 must be an integer \(set in config file '"):
+        RagConfig.load(env=home)
+    write_toml(toml, "[retrieval]\nrrf_k = 0\n")
+    with pytest.raises(ConfigError) as raised:
+        RagConfig.load(env=home)
+    assert str(raised.value).endswith(f"rrf_k=0 must be >= 1 (set in config file {str(toml)!r})")
+    # a variable's own parse error names it once; an override (a command-line option) adds
+    # nothing, and the variable that it replaced is not blamed
+    with pytest.raises(ConfigError) as raised:
+        RagConfig.load(env={**home, "RAGSTRATA_RETRIEVAL_RRF_K": "x"})
+    assert str(raised.value).count("RAGSTRATA_RETRIEVAL_RRF_K") == 1
+    with pytest.raises(ConfigError) as raised:
+        RagConfig.load(env=home, overrides={"retrieval.rrf_k": 0})
+    assert "(set" not in str(raised.value)

@@ -6,6 +6,7 @@ type.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -71,6 +72,7 @@ class RagConfig:
         environ = dict(os.environ if env is None else env)
         home = default_home(environ)
         tree: dict[str, dict[str, Any]] = {}
+        origins: dict[str, str] = {}
         path = config_file if config_file is not None else home / "config.toml"
         if config_file is not None and not path.is_file():
             what = "is a folder, not a TOML file" if path.is_dir() else "does not exist"
@@ -84,6 +86,8 @@ class RagConfig:
                 if not isinstance(values, dict):
                     raise ConfigError(f"config file {str(path)!r}: [{section}] must be a table")
                 tree.setdefault(section, {}).update(values)
+                for name in values:
+                    origins[f"{section}.{name}"] = f"set in config file {str(path)!r}"
         for key, raw in environ.items():
             if not key.startswith("RAGSTRATA_") or key in ("RAGSTRATA_HOME", "RAGSTRATA_INDEX"):
                 continue
@@ -91,16 +95,21 @@ class RagConfig:
             section, _, name = rest.partition("_")
             if section in _SECTIONS and name:
                 tree.setdefault(section, {})[name] = _FromEnv(raw, key)
+                origins[f"{section}.{name}"] = f"set by {key}"
         for dotted, value in (overrides or {}).items():
             section, _, name = dotted.partition(".")
             tree.setdefault(section, {})[name] = value
+            origins.pop(dotted, None)
         stages: dict[str, Any] = {}
         for section, values in tree.items():
             if section not in _SECTIONS:
                 raise ConfigError(
                     f"unknown config section {section!r}; known: {', '.join(sorted(_SECTIONS))}"
                 )
-            stages[section] = _build(_SECTIONS[section], section, values)
+            try:
+                stages[section] = _build(_SECTIONS[section], section, values)
+            except ConfigError as exc:
+                raise _with_origin(exc, section, values, origins) from exc
         index_dir = Path(environ["RAGSTRATA_INDEX"]) if environ.get("RAGSTRATA_INDEX") else None
         return cls(home=home, index_dir=index_dir, **stages)
 
@@ -121,6 +130,24 @@ _SECTIONS: dict[str, type[Any]] = {
     "service": ServiceConfig,
     "llm": LLMConfig,
 }
+
+
+def _with_origin(
+    exc: ConfigError, section: str, values: Mapping[str, Any], origins: Mapping[str, str]
+) -> ConfigError:
+    """``exc`` with where each setting it names was set: the config file or the
+    ``RAGSTRATA_*`` variable (a range error such as ``retrieval.top_k=0 must be in [1, 10000]``
+    did not say which of the two held the 0). Settings given as overrides (command-line
+    options) add nothing."""
+    message = str(exc.args[0]) if exc.args else ""
+    where = [
+        origins[f"{section}.{name}"]
+        for name in values
+        if f"{section}.{name}" in origins
+        and re.search(rf"(?<![\w.]){re.escape(f'{section}.{name}')}(?!\w)", message)
+        and origins[f"{section}.{name}"].removeprefix("set by ") not in message
+    ]
+    return ConfigError(f"{message} ({'; '.join(sorted(set(where)))})") if where else exc
 
 
 def _build(kind: type[Any], section: str, values: Mapping[str, Any]) -> Any:

@@ -393,20 +393,22 @@ def refusal_scores(
     present_refused: Sequence[bool], absent_refused: Sequence[bool]
 ) -> dict[str, Any]:
     """Refusal precision, recall and F1 with the absent cases as positives and the present
-    ones as negatives (rounded to 4 places), and the counts."""
+    ones as negatives (rounded to 4 places), and the counts. A value with no cases to count
+    is ``None`` (shown "—"), not 0: precision when nothing was refused, recall and F1 when
+    there are no absent cases; F1 is 0 when absent cases exist and none was refused."""
     tp = sum(absent_refused)
     fp = sum(present_refused)
     fn = len(absent_refused) - tp
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    p = tp / (tp + fp) if tp + fp else None
+    r = tp / (tp + fn) if tp + fn else None
+    f1 = None if r is None else 2 * p * r / (p + r) if p is not None and p + r else 0.0
     return {
         "n_absent": len(absent_refused),
         "absent_refused": tp,
         "present_refused": fp,
-        "refusal_precision": round(p, 4),
-        "refusal_recall": round(r, 4),
-        "refusal_f1": round(f1, 4),
+        "refusal_precision": None if p is None else round(p, 4),
+        "refusal_recall": None if r is None else round(r, 4),
+        "refusal_f1": None if f1 is None else round(f1, 4),
     }
 
 

@@ -125,7 +125,17 @@ def test_refusal_scores() -> None:
     assert (r["absent_refused"], r["present_refused"], r["n_absent"]) == (3, 1, 4)
     assert r["refusal_precision"] == 0.75 and r["refusal_recall"] == 0.75
     assert r["refusal_f1"] == 0.75
-    assert refusal_scores([], [])["refusal_f1"] == 0.0
+    # nothing to count is "—", not a score of 0 (a run that refused nothing printed refusal
+    # P 0.0000, read as "every refusal wrong")
+    empty = refusal_scores([], [])
+    assert empty["refusal_f1"] is None and empty["refusal_precision"] is None
+    none_refused = refusal_scores([False, False], [False, False])
+    assert none_refused["refusal_precision"] is None
+    assert none_refused["refusal_recall"] == 0.0 and none_refused["refusal_f1"] == 0.0
+    m = AnswerReport("d", "e", "extractive", 10, outcomes=[outcome("a")], absent=[outcome("a")])
+    row = answer_markdown(m.to_json()).splitlines()[-1].split(" | ")
+    head = answer_markdown(m.to_json()).splitlines()[0].split(" | ")
+    assert row[head.index("refusal P")] == "—" and row[head.index("refusal R")] == "0.0000"
 
 
 def test_report_metrics_pair_absent_with_present() -> None:
