@@ -174,6 +174,29 @@ def test_grid_table_with_wrapped_cell() -> None:
     ]
 
 
+def test_a_cell_centred_between_the_lines_of_a_wrapped_cell_joins_its_row() -> None:
+    """Debian reference p. 39 (2026-12-07): the group "dip" sits halfway between the two lines
+    of its wrapped description, a visual line of its own, and the row was read as two rows,
+    "| | acceso limitado ... |" and "| dip | (dialup IP) ... |" (116 such rows in the PDF)."""
+    page = Page().text(72, 740, "Grupos importantes del sistema:")
+    for y in (725, 710, 694, 664, 648):
+        page.hline(80, 500, y)
+    page.vline(160, 648, 725)
+    page.text(85, 714, "grupo", font="F2").text(165, 714, "descripción", font="F2")
+    page.text(85, 698, "dialout").text(165, 698, "acceso directo a los puertos serie")
+    page.text(165, 683, "acceso limitado a los puertos serie para")
+    page.text(85, 676, "dip")
+    page.text(165, 669, "(dialup IP) a pares confiables")
+    page.text(85, 652, "cdrom").text(165, 652, "dispositivos CD-ROM")
+    parsed = parse(build_pdf([page]))
+    assert block_texts(parsed, "table") == [
+        "| grupo | descripción |\n| --- | --- |\n"
+        "| dialout | acceso directo a los puertos serie |\n"
+        "| dip | acceso limitado a los puertos serie para (dialup IP) a pares confiables |\n"
+        "| cdrom | dispositivos CD-ROM |"
+    ]
+
+
 def test_a_caption_under_a_table_ends_it_and_a_ruled_tip_is_no_table() -> None:
     """A new user's trial (2026-12-06): in the Debian reference, a table's caption under it
     ("Cuadro 1.6: ...") and the ruled box of a tip after it were read as rows of the table."""

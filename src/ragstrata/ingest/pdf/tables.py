@@ -181,8 +181,10 @@ def _table_rows(
 ) -> list[tuple[int, list[list[Word]]]]:
     """Table lines (``(band, cells)``; a band lies between two interior rules) to rows.
 
-    With rules between rows (>= 2 interior rules), a band whose lines fill different numbers
-    of cells is one row (a wrapped cell, other cells centred on it). Otherwise a line continues
+    With rules between rows (>= 2 interior rules), a band where some line leaves empty a cell
+    that another line fills is one row: a wrapped cell, the other cells centred on it (the
+    centred cell may sit on a line of its own between the wrapped lines: "| | acceso limitado
+    ... |", "| dip | |", "| | (dialup IP) ... |" was read as two rows). Otherwise a line continues
     the previous row of its band when its first cell is empty under a filled one, when all its
     words are in a smaller font (sub/superscripts), or when it fills at most half as many cells
     as that row and each of its cells starts in lowercase (a wrapped cell).
@@ -196,7 +198,8 @@ def _table_rows(
             end += 1
         group = [cells for _, cells in lines[k:end]]
         counts = [sum(1 for cell in cells if cell) for cells in group]
-        if ruled and len(group) > 1 and min(counts) < max(counts):
+        spread = {c for cells in group for c in range(columns) if cells[c]}
+        if ruled and len(group) > 1 and min(counts) < len(spread):
             rows.append((band, [[w for cells in group for w in cells[c]] for c in range(columns)]))
         else:
             for cells in group:
