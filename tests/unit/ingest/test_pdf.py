@@ -175,7 +175,7 @@ def test_grid_table_with_wrapped_cell() -> None:
 
 
 def test_a_cell_centred_between_the_lines_of_a_wrapped_cell_joins_its_row() -> None:
-    """Debian reference p. 39 (2026-12-07): the group "dip" sits halfway between the two lines
+    """Debian reference p. 39 (2026-12-06): the group "dip" sits halfway between the two lines
     of its wrapped description, a visual line of its own, and the row was read as two rows,
     "| | acceso limitado ... |" and "| dip | (dialup IP) ... |" (116 such rows in the PDF)."""
     page = Page().text(72, 740, "Grupos importantes del sistema:")
