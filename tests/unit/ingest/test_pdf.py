@@ -197,6 +197,25 @@ def test_a_cell_centred_between_the_lines_of_a_wrapped_cell_joins_its_row() -> N
     ]
 
 
+def test_a_ruled_tip_with_gaps_at_one_place_on_each_line_reads_as_prose() -> None:
+    """Debian reference pp. 71 and 226 (2026-12-06): the justified lines of a ruled tip left
+    a wide gap at the same place on each line, and the box was read as a 2-column table
+    ("| sugerencia | |"), or, in four more tips, as two columns of text."""
+    page = Page().lines(72, 740, PROSE[:2])
+    page.hline(100, 400, 700).hline(100, 400, 640)
+    page.text(110, 688, "sugerencia", font="F2")
+    page.text(110, 674, "Para un sistema Debian con la").text(260, 674, "versión estable, incluya")
+    page.text(110, 660, "las líneas de seguridad en").text(260, 660, "sources.list como en el")
+    page.text(110, 646, "ejemplo anterior.")
+    page.lines(72, 610, PROSE[2:])
+    parsed = parse(build_pdf([page]))
+    assert block_texts(parsed, "table") == []
+    assert (
+        "sugerencia Para un sistema Debian con la versión estable, incluya las líneas de "
+        "seguridad en sources.list como en el ejemplo anterior."
+    ) in flat(parsed.text)
+
+
 def test_a_caption_under_a_table_ends_it_and_a_ruled_tip_is_no_table() -> None:
     """A new user's trial (2026-12-06): in the Debian reference, a table's caption under it
     ("Cuadro 1.6: ...") and the ruled box of a tip after it were read as rows of the table."""

@@ -16,6 +16,34 @@ _CAPTION_RE = re.compile(
     r"(?:Cuadro|Tabla|Table|Figura|Figure|Fig\.)\s+[0-9IVXL]+(?:[.\-][0-9]+)*\s*[:.]"
 )
 """A caption line: it ends the table above it (DocBook sets "Cuadro 1.6: ..." under its table)."""
+_ADMONITIONS = frozenset(
+    {
+        "nota",
+        "sugerencia",
+        "aviso",
+        "atención",
+        "atencion",
+        "importante",
+        "precaución",
+        "precaucion",
+        "advertencia",
+        "consejo",
+        "peligro",
+        "note",
+        "tip",
+        "hint",
+        "warning",
+        "caution",
+        "important",
+        "danger",
+        "attention",
+    }
+)
+"""Labels of a ruled box of text (DocBook's admonitions, Spanish and English): a ruled region
+whose first line is one of these alone is a tip or a note, read as prose a line at a time (its
+justified lines left a gap that no word covered at the same place on each line, and the box
+was read as a 2-column table, "| sugerencia | |" over "| Para un sistema Debian con la |
+versión estable, ... |", or as two columns of text)."""
 
 
 def detect_tables(page: Page, body_size: float) -> list[Segment]:
@@ -25,6 +53,7 @@ def detect_tables(page: Page, body_size: float) -> list[Segment]:
     if len(page.hrules) < 2 or not segments:
         return segments
     tables: list[Segment] = []
+    boxes: list[Segment] = []
     used: set[int] = set()
     for top_rule, bottom_rule, inner in _rule_groups(page.hrules, segments):
         x0, x1 = top_rule.start, top_rule.end
@@ -52,13 +81,37 @@ def detect_tables(page: Page, body_size: float) -> list[Segment]:
             for v in page.vrules
             if x0 + 3 < v.pos < x1 - 3 and min(v.end, y1) - max(v.start, y0) >= 0.4 * (y1 - y0)
         ]
+        box = _admonition_lines(members)
+        if box:
+            used.update(id(s) for s in members)
+            boxes.extend(box)
+            continue
         markdown = _table_markdown(members, vrules, inner, x0, x1, body_size)
         if markdown:
             used.update(id(s) for s in members)
             tables.append(Segment((), x0, y0, x1, y1, markdown))
-    if not tables:
+    if not tables and not boxes:
         return segments
-    return [s for s in segments if id(s) not in used] + tables
+    return [s for s in segments if id(s) not in used] + boxes + tables
+
+
+def _admonition_lines(members: Sequence[Segment]) -> list[Segment]:
+    """A ruled tip or note box (its first line one word of :data:`_ADMONITIONS`) as one
+    segment per visual line, so no gap inside a line splits it into cells or columns; ``[]``
+    for any other region."""
+    rows = word_rows([w for s in members for w in s.words])
+    if not rows or len(rows[0]) != 1 or rows[0][0].text.strip(" :").lower() not in _ADMONITIONS:
+        return []
+    return [
+        Segment(
+            tuple(row),
+            min(w.x0 for w in row),
+            min(w.top for w in row),
+            max(w.x1 for w in row),
+            max(w.bottom for w in row),
+        )
+        for row in rows
+    ]
 
 
 def _rule_groups(
