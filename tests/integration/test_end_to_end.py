@@ -350,6 +350,7 @@ def test_front_matter_and_confluence_metadata_filter_searches(
     folder.mkdir()
     (folder / "horario.md").write_text(
         "---\nauthor: Marta Gil\nteam: rrhh\ntags: [turnos, guardias]\nyear: 2024\ndraft: true\n"
+        "version: 2.0\nrelease: 3\n"
         "owner: {name: x}\nnotes: " + "x" * 400 + "\n---\n# Horario\n\n"
         "El horario de guardias cambia cada lunes a las nueve.\n",
         encoding="utf-8",
@@ -369,6 +370,10 @@ def test_front_matter_and_confluence_metadata_filter_searches(
     # as the command line sends them (text): numbers and booleans match too (trial 21)
     assert found({"meta.year": "2024"}) == found({"meta.draft": "true"}) == {"horario.md"}
     assert found({"meta.draft": True}) == {"horario.md"}
+    # a number matches in either written form: YAML's 2.0 is stored "2.0" (2026-12-06)
+    assert found({"meta.version": "2"}) == found({"meta.version": 2}) == {"horario.md"}
+    assert found({"meta.release": "3.0"}) == found({"meta.version": "2.00"}) == {"horario.md"}
+    assert found({"meta.version": "2.5"}) == found({"meta.release": "3.5"}) == set()
     by_ana = found({"meta.author": "Ana García"})
     assert "Deployment-Runbook_65601.html" in by_ana and "horario.md" not in by_ana
     assert "Deployment-Runbook_65601.html" in found({"meta.last_modified": "2024-03-04"})

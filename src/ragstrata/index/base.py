@@ -47,15 +47,38 @@ def check_filters(
                 raise RetrievalError(
                     f"filter {key!r}: a list must hold {bound} strings or integers"
                 )
-            checked[key] = [meta_text(v) for v in value] if key.startswith("meta.") else list(value)
+            checked[key] = _meta_values(value) if key.startswith("meta.") else list(value)
         elif isinstance(value, str | int | bool):
-            checked[key] = meta_text(value) if key.startswith("meta.") else value
+            if key.startswith("meta."):
+                texts = _meta_values([value])
+                checked[key] = texts[0] if len(texts) == 1 else texts
+            else:
+                checked[key] = value
         else:
             raise RetrievalError(
                 f"filter {key!r}: {type(value).__name__} is not allowed; use a string, an "
                 "integer, a boolean or a list of strings or integers"
             )
     return checked
+
+
+_DECIMAL = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")
+
+
+def _meta_values(values: Sequence[str | int | bool]) -> list[str]:
+    """Each value as metadata text (:func:`~ragstrata.types.meta_text`), a number also in its
+    other written form, so that ``meta.version=2`` matches front matter's ``version: 2.0``
+    (stored "2.0") and ``meta.version=2.0`` its ``version: 2``; order kept, no repeats."""
+    out: dict[str, None] = {}
+    for value in values:
+        text = meta_text(value)
+        out[text] = None
+        if not isinstance(value, bool) and _DECIMAL.fullmatch(text):
+            number = float(text)
+            out[str(number)] = None
+            if number.is_integer():
+                out[str(int(number))] = None
+    return list(out)
 
 
 SparseVector = Mapping[int, float]

@@ -49,7 +49,8 @@ def test_document_text_joins_overlaps_once_and_gaps_with_a_blank_line() -> None:
 def test_check_filters() -> None:
     assert check_filters(None) is None and check_filters({}) is None
     ok = {"doc_id": ["a", "b"], "source": "/x.md", "language": "es", "meta.year": 2024}
-    assert check_filters(ok) == {**ok, "meta.year": "2024"}  # metadata is matched as text
+    # metadata is matched as text, a number in either written form
+    assert check_filters(ok) == {**ok, "meta.year": ["2024", "2024.0"]}
     for bad in ({"path": "x"}, {"meta.": "x"}, {"doc_id": []}, {"title": 1.5}, {"doc_id": [{}]}):
         with pytest.raises(InvalidRequestError):
             check_filters(bad)
