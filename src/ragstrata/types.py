@@ -8,7 +8,7 @@ chunk, ``document.text[start:end]`` is exactly its text.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -94,9 +94,16 @@ class Document:
         document has no pages."""
         if not self.pages:
             return None
-        first = bisect.bisect_right(self.pages, start)
-        last = bisect.bisect_right(self.pages, max(start, end - 1))
+        first, last = _span_pages(self.pages, start, end, 0)
         return max(first, 1), max(last, 1)
+
+
+def _span_pages(starts: Sequence[int], start: int, end: int, base: int) -> tuple[int, int]:
+    """``(first, last)`` pages of the characters ``start:end``: ``base`` plus the number of
+    page starts (sorted offsets) at or before the first and the last character. A document's
+    page starts (base 0) and a chunk's later-page breaks (base its first page) share it."""
+    first = base + bisect.bisect_right(starts, start)
+    return first, base + bisect.bisect_right(starts, max(start, end - 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +150,7 @@ class Chunk:
         last_page = self.page_end if self.page_end is not None else self.page_start
         if len(self.page_breaks) != last_page - self.page_start:
             return self.page_start, last_page
-        first = self.page_start + bisect.bisect_right(self.page_breaks, start)
-        last = self.page_start + bisect.bisect_right(self.page_breaks, max(start, end - 1))
-        return first, last
+        return _span_pages(self.page_breaks, start, end, self.page_start)
 
     @property
     def rendered(self) -> str:
