@@ -639,9 +639,16 @@ class ExtractiveAnswerer:
                 continue  # only the flat cosine ties it to the question: padding
             shown = items[index][2].lower()
             # a sentence of a list already shown under a picked lead-in, or a lead-in whose
-            # list holds a sentence already picked (the better one), would say it twice
-            if shown in seen or any(
-                _shown_in_block(items, index, p) or _shown_in_block(items, p, index) for p in picked
+            # list holds a sentence already picked (the better one), would say it twice; so
+            # would a near copy of a picked sentence (the same sentence in three chunks of
+            # three pages, a word apart)
+            if (
+                shown in seen
+                or any(
+                    _shown_in_block(items, index, p) or _shown_in_block(items, p, index)
+                    for p in picked
+                )
+                or any(near_copy(sentence_terms[index], sentence_terms[p]) for p in picked)
             ):
                 continue
             seen.add(shown)
@@ -742,6 +749,22 @@ def same_statement(a: set[str], b: set[str]) -> bool:
     return shared >= 2 and shared / max(1, min(len(a), len(b))) >= SAME_STATEMENT_OVERLAP
 
 
+NEAR_COPY_OVERLAP = 0.85
+"""Share of a candidate sentence's analyzed terms (numbers included) that a picked sentence
+must hold for the candidate to be a near copy of it (:func:`near_copy`)."""
+
+
+def near_copy(candidate: set[str], picked: set[str]) -> bool:
+    """Whether a candidate sentence adds nothing to a picked one, by their analyzed terms
+    (numbers included, so "Node.js 18.18" and "Node.js 20" differ): at least
+    :data:`NEAR_COPY_OVERLAP` of the candidate's terms, and at least 4, are the picked
+    sentence's. A longer candidate that holds a short picked sentence and more is no copy. A
+    trial's answer to "¿Qué versión de Node.js necesita Next.js 15?" quoted three such
+    sentences from three pages. Pure."""
+    shared = len(candidate & picked)
+    return shared >= 4 and shared >= NEAR_COPY_OVERLAP * len(candidate)
+
+
 _INTERROGATIVE = re.compile(
     r"^[¿¡\s]*(?:cómo|qué|cuál|cuáles|cuándo|cuánto|cuántos|cuántas|dónde|por qué|"
     r"para qué|how|what|which|when|where|why)\b",
@@ -751,14 +774,24 @@ _TERMINAL = (".", "!", ":", ";", "…", ")", "]")
 
 
 def is_topic_line(sentence: str) -> bool:
-    """Whether ``sentence`` (as quoted) is a question (ends in ``?``) or a topic line: it opens
-    with an interrogative word (Spanish or English: "Cómo ...", "How to ...") and does not end
-    as a statement does (``.``, ``!``, ``:``, ``;``). Such lines name a subject (headings
-    written as list items, learning goals, FAQ questions); they do not answer it."""
+    """Whether ``sentence`` (as quoted) is a question (ends in ``?``), a caption ("Cuadro 3.4:
+    ...", "Figure 2. ...") or a topic line: it opens with an interrogative word (Spanish or
+    English: "Cómo ...", "How to ...") and does not end as a statement does (``.``, ``!``,
+    ``:``, ``;``). Such lines name a subject (headings written as list items, learning goals,
+    FAQ questions, what a table shows); they do not answer it."""
     text = sentence.strip()
-    if text.endswith("?"):
+    if text.endswith("?") or _CAPTION.match(text):
         return True
     return bool(_INTERROGATIVE.match(text)) and not text.endswith(_TERMINAL)
+
+
+_CAPTION = re.compile(
+    r"(?:Cuadro|Tabla|Table|Figura|Figure|Fig\.|Listing|Listado)\s+[0-9IVXL]+(?:[.\-][0-9]+)*"
+    r"\s*[:.]\s",
+    re.IGNORECASE,
+)
+"""A table's or a figure's caption ("Cuadro 3.4: Relación de ...", "Figure 2. The ..."): it
+names what the table shows, as a topic line does; a trial's answers quoted such captions."""
 
 
 def _question_text(question: str) -> str:

@@ -17,6 +17,7 @@ from ragstrata.generate.extractive import (
     _table_rows,
     clean_sentence,
     is_topic_line,
+    near_copy,
     render,
     same_statement,
 )
@@ -303,6 +304,41 @@ def test_sources_that_disagree_are_both_quoted_and_flagged(onnx_embedder: Any) -
     }
 
 
+def test_near_copies_of_a_picked_sentence_are_not_quoted_again(onnx_embedder: Any) -> None:
+    """A new user's trial (2026-12-06): "¿Qué versión de Node.js necesita Next.js 15?" was
+    answered with three near-identical sentences from three pages; the best is quoted once,
+    and a sentence that only shares words with it is still quoted."""
+    e5 = onnx_embedder("e5", "int8")
+    docs = [
+        "Next.js 15 necesita Node.js 18.18 o una versión posterior para funcionar.",
+        "Recuerda: Next.js 15 necesita Node.js 18.18 o una versión posterior.",
+        "Next.js 15 necesita Node.js 18.18 o una versión posterior para funcionar bien.",
+        "La versión de Node.js se comprueba con la orden node --version en la terminal.",
+    ]
+    hits = [source(f"d{i}", text, i + 1, language="es") for i, text in enumerate(docs)]
+    ctx = assemble(hits, counter=e5.counter, budget_tokens=800)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3)
+    quotes = answerer.pick_quotes("¿Qué versión de Node.js necesita Next.js 15?", ctx).quotes
+    said = [q.text for q in quotes]
+    assert sum("18.18" in t for t in said) == 1, said
+    assert any("node --version" in t for t in said), said
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "copy"),
+    [
+        ("next 15 necesita node 18.18", "next 15 necesita node 18.18 version posterior", True),
+        # a candidate that holds the picked sentence and says more is no copy
+        ("next 15 necesita node 18.18 version posterior", "next 15 necesita node 18.18", False),
+        ("next 15 necesita node 18.18 version", "next 15 necesita node 20 version", False),
+        ("usa usestate hook estado local", "usa usereducer hook estado local", False),
+        ("a b c", "a b c", False),  # fewer than 4 shared terms
+    ],
+)
+def test_near_copy(a: str, b: str, copy: bool) -> None:
+    assert near_copy(set(a.split()), set(b.split())) is copy
+
+
 @pytest.mark.slow
 def test_one_document_with_two_values_is_no_disagreement(onnx_embedder: Any) -> None:
     e5 = onnx_embedder("e5", "int8")
@@ -410,6 +446,10 @@ def test_a_sentence_quoting_the_question_is_not_its_answer(onnx_embedder: Any) -
         ("`useState` devuelve un array con exactamente dos valores:", False),
         ("Como mínimo hacen falta 3 GB de memoria", False),
         ("Install the package with pip", False),
+        # captions name what a table or figure shows (a trial's answers quoted them)
+        ("Cuadro 3.4: Relación de herramientas de recuperación de datos", True),
+        ("Figure 2. Throughput of the two embedders", True),
+        ("Tabla 1 muestra los resultados del segundo experimento.", False),
     ],
 )
 def test_questions_and_topic_lines_are_not_statements(sentence: str, topic: bool) -> None:
