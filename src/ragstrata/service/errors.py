@@ -7,6 +7,10 @@ are stable and documented in docs/service.md.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
 from ragstrata.errors import (
     ConfigError,
     EmbedderMismatchError,
@@ -77,6 +81,22 @@ class InvalidRequestError(ServiceError):
 class CollectionBusyError(IndexLockedError):
     """A collection's upload job holds it longer than a read may wait (503, RS503, like any
     index lock). Any other lock (another process) gets a message without server paths."""
+
+
+def public_message(error: RagError, *, hidden: Sequence[Path] = ()) -> str:
+    """``error``'s message as a client may read it (a response, a job's record that any of
+    the tenant's keys can list): an index lock held by another process is described without
+    the server's path to it, and each of the ``hidden`` directories (a collection's) is
+    removed from any other message. No code prefix."""
+    message = str(error.args[0]) if error.args else ""
+    if isinstance(error, IndexLockedError) and not isinstance(error, CollectionBusyError):
+        return (
+            "the collection's index is held by another process (a command-line ingest of "
+            "it, or a second server on this data directory); try again when it finishes"
+        )
+    for path in hidden:
+        message = message.replace(f"{path}{os.sep}", "").replace(str(path), "the collection")
+    return message
 
 
 class MalformedBodyError(InvalidRequestError):

@@ -26,6 +26,7 @@ from ragstrata.service.errors import (
     ServiceError,
     UnsupportedMediaTypeError,
     http_status,
+    public_message,
 )
 from ragstrata.service.uploads import media_type
 
@@ -47,16 +48,12 @@ def _rag_error(error: RagError) -> JSONResponse:
         headers["WWW-Authenticate"] = "Bearer"
     if isinstance(error, RateLimitedError):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
-    message = error.args[0] if error.args else str(error)
     if isinstance(error, IndexLockedError):
         headers["Retry-After"] = "2"
         if not isinstance(error, CollectionBusyError):
             # another process holds it: the library's message names the server's path
             logger.warning("%s", error)
-            message = (
-                "the collection's index is held by another process (a command-line ingest of "
-                "it, or a second server on this data directory); try again when it finishes"
-            )
+    message = public_message(error)
     if status >= 500:
         logger.error("request failed: %s", error)
     return _error_response(status, error.code, str(message), headers or None)

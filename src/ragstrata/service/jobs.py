@@ -35,7 +35,12 @@ from typing import Any, Literal
 
 from ragstrata.errors import RagError
 from ragstrata.index.writer import file_sha256
-from ragstrata.service.errors import InterruptedJobError, NotFoundError, RateLimitedError
+from ragstrata.service.errors import (
+    InterruptedJobError,
+    NotFoundError,
+    RateLimitedError,
+    public_message,
+)
 from ragstrata.service.keys import Principal
 from ragstrata.service.tenancy import Collection, FileOutcome
 
@@ -634,15 +639,17 @@ class JobManager:
                 job.running_s = running_before + time.perf_counter() - slice_started
             logger.info("job %s on %s: slice stopped", job.job_id, collection.name)
             return
-        except RagError as exc:
-            logger.warning("job %s on %s failed: %s", job.job_id, collection.name, exc)
-            self._drop(pending)
-            self._end(pending, "failed", {"code": exc.code, "message": str(exc)})
-            return
         except Exception as exc:
-            logger.exception("job %s on %s crashed", job.job_id, collection.name)
+            if isinstance(exc, RagError):
+                logger.warning("job %s on %s failed: %s", job.job_id, collection.name, exc)
+                code = exc.code
+                message = public_message(exc, hidden=[collection.root])
+            else:
+                logger.exception("job %s on %s crashed", job.job_id, collection.name)
+                code, message = "RS700", f"internal error: {type(exc).__name__}"
             self._drop(pending)
-            self._end(pending, "failed", {"code": "RS700", "message": f"internal error: {exc}"})
+            self._failed_slice(pending, files, code, message)
+            self._end(pending, "failed", {"code": code, "message": message})
             return
         with self._lock:
             job.running_s = running_before + time.perf_counter() - slice_started
@@ -683,6 +690,31 @@ class JobManager:
                 "and reason are under 'files'",
             }
         self._end(pending, state, error)
+
+    def _failed_slice(
+        self, pending: _Pending, files: Sequence[Path], code: str, message: str
+    ) -> None:
+        """After an ingest slice failed as a whole (an error, not a bad file): each of its
+        files is listed, ``indexed`` when the index holds the job's bytes of it (committed
+        before the failure), else ``failed`` with the slice's error; ``uploads/`` is put back
+        as the index holds it (an earlier version restored, a new file removed). Before,
+        the job listed no file at all and ``uploads/`` kept bytes the index did not hold."""
+        job, collection = pending.job, pending.collection
+        expected = job.expected([p.name for p in files])
+        held: list[FileOutcome] = []
+        try:
+            held = [o for o in collection.outcomes_of(expected) if o.status == "indexed"]
+            collection.settle_stopped(expected)
+        except Exception:  # the index could not be read: the files count as failed
+            logger.exception("job %s: reading what its failed slice indexed", job.job_id)
+        indexed = {o.name for o in held}
+        with self._lock:
+            job.outcomes.extend(held)
+            job.outcomes.extend(
+                FileOutcome(name, "failed", code, message)
+                for name in expected
+                if name not in indexed
+            )
 
     def _drop(self, pending: _Pending) -> None:
         with self._lock:

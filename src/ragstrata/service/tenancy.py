@@ -436,6 +436,12 @@ class Collection:
                     target.replace(backups / path.name)
                 path.replace(target)
                 targets.append(target)
+            if self.has_index:
+                # the engine takes the index lock before reads turn to snapshots: a read
+                # engine arriving first (a server that had not opened the collection yet)
+                # took the lock itself, and the job failed with RS503 (trial 24)
+                with self._open_lock:
+                    self._engine.retriever  # noqa: B018 - opens the store under the lock
             self._writing = True
             try:
                 report = self._engine.ingest(targets, progress=progress)

@@ -243,3 +243,36 @@ def test_invalid_bodies_are_422(service: Service) -> None:
         files=[("other", ("a.md", b"# A", "text/markdown"))],
     )
     assert response.status_code == 422
+
+
+def test_a_job_whose_ingest_fails_lists_its_files_and_puts_uploads_back(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 24 (2026-12-06): a job whose ingest failed as a whole (RS503 there) listed no
+    file (``"files": []``), left the new bytes in ``uploads/`` while the index kept the earlier
+    version, and its message, readable by any of the tenant's keys, named the server's path."""
+    from ragstrata.errors import IndexLockedError
+    from ragstrata.service.keys import Principal
+
+    headers = service.key("acme")
+    assert service.upload_texts(headers, "kb", {"guide.md": GUIDE})["state"] == "succeeded"
+    kb = service.state.registry.collection(Principal("k", "acme", ("write",)), "kb")
+
+    def locked(*args: object, **kwargs: object) -> None:
+        raise IndexLockedError(
+            f"cannot write the index at {kb.index_dir}: another process has it open"
+        )
+
+    monkeypatch.setattr(kb._engine, "ingest", locked)
+    job = service.upload_texts(headers, "kb", {"guide.md": BILLING, "new.md": "# New\n\nText."})
+    assert job["state"] == "failed"
+    assert {f["name"]: (f["status"], f["code"]) for f in job["files"]} == {
+        "guide.md": ("failed", "RS503"),
+        "new.md": ("failed", "RS503"),
+    }
+    shown = str(job)
+    assert str(kb.root) not in shown and str(service.state.registry.root) not in shown, shown
+    # uploads/ holds what the index holds: the earlier guide, no new file
+    assert sorted(p.name for p in kb.uploads.iterdir()) == ["guide.md"]
+    assert (kb.uploads / "guide.md").read_text(encoding="utf-8") == GUIDE
+    assert not (kb.root / ".previous").exists()

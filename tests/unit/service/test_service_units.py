@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -239,3 +240,61 @@ def test_every_collection_shares_the_one_llm(tmp_path: Path) -> None:
         assert acme._generator is generator  # what its snapshot readers are built with
     finally:
         registry.close()
+
+
+def test_a_read_arriving_as_an_upload_starts_does_not_fail_the_upload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 24 (2026-12-06): after a restart, an upload to a collection no request had opened
+    yet failed with RS503 when a search or ask came at the same moment: the read's engine took
+    the index lock before the job's writer did. The collection's engine now holds the lock
+    before reads turn to the job's snapshots; the read waits (503 at worst), the upload lands."""
+    from ragstrata.config import RagConfig
+    from ragstrata.errors import IndexLockedError
+    from ragstrata.service.keys import Principal
+    from ragstrata.service.tenancy import TenantRegistry
+    from ragstrata.testing.fakes import HashEmbedder
+
+    def registry() -> TenantRegistry:
+        return TenantRegistry(
+            tmp_path,
+            config=RagConfig(home=tmp_path / "home"),
+            embedder=HashEmbedder(),
+            read_wait_s=0.5,
+        )
+
+    def staged(name: str, text: str) -> Path:
+        path = tmp_path / "staging" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    who = Principal("k1", "acme", ("write",))
+    first = registry()
+    try:
+        kb = first.collection(who, "kb", create=True)
+        kb.ingest_staged([staged("a.md", "# Guardias\n\nLas guardias cambian los lunes.\n")])
+    finally:
+        first.close()
+    restarted = registry()  # a new server process: nothing opened the collection yet
+    readers: list[Any] = []
+    try:
+        kb = restarted.collection(who, "kb")
+        write = kb._engine.ingest
+
+        def read_then_write(*args: Any, **kwargs: Any) -> Any:
+            answer = kb.ask_stream("¿Cuándo cambian las guardias?")
+            try:
+                next(answer)  # an ask holding its read engine while the job starts writing
+                readers.append(answer)
+            except IndexLockedError:
+                pass  # it waited for a snapshot the job had not published yet: a 503
+            return write(*args, **kwargs)
+
+        monkeypatch.setattr(kb._engine, "ingest", read_then_write)
+        _, outcomes = kb.ingest_staged([staged("b.md", "# Turnos\n\nEl turno de noche.\n")])
+        assert [(o.name, o.status) for o in outcomes] == [("b.md", "indexed")]
+    finally:
+        for answer in readers:
+            answer.close()
+        restarted.close()
