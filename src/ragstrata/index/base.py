@@ -38,6 +38,18 @@ def check_filters(
                 f"filter key {str(key)[:80]!r} is not allowed; use doc_id, source, title, "
                 "language or meta.<key>"
             )
+        if not key.startswith("meta."):
+            # doc_id, source, title and language are text: a number matched nothing (and a
+            # number as language crashed the search); a language is a code, in lowercase
+            values = value if isinstance(value, list | tuple) else [value]
+            if not all(isinstance(v, str) for v in values):
+                kinds = sorted({type(v).__name__ for v in values if not isinstance(v, str)})
+                raise RetrievalError(
+                    f"filter {key!r}: give text (or a list of texts), not {', '.join(kinds)}"
+                )
+            if key == "language":
+                value = [_language_code(v) for v in values]
+                value = value if isinstance(filters[key], list | tuple) else value[0]
         if isinstance(value, list | tuple):
             most = len(value) if max_values is None else max_values
             if not 1 <= len(value) <= most or not all(
@@ -60,6 +72,19 @@ def check_filters(
                 "integer, a boolean or a list of strings or integers"
             )
     return checked
+
+
+def _language_code(value: str) -> str:
+    """A ``language`` filter value as chunks store it: a lowercase ISO 639-1 code (``es``,
+    ``en``; a 3-letter one passes too) or ``und``. ``EN`` is ``en``; ``english`` is refused
+    (it matched nothing, silently)."""
+    code = value.strip().lower()
+    if not re.fullmatch(r"[a-z]{2,3}", code):
+        raise RetrievalError(
+            f"filter 'language': {value[:40]!r} is not a language code; use a two-letter "
+            "ISO 639-1 code such as 'es' or 'en' ('und' for text of no detected language)"
+        )
+    return code
 
 
 _DECIMAL = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")

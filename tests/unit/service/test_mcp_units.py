@@ -54,6 +54,15 @@ def test_check_filters() -> None:
     for bad in ({"path": "x"}, {"meta.": "x"}, {"doc_id": []}, {"title": 1.5}, {"doc_id": [{}]}):
         with pytest.raises(InvalidRequestError):
             check_filters(bad)
+    # trial 24: a number as the language crashed search and ask (a TypeError, 200 lines of
+    # traceback, "Error executing tool"); "english" matched nothing, silently
+    for bad in ({"language": 5}, {"language": [5, "es"]}, {"language": True}, {"doc_id": 3}):
+        with pytest.raises(InvalidRequestError, match="give text"):
+            check_filters(bad)
+    with pytest.raises(InvalidRequestError, match="'english' is not a language code"):
+        check_filters({"language": "english"})
+    assert check_filters({"language": "EN"}) == {"language": "en"}
+    assert check_filters({"language": ["es", " EN "]}) == {"language": ["es", "en"]}
 
 
 def test_cli_rejects_a_bad_transport_and_a_missing_index(tmp_path: Path) -> None:
