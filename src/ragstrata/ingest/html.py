@@ -10,7 +10,9 @@ one blank line. Rendering:
 * ``pre`` -> fenced code block (the fence is longer than any backtick run in the content; the
   language comes from a ``language-*``/``lang-*`` class or a SyntaxHighlighter
   ``brush: name`` parameter, as Confluence's code macro writes it);
-* ``table`` -> GFM pipe table (see :func:`~ragstrata.ingest.html_tables.render_table`);
+* ``table`` -> GFM pipe table (see :func:`~ragstrata.ingest.html_tables.render_table`); a
+  table whose every row starts with a ``th`` label and has data cells is a record, rendered as
+  a list of ``- label: value`` lines (:func:`~ragstrata.ingest.html_tables.key_value_lines`);
   layout tables (DocBook admonitions, ``role="presentation"``, a single cell, a nested table or
   a heading in a cell) are rendered as their content instead;
 * ``ul``/``ol`` -> one list block of ``- item`` / ``1. item`` lines (nested lists indented;
@@ -55,7 +57,13 @@ from ragstrata.ingest.html_clean import (
     is_boilerplate,
     node_children,
 )
-from ragstrata.ingest.html_tables import is_layout_table, list_lines, render_table, row_groups
+from ragstrata.ingest.html_tables import (
+    is_layout_table,
+    key_value_lines,
+    list_lines,
+    render_table,
+    row_groups,
+)
 from ragstrata.ingest.text import ParsedText, normalize_text
 from ragstrata.types import Block, BlockKind, IngestWarning
 
@@ -197,6 +205,10 @@ class HtmlRenderer:
         caption = node.css_first("caption")
         if caption is not None:
             self._add("paragraph", flat_text(caption))
+        pairs = key_value_lines(groups)
+        if pairs:
+            self._add("list", "\n".join(pairs))
+            return
         rendered = render_table(groups)
         if rendered:
             self._add("table", rendered)

@@ -25,7 +25,7 @@ from ragstrata.ingest.html_clean import (
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-__all__ = ["is_layout_table", "list_lines", "render_table", "row_groups"]
+__all__ = ["is_layout_table", "key_value_lines", "list_lines", "render_table", "row_groups"]
 
 
 _ADMONITION_CLASSES = frozenset(
@@ -198,6 +198,36 @@ def _expand_spans(rows: list[list[LexborNode]]) -> list[list[_Cell]]:
                 out.append(_EMPTY_CELL)
         grid.append(out)
     return grid
+
+
+def key_value_lines(groups: list[tuple[str, list[list[LexborNode]]]]) -> list[str]:
+    """A table whose rows each start with a ``th`` label followed by data cells (Confluence's
+    Page Properties and Space Details, a server's record: no header row, one label per row)
+    as ``- label: value`` lines (several values joined with ``; ``, a cell's line breaks too);
+    ``[]`` for any other table. As a pipe table its first row became the header, and every
+    other row read under it: "Sistema operativo: Memoria; Debian 12: 64 GB" (trial 24)."""
+    if any(group == "thead" for group, _ in groups):
+        return []
+    rows = [
+        row
+        for _, group_rows in groups
+        for row in _expand_spans(group_rows)
+        if any(cell.text for cell in row)
+    ]
+    if not rows or not all(
+        row[0].header
+        and row[0].text
+        and any(not cell.header and cell.text and not cell.copy for cell in row[1:])
+        for row in rows
+    ):
+        return []
+    lines: list[str] = []
+    for row in rows:
+        values = [cell.text for cell in row[1:] if cell.text and not cell.copy]
+        label = row[0].text.replace(_CELL_BREAK, " ").rstrip(":")
+        value = "; ".join(values).replace(_CELL_BREAK, "; ").replace("\\|", "|")
+        lines.append(f"- {label}: {value}")
+    return lines
 
 
 def render_table(groups: list[tuple[str, list[list[LexborNode]]]]) -> str:

@@ -169,7 +169,7 @@ def test_home_page_drops_children_macro_and_keeps_info_macro() -> None:
 def test_index_loaded_explicitly_keeps_space_details_only() -> None:
     doc = load_document(EXPORT / "index.html")
     assert doc.title == "Platform Ops"
-    assert "| Description | Runbooks and operational guides of the platform team |" in doc.text
+    assert "- Description: Runbooks and operational guides of the platform team" in doc.text
     for tree_entry in ("Available Pages", "Deployment Runbook", "Guía de respuesta"):
         assert tree_entry not in doc.text
     assert doc.metadata["confluence"] == {"space": "Platform Ops", "breadcrumbs": []}

@@ -148,6 +148,31 @@ def test_caption_precedes_the_table() -> None:
     assert _pieces(html) == [("paragraph", "Puertos"), ("table", "| n |\n| --- |\n| 22 |")]
 
 
+def test_a_table_of_labelled_rows_is_a_record_not_a_header_and_rows() -> None:
+    """Trial 24 (2026-12-06): a server's record (each row a ``th`` label and a value, as in
+    Confluence's Page Properties) became a pipe table under its first row, and `ask`
+    answered "Sistema operativo: Memoria; Debian 12: 64 GB"."""
+    html = (
+        "<table><tr><th>Sistema operativo</th><td>Debian 12</td></tr>"
+        "<tr><th>Memoria:</th><td>64 GB</td></tr>"
+        "<tr><th>Discos</th><td>2 × 1 TB<br>RAID 1</td><td>SSD</td></tr></table>"
+    )
+    assert _pieces(html) == [
+        (
+            "list",
+            "- Sistema operativo: Debian 12\n- Memoria: 64 GB\n- Discos: 2 × 1 TB; RAID 1; SSD",
+        )
+    ]
+    # a header row over labelled rows is a table, as before
+    both = (
+        "<table><tr><th></th><th>db-01</th><th>db-02</th></tr>"
+        "<tr><th>Memoria</th><td>64 GB</td><td>32 GB</td></tr></table>"
+    )
+    assert _tables(both) == [
+        "|  | db-01 | db-02 |\n| --- | --- | --- |\n| Memoria | 64 GB | 32 GB |"
+    ]
+
+
 def test_empty_rows_are_dropped_and_short_rows_padded() -> None:
     html = (
         "<table><tr><th>a</th><th>b</th><th>c</th></tr><tr><td> </td><td></td></tr>"
