@@ -41,8 +41,9 @@ class ParsedPaths:
     file's document (or failure) as its worker finishes, ``total`` items in all.
     ``skipped`` files were left unparsed (unchanged), ``bytes_read`` is the size of the others;
     files that failed before and did not change are among the failures, ``unchanged``.
-    ``gone(source)`` says whether an indexed source lies under the paths but no longer exists
-    (what ``prune`` removes)."""
+    ``gone(source)`` says whether an indexed source lies under the paths but discovery no
+    longer finds it, as a file that no longer exists or that the rules now leave out (what
+    ``prune`` removes); a file discovery reported as an error is kept."""
 
     documents: Iterator[Document | IngestFailure]
     total: int
@@ -121,10 +122,16 @@ def parse_paths(
 
     roots = [p.resolve() for p in paths]
 
+    reported = {source_for(Path(e.path)) for e in errors}
+
     def gone(source: str) -> bool:
+        # not found by this discovery: the file is gone, or the rules now leave it out (a
+        # Confluence export's attachments/ once its index.html is back: they stayed in the
+        # index for good, neither unchanged nor pruned); a file discovery reported (unreadable,
+        # a link leaving the paths) is not pruned for it
         path = Path(source)
         under = any(path == r or path.is_relative_to(r) for r in roots)
-        return under and source not in present and not path.exists()
+        return under and source not in present and source not in reported
 
     if progress:
         progress("discover", len(files), len(files))

@@ -417,6 +417,37 @@ def test_an_emptied_file_says_its_indexed_version_stays(engine: Ragstrata, corpu
     assert emptied.unchanged and emptied.reason.count(KEPT_NOTE) == 1
 
 
+def test_prune_removes_what_the_rules_now_leave_out(engine: Ragstrata, tmp_path: Path) -> None:
+    """Trial 24 (2026-12-06): a Confluence export ingested while its index.html was missing
+    had its attachments/ indexed (one held a Wi-Fi password); with index.html back, ``--prune``
+    (and ``watch``) kept them for good, neither unchanged nor pruned: only deleted files were
+    pruned. A file discovery skips with an error stays."""
+    import shutil
+
+    export = Path(__file__).resolve().parents[1] / "fixtures" / "confluence" / "OPS"
+    folder = tmp_path / "wiki"
+    shutil.copytree(export, folder / "OPS")
+    index_page = folder / "OPS" / "index.html"
+    kept_aside = index_page.read_bytes()
+    index_page.unlink()
+    engine.ingest([folder])
+
+    def attachments() -> set[str]:
+        return {
+            Path(e.source).name
+            for e in engine.manifest().documents.values()
+            if "attachments" in Path(e.source).parts
+        }
+
+    assert attachments()  # without its index.html the folder is no export: all indexed
+    index_page.write_bytes(kept_aside)
+    counted = engine.ingest([folder])
+    assert counted.stale == len(attachments()) and counted.pruned == 0
+    pruned = engine.ingest([folder], prune=True)
+    assert pruned.pruned == counted.stale and attachments() == set()
+    assert engine.search("Deployment Runbook", top_k=1).hits  # the pages stay
+
+
 def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     engine.ingest([corpus])
     chunks_before = engine.stats()["chunks"]

@@ -197,7 +197,7 @@ def ingest(
         if result.stale:
             err.print(
                 f"note: {_count(result.stale, 'indexed document')} from files that no longer "
-                "exist under these paths "
+                "exist under these paths (or that ingest now leaves out) "
                 + ("is" if result.stale == 1 else "are")
                 + " still searched and cited; add --prune to remove "
                 + ("it" if result.stale == 1 else "them")
