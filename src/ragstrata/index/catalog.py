@@ -376,6 +376,41 @@ def check_compatible(
         )
 
 
+def _write_holder(handle: IO[str]) -> None:
+    """Record in the held lock file which process holds it (``PID command``), for the message
+    of a process that finds it taken; best effort (the lock itself is the ``flock``)."""
+    import sys
+
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:2]]) if sys.argv else "python"
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()} {command[:80]}\n")
+        handle.flush()
+    except OSError:
+        pass
+
+
+def _holder_text(index_dir: Path) -> str:
+    """Why the lock is taken, as its holder recorded it (:func:`_write_holder`): a running
+    ``ragstrata serve`` keeps a collection's index open for as long as it runs, so "try again
+    when it finishes" never came true for a command-line search of it (trial 24)."""
+    try:
+        pid, _, command = (index_dir / ".lock").read_text(encoding="utf-8").strip().partition(" ")
+    except OSError:
+        pid, command = "", ""
+    if " serve" in f" {command}" and pid.isdigit():
+        return (
+            f"`ragstrata serve` (process {pid}) keeps it open while it runs; query it "
+            "through the server's API (or MCP), or stop the server first"
+        )
+    if pid.isdigit() and command:
+        who = f"process {pid}: {command}"
+    else:
+        who = "an ingest, or a search/ask still running"
+    return f"another process ({who}) has it open; try again when it finishes"
+
+
 class IndexLock:
     """Exclusive advisory lock (``flock``) on ``<index>/.lock``, held while a process has the
     shard open. The embedded Qdrant Edge engine is single-process: a second process opening the
@@ -405,6 +440,7 @@ class IndexLock:
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _write_holder(handle)
                 return cls(index_dir, handle)
             except BlockingIOError as exc:
                 if not told and wait_s > 0:
@@ -419,8 +455,7 @@ class IndexLock:
                 if time.monotonic() >= deadline:
                     handle.close()
                     raise IndexLockedError(
-                        f"cannot {purpose} the index at {index_dir}: another process (an ingest, "
-                        "or a search/ask still running) has it open; try again when it finishes"
+                        f"cannot {purpose} the index at {index_dir}: {_holder_text(index_dir)}"
                     ) from exc
                 time.sleep(0.2)
 

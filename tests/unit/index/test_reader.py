@@ -5,6 +5,7 @@ reader's handle."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -208,3 +209,23 @@ def test_the_shared_manifest_is_parsed_again_only_when_the_file_changes(tmp_path
     assert changed is not first and changed.bm25_docs == 7
     with pytest.raises(IndexNotFoundError, match="no index at"):
         catalog.read_manifest_shared(tmp_path / "missing")
+
+
+def test_a_taken_index_lock_names_its_holder(tmp_path: Path) -> None:
+    """Trial 24 (2026-12-06): a command-line search of an index that ``ragstrata serve`` holds
+    said "another process (an ingest, or a search/ask still running) has it open; try again
+    when it finishes", which never comes true while the server runs."""
+    held = IndexLock.acquire(tmp_path)
+    try:
+        pid, _, command = (tmp_path / ".lock").read_text(encoding="utf-8").partition(" ")
+        assert int(pid) == os.getpid() and command.strip()  # the holder writes itself down
+        with pytest.raises(IndexLockedError, match=rf"another process \(process {pid}: "):
+            IndexLock.acquire(tmp_path, wait_s=0)
+        (tmp_path / ".lock").write_text("4242 ragstrata serve\n", encoding="utf-8")
+        with pytest.raises(IndexLockedError, match=r"`ragstrata serve` \(process 4242\) keeps"):
+            IndexLock.acquire(tmp_path, wait_s=0, purpose="open")
+        (tmp_path / ".lock").write_text("", encoding="utf-8")  # an older holder wrote nothing
+        with pytest.raises(IndexLockedError, match=r"an ingest, or a search/ask still running"):
+            IndexLock.acquire(tmp_path, wait_s=0)
+    finally:
+        held.release()
