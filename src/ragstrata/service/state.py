@@ -87,6 +87,7 @@ def build_state(
         on_finish=finished,
         on_failed=failed,
         held=registry.held_outcomes,
+        settle=registry.settle_interrupted,
     )
 
     def counts() -> Iterable[tuple[str, str, int, int]]:

@@ -691,6 +691,37 @@ class TenantRegistry:
         except (OSError, RagError):
             return []
 
+    def settle_interrupted(self, tenant: str, name: str, files: Mapping[str, str]) -> None:
+        """After a server died during a job on ``tenant``'s collection ``name`` (``files``: the
+        job's files without an outcome, name -> sha256 of its bytes): each file of
+        ``uploads/`` that holds the job's bytes and that the index does not hold (not at all,
+        or an earlier version) is removed, its earlier version put back from ``.previous/``
+        when one was kept. Files that are not the job's bytes (an earlier upload's, or the job
+        never moved them) and unknown hashes are left alone. Before, a killed server left
+        such files in ``uploads/`` for good, out of the document list (trial 24)."""
+        root = self.root / tenant / name
+        if not TENANT_RE.fullmatch(tenant) or not COLLECTION_RE.fullmatch(name):
+            return
+        try:
+            if (root / DELETING_MARK).exists() or not root.is_dir():
+                return
+            held = _held_entries(root)
+            backups = root / ".previous"
+            for file, sha in files.items():
+                target, earlier = root / "uploads" / file, backups / file
+                entry = held.get(file)
+                if entry is not None and (not entry.complete or entry.file_hash == sha):
+                    earlier.unlink(missing_ok=True)  # the index holds the job's bytes
+                elif sha and target.is_file() and file_sha256(target) == sha:
+                    if earlier.is_file():
+                        earlier.replace(target)
+                    else:
+                        target.unlink()
+            if backups.is_dir() and not any(backups.iterdir()):
+                backups.rmdir()
+        except (OSError, RagError):
+            logger.exception("collection %s/%s: settling an interrupted job's files", tenant, name)
+
     def staging_dir(self, principal: Principal) -> Path:
         """Where the caller's uploads wait for their job: ``<data_dir>/staging/<tenant>``."""
         return self.root.parent / "staging" / principal.tenant

@@ -302,6 +302,9 @@ def test_a_stopped_server_names_a_partly_indexed_upload(service_factory: Service
     listed = service.client.get("/v1/collections/stopped/documents", headers=acme).json()
     (doc,) = listed["documents"]
     assert doc["name"] == "big.md" and doc["complete"] is False and doc["chunks"] > 0
+    # the report counts what the stopped slice committed (trial 24: 74 chunks reported, 98
+    # in the collection)
+    assert job["report"]["chunks"] == doc["chunks"], job["report"]
 
 
 def test_a_delete_the_server_stopped_during_is_finished(service: Service) -> None:
@@ -520,6 +523,39 @@ def test_a_stopped_slice_leaves_uploads_as_the_index_holds_them(
     assert (collection.uploads / "guide.md").read_bytes() == v1
     assert not (collection.uploads / "new.md").exists()
     assert (collection.uploads / "notes.md").is_file() and not backups.exists()
+
+
+def test_after_a_killed_server_uploads_match_the_index(service_factory: ServiceFactory) -> None:
+    """Trial 24 (2026-12-06): after SIGKILL, files of the interrupted job that the index did
+    not hold stayed in ``uploads/`` for good, out of the document list. At restart each file
+    holding the job's bytes that the index does not hold goes, its earlier version back."""
+    from ragstrata.index.writer import file_sha256
+
+    service = service_factory()
+    acme = service.key("acme")
+    job = service.upload_texts(acme, "kb", {"guide.md": GUIDE, "notes.md": "# Notes\n\nOne."})
+    assert job["state"] == "succeeded"
+    principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
+    kb = service.state.registry.collection(principal, "kb")
+    v1 = (kb.uploads / "guide.md").read_bytes()
+    # as a killed slice leaves them: moved into uploads/, earlier version kept, nothing indexed
+    backups = kb.root / ".previous"
+    backups.mkdir()
+    (kb.uploads / "guide.md").replace(backups / "guide.md")
+    (kb.uploads / "guide.md").write_text(GUIDE + "\n\nVersion two.\n")
+    (kb.uploads / "new.md").write_text("# New\n\nNever indexed.\n")
+    service.state.registry.settle_interrupted(
+        "acme",
+        "kb",
+        {
+            "guide.md": file_sha256(kb.uploads / "guide.md"),
+            "new.md": file_sha256(kb.uploads / "new.md"),
+            "notes.md": "0" * 64,  # not the job's bytes (an earlier upload's): left alone
+        },
+    )
+    assert (kb.uploads / "guide.md").read_bytes() == v1
+    assert not (kb.uploads / "new.md").exists() and not backups.exists()
+    assert (kb.uploads / "notes.md").is_file()
 
 
 def _ragstrata() -> list[str]:

@@ -33,6 +33,9 @@ class _Collection:
     def outcomes_of(self, names: Sequence[str]) -> list[FileOutcome]:
         return []
 
+    def turn_changes(self, files: Any) -> dict[str, str]:
+        return {}  # nothing indexed whole by a stopped slice here
+
     def settle_stopped(self, files: Any) -> None:
         self.settled = sorted(files)
 
