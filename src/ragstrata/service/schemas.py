@@ -71,8 +71,9 @@ class AskRequest(_Request):
     (``text/event-stream``); ``explain``: also return the retrieval behind the answer."""
 
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    stream: bool = False
-    explain: bool = False
+    # strict: "yes" and 1 were taken as true (trial 24), where top_k "3" is refused
+    stream: bool = Field(default=False, strict=True)
+    explain: bool = Field(default=False, strict=True)
     filters: dict[str, FilterValue] | None = Field(default=None, max_length=16)
 
     _filters = field_validator("filters")(_check_filters)

@@ -253,3 +253,8 @@ def test_a_body_that_is_not_json_is_400_and_a_schema_mismatch_422(
         assert "top_k" in response.json()["error"]["message"]
     ok = c.post(url, headers=acme, json={"query": "invoices", "top_k": 2})
     assert ok.status_code == 200 and len(ok.json()["hits"]) <= 2
+    # the same for ask's flags: "yes" and 1 were taken as true (trial 24)
+    for flag, value in (("stream", "yes"), ("stream", 1), ("explain", "true")):
+        body = {"question": "invoices?", flag: value}
+        response = c.post("/v1/collections/docs/ask", headers=acme, json=body)
+        assert response.status_code == 422 and flag in response.text, (flag, response.text)
