@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragstrata.types import MAX_QUERY_CHARS
 
-_FILTER_KEY = re.compile(r"doc_id|title|language|meta\.[A-Za-z0-9_]{1,64}")
+_FILTER_KEY = re.compile(r"doc_id|source|title|language|meta\.[A-Za-z0-9_]{1,64}")
 
 
 class _Request(BaseModel):
@@ -33,7 +33,8 @@ def _check_filters(value: dict[str, FilterValue] | None) -> dict[str, FilterValu
     for key, item in value.items():
         if not _FILTER_KEY.fullmatch(key):
             raise ValueError(
-                f"filter key {key[:80]!r} is not allowed; use doc_id, title, language or meta.<key>"
+                f"filter key {key[:80]!r} is not allowed; use doc_id, source, title, language or "
+                "meta.<key>"
             )
         if isinstance(item, list) and not 1 <= len(item) <= 100:
             raise ValueError(f"filter {key!r}: a list must hold 1 to 100 values")
@@ -59,7 +60,10 @@ class SearchRequest(_Request):
     filters: dict[str, FilterValue] | None = Field(
         default=None,
         max_length=16,
-        description="Payload filters: doc_id, title, language or meta.<key> -> value or list.",
+        description=(
+            "Payload filters: doc_id, source (a file name as hits show it), title, language or "
+            "meta.<key> -> value or list."
+        ),
     )
 
     _filters = field_validator("filters")(_check_filters)

@@ -296,8 +296,27 @@ class Collection:
         with self._reading() as engine:
             if not self.has_index:
                 return SearchResult(query, (), {})
-            result = engine.search(query, top_k=top_k, mode=mode, filters=filters)
+            result = engine.search(query, top_k=top_k, mode=mode, filters=self._scoped(filters))
         return self._checked(result)
+
+    def _scoped(self, filters: Filters | None) -> Filters | None:
+        """``filters`` with a ``source`` filter's file names (as hits show them) turned into
+        the paths the index stores, inside this collection's ``uploads/``; a value that is not
+        a plain file name is InvalidRequestError (422). The HTTP API refused ``source`` while
+        the CLI and MCP took it (trial 24)."""
+        if not filters or "source" not in filters:
+            return filters
+        value = filters["source"]
+        names = list(value) if isinstance(value, list | tuple) else [value]
+        paths: list[str] = []
+        for name in names:
+            if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+                raise InvalidRequestError(
+                    f"filter 'source': {str(name)[:80]!r} is not a file name of the collection; "
+                    "give the name a hit shows (for example 'guide.md')"
+                )
+            paths.append(str(self.uploads / name))
+        return {**filters, "source": paths if isinstance(value, list | tuple) else paths[0]}
 
     def _checked(self, result: SearchResult) -> SearchResult:
         kept = self._owned(result.hits)
@@ -350,7 +369,9 @@ class Collection:
                 return
             final: Answer | None = None
             # the LLM's prompt names documents as the tenant sees them, never by server path
-            events = engine.ask_stream(question, filters=filters, display_source=self.display_name)
+            events = engine.ask_stream(
+                question, filters=self._scoped(filters), display_source=self.display_name
+            )
             for event in events:
                 if isinstance(event, AnswerEvent):
                     final = event.answer
