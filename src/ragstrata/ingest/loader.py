@@ -80,6 +80,21 @@ FORMATS: Mapping[str, str] = MappingProxyType(
 """Lower-case file extension -> format name (``markdown``, ``html``, ``text`` or ``pdf``)."""
 
 
+def _archive_hint(path: Path) -> str:
+    """A hint for a file named on purpose that ingest cannot read but whose contents it can:
+    an archive (a Confluence space export is a .zip of HTML pages), or a Confluence XML
+    export (``entities.xml``: the HTML export is the one ingest reads)."""
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    if suffixes.endswith((".zip", ".tar", ".tar.gz", ".tgz", ".7z", ".rar")):
+        return "; unpack the archive and ingest the folder (a Confluence HTML export: its folder)"
+    if path.suffix.lower() == ".xml":
+        return (
+            "; of a Confluence space, export it as HTML (Space settings > Export space > HTML) "
+            "and ingest that folder"
+        )
+    return ""
+
+
 def _format_of(path: Path) -> str | None:
     return FORMATS.get(path.suffix.lower())
 
@@ -205,7 +220,9 @@ def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     if fmt is None:
         known = ", ".join(sorted(FORMATS))
         raise UnsupportedFormatError(
-            source, f"unsupported extension {path.suffix!r}; supported extensions: {known}"
+            source,
+            f"unsupported extension {path.suffix!r}; supported extensions: {known}"
+            + _archive_hint(path),
         )
     try:
         stat = resolved.stat()
@@ -552,7 +569,9 @@ def discover(
             known = ", ".join(sorted(FORMATS))
             errors.append(
                 UnsupportedFormatError(
-                    path, f"unsupported extension {path.suffix!r}; supported: {known}"
+                    path,
+                    f"unsupported extension {path.suffix!r}; supported: {known}"
+                    + _archive_hint(path),
                 )
             )
         else:

@@ -192,6 +192,15 @@ def test_unsupported_and_missing(tmp_path: Path) -> None:
         load_document(tmp_path / "a.docx")
     with pytest.raises(SourceNotFoundError):
         load_document(tmp_path / "missing.md")
+    # trial 24: a Confluence export as a .zip or XML was refused without saying what to do
+    (tmp_path / "space.zip").write_bytes(b"PK\x03\x04")
+    (tmp_path / "entities.xml").write_text("<hibernate-generic/>", encoding="utf-8")
+    with pytest.raises(UnsupportedFormatError, match="unpack the archive and ingest the folder"):
+        load_document(tmp_path / "space.zip")
+    with pytest.raises(UnsupportedFormatError, match="export it as HTML"):
+        load_document(tmp_path / "entities.xml")
+    _, errors = discover([tmp_path / "space.zip"], follow_symlinks="inside")
+    assert "unpack the archive" in errors[0].reason
 
 
 def _tree(root: Path) -> None:
