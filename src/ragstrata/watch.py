@@ -22,8 +22,10 @@ longer watched (restart the watcher).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -283,6 +285,14 @@ def stop_on_signals(stop: threading.Event) -> Iterator[threading.Event]:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
+        # a sync parsing or embedding one large file reaches its next step only after a while
+        # (a trial's Ctrl-C was silent for 40 s): say that the signal was heard
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(
+                "stopping after the current step (the index stays consistent); "
+                "press Ctrl-C again to stop at once\n"
+            )
+            sys.stderr.flush()
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
