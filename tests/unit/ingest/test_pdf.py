@@ -197,6 +197,25 @@ def test_a_cell_centred_between_the_lines_of_a_wrapped_cell_joins_its_row() -> N
     ]
 
 
+def test_a_code_cell_running_past_the_rules_stays_in_its_table() -> None:
+    """Debian reference p. 84 (2026-12-06): a row whose code cell ran past the right end of
+    the rules (``~a{install,upgrade,...}``) was read as prose between two tables: the table was
+    cut in two there and the row lost from both."""
+    page = Page().lines(72, 740, PROSE[:2])
+    for y in (700, 686, 672, 658, 644):
+        page.hline(100, 400, y)
+    page.text(110, 690, "regla").text(260, 690, "fórmula")
+    page.text(110, 676, "instalados").text(260, 676, "~i")
+    page.text(110, 662, "pendientes").text(260, 662, "~a{install,upgrade,downgrade,purge,hold}")
+    page.text(110, 648, "nuevos").text(260, 648, "~N")
+    page.lines(72, 610, PROSE[2:])
+    parsed = parse(build_pdf([page]))
+    assert block_texts(parsed, "table") == [
+        "| regla | fórmula |\n| --- | --- |\n| instalados | ~i |\n"
+        "| pendientes | ~a{install,upgrade,downgrade,purge,hold} |\n| nuevos | ~N |"
+    ]
+
+
 def test_a_ruled_tip_with_gaps_at_one_place_on_each_line_reads_as_prose() -> None:
     """Debian reference pp. 71 and 226 (2026-12-06): the justified lines of a ruled tip left
     a wide gap at the same place on each line, and the box was read as a 2-column table

@@ -63,7 +63,7 @@ def detect_tables(page: Page, body_size: float) -> list[Segment]:
             for s in segments
             if id(s) not in used
             and s.x0 >= x0 - 3
-            and s.x1 <= x1 + 3
+            and (s.x1 <= x1 + 3 or _overflowing_cell(s, x0, x1))
             and s.top >= y0 - 2
             and s.bottom <= y1 + 2
         ]
@@ -153,6 +153,14 @@ def _rule_groups(
     return groups
 
 
+def _overflowing_cell(s: Segment, x0: float, x1: float) -> bool:
+    """Whether ``s``, which runs past the right end of the rules ``x0..x1``, is a cell whose
+    unbreakable token overflows the table (a later column, at most 3 words: debian-reference
+    p. 84's ``~a{install,upgrade,downgrade,remove,purge,hold,keep}`` cut its table in two and
+    was lost from both), not prose running across the region."""
+    return s.x0 - x0 > 0.15 * (x1 - x0) and len(s.words) <= 3
+
+
 def _prose_between(y0: float, y1: float, x0: float, x1: float, segments: Sequence[Segment]) -> bool:
     """Whether a paragraph line (>= 8 words over >= 70 % of the width from its left edge, or
     text running past the rules' ends) or a caption ("Cuadro 1.6: ...", "Table 2. ...") lies
@@ -162,7 +170,7 @@ def _prose_between(y0: float, y1: float, x0: float, x1: float, segments: Sequenc
     for s in segments:
         if s.top < y0 - 1 or s.bottom > y1 + 1 or s.x1 <= x0 or s.x0 >= x1:
             continue
-        if s.x0 < x0 - 4 or s.x1 > x1 + 4:
+        if s.x0 < x0 - 4 or (s.x1 > x1 + 4 and not _overflowing_cell(s, x0, x1)):
             return True
         if (  # a long line from the left edge; one from a later column is a wide cell
             len(s.words) >= 8 and s.x1 - s.x0 >= 0.7 * (x1 - x0) and s.x0 - x0 <= 0.15 * (x1 - x0)
