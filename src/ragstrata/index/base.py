@@ -38,18 +38,6 @@ def check_filters(
                 f"filter key {str(key)[:80]!r} is not allowed; use doc_id, source, title, "
                 "language or meta.<key>"
             )
-        if not key.startswith("meta."):
-            # doc_id, source, title and language are text: a number matched nothing (and a
-            # number as language crashed the search); a language is a code, in lowercase
-            values = value if isinstance(value, list | tuple) else [value]
-            if not all(isinstance(v, str) for v in values):
-                kinds = sorted({type(v).__name__ for v in values if not isinstance(v, str)})
-                raise RetrievalError(
-                    f"filter {key!r}: give text (or a list of texts), not {', '.join(kinds)}"
-                )
-            if key == "language":
-                value = [_language_code(v) for v in values]
-                value = value if isinstance(filters[key], list | tuple) else value[0]
         if isinstance(value, list | tuple):
             most = len(value) if max_values is None else max_values
             if not 1 <= len(value) <= most or not all(
@@ -71,7 +59,25 @@ def check_filters(
                 f"filter {key!r}: {type(value).__name__} is not allowed; use a string, an "
                 "integer, a boolean or a list of strings or integers"
             )
+        if not key.startswith("meta."):
+            checked[key] = _text_values(key, checked[key])
     return checked
+
+
+def _text_values(key: str, value: FilterValue) -> FilterValue:
+    """A ``doc_id``, ``source``, ``title`` or ``language`` filter value checked to be text (a
+    number matched nothing, and a number as the language crashed the search: trial 24); a
+    language lowercased to its code (:func:`_language_code`). RetrievalError otherwise."""
+    values: list[object] = list(value) if isinstance(value, list | tuple) else [value]
+    texts = [v for v in values if isinstance(v, str)]
+    if len(texts) < len(values):
+        kinds = sorted({type(v).__name__ for v in values if not isinstance(v, str)})
+        raise RetrievalError(
+            f"filter {key!r}: give text (or a list of texts), not {', '.join(kinds)}"
+        )
+    if key == "language":
+        texts = [_language_code(v) for v in texts]
+    return texts if isinstance(value, list | tuple) else texts[0]
 
 
 def _language_code(value: str) -> str:
