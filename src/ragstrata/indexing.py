@@ -122,16 +122,20 @@ def parse_paths(
 
     roots = [p.resolve() for p in paths]
 
-    reported = {source_for(Path(e.path)) for e in errors}
+    reported = [_reported_path(e.path) for e in errors]
 
     def gone(source: str) -> bool:
         # not found by this discovery: the file is gone, or the rules now leave it out (a
         # Confluence export's attachments/ once its index.html is back: they stayed in the
-        # index for good, neither unchanged nor pruned); a file discovery reported (unreadable,
-        # a link leaving the paths) is not pruned for it
+        # index for good, neither unchanged nor pruned); a file discovery reported, or any
+        # file under a folder it reported (one it could not list), is not pruned for it
         path = Path(source)
         under = any(path == r or path.is_relative_to(r) for r in roots)
-        return under and source not in present and source not in reported
+        return (
+            under
+            and source not in present
+            and not any(path == r or path.is_relative_to(r) for r in reported)
+        )
 
     if progress:
         progress("discover", len(files), len(files))
@@ -140,6 +144,16 @@ def parse_paths(
         yield ParsedPaths(load_all(), total, skipped, total_bytes, gone)
     finally:
         loaded.close()  # stops the parser processes, also when indexing failed
+
+
+def _reported_path(path: str | Path) -> Path:
+    """A path discovery reported, as indexed sources name files (resolved); a path that does
+    not resolve (a symbolic link loop raises RuntimeError on Python 3.11 and 3.12) is taken
+    as written, made absolute."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
 
 
 def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> IngestError:

@@ -448,6 +448,38 @@ def test_prune_removes_what_the_rules_now_leave_out(engine: Ragstrata, tmp_path:
     assert engine.search("Deployment Runbook", top_k=1).hits  # the pages stay
 
 
+def test_prune_keeps_what_discovery_could_not_read(
+    engine: Ragstrata, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review of the prune rule above (2026-12-06): files under a folder discovery could not
+    list (EACCES, a network share's hiccup) counted as left out and were pruned, and a symbolic
+    link loop made every ingest crash (RuntimeError resolving the reported path)."""
+    from ragstrata.errors import IngestError
+    from ragstrata.ingest import loader
+
+    folder = tmp_path / "docs"
+    (folder / "team").mkdir(parents=True)
+    (folder / "a.md").write_text("# A\n\nAlpha page about quotas.\n", encoding="utf-8")
+    (folder / "team" / "b.md").write_text("# B\n\nBeta page on rotas.\n", encoding="utf-8")
+    (folder / "loop1.md").symlink_to(folder / "loop2.md")
+    (folder / "loop2.md").symlink_to(folder / "loop1.md")
+    first = engine.ingest([folder], prune=True)  # the loop is reported, the rest indexed
+    assert first.added == 2 and {Path(f.path).name for f in first.failures} >= {"loop1.md"}
+    real_discover = loader.discover
+
+    def unlistable(paths: list[Path], **kwargs: object) -> object:
+        files, errors = real_discover(paths, **kwargs)  # type: ignore[arg-type]
+        team = folder / "team"
+        kept = [f for f in files if not f.resolve().is_relative_to(team.resolve())]
+        return kept, [*errors, IngestError(str(team), "cannot list the folder: Permission denied")]
+
+    monkeypatch.setattr(loader, "discover", unlistable)
+    again = engine.ingest([folder], prune=True)
+    assert again.pruned == 0
+    names = {Path(e.source).name for e in engine.manifest().documents.values()}
+    assert names == {"a.md", "b.md"}
+
+
 def test_dry_run_and_prune(engine: Ragstrata, corpus: Path) -> None:
     engine.ingest([corpus])
     chunks_before = engine.stats()["chunks"]

@@ -93,22 +93,26 @@ def _language_code(value: str) -> str:
     return code
 
 
-_DECIMAL = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")
+_WHOLE = re.compile(r"-?\d{1,15}")
+_WHOLE_POINT_ZERO = re.compile(r"(-?\d{1,15})\.0+")
 
 
 def _meta_values(values: Sequence[str | int | bool]) -> list[str]:
-    """Each value as metadata text (:func:`~ragstrata.types.meta_text`), a number also in its
-    other written form, so that ``meta.version=2`` matches front matter's ``version: 2.0``
-    (stored "2.0") and ``meta.version=2.0`` its ``version: 2``; order kept, no repeats."""
+    """Each value as metadata text (:func:`~ragstrata.types.meta_text`), a whole number also
+    in its other written form, so that ``meta.version=2`` matches front matter's
+    ``version: 2.0`` (stored "2.0") and ``meta.version=2.0`` its ``version: 2``; nothing else
+    is rewritten ("0012" does not become 12, nor "2.10" 2.1); order kept, no repeats."""
     out: dict[str, None] = {}
     for value in values:
         text = meta_text(value)
         out[text] = None
-        if not isinstance(value, bool) and _DECIMAL.fullmatch(text):
-            number = float(text)
-            out[str(number)] = None
-            if number.is_integer():
-                out[str(int(number))] = None
+        if isinstance(value, bool):
+            continue
+        if _WHOLE.fullmatch(text):
+            out[f"{text}.0"] = None
+        elif match := _WHOLE_POINT_ZERO.fullmatch(text):
+            out[match.group(1)] = None
+            out[f"{match.group(1)}.0"] = None
     return list(out)
 
 

@@ -722,13 +722,21 @@ class JobManager:
         as the index holds it (an earlier version restored, a new file removed). Before,
         the job listed no file at all and ``uploads/`` kept bytes the index did not hold."""
         job, collection = pending.job, pending.collection
+        if pending.dropped:  # cancelled with its collection: listed already, nothing to settle
+            return
         expected = job.expected([p.name for p in files])
         held: list[FileOutcome] = []
         try:
             held = [o for o in collection.outcomes_of(expected) if o.status == "indexed"]
-            collection.settle_stopped(expected)
         except Exception:  # the index could not be read: the files count as failed
             logger.exception("job %s: reading what its failed slice indexed", job.job_id)
+        # only the files the slice moved into uploads/ (a failure inside the move left the
+        # rest staged, and uploads/ holds an earlier, indexed version of such a name)
+        moved = [p.name for p in files if p.parent == collection.uploads or not p.exists()]
+        try:
+            collection.settle_stopped(job.expected(moved))
+        except Exception:
+            logger.exception("job %s: putting back its uploaded files", job.job_id)
         indexed = {o.name for o in held}
         with self._lock:
             job.outcomes.extend(held)

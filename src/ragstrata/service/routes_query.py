@@ -16,7 +16,7 @@ from ragstrata import render
 from ragstrata.errors import RagError
 from ragstrata.generate.answerer import TokenEvent
 from ragstrata.service.deps import ERROR_RESPONSES, CollectionName, Reader, open_collection
-from ragstrata.service.errors import ServiceError, http_status
+from ragstrata.service.errors import ServiceError, http_status, public_message
 from ragstrata.service.schemas import (
     AskRequest,
     AskResponse,
@@ -150,8 +150,8 @@ async def _sse(
     except RagError as exc:  # headers are sent: the status cannot change any more
         if http_status(exc) >= 500:
             logger.error("answer stream failed: %s", exc)
-        message = exc.args[0] if exc.args else str(exc)
-        yield _event("error", {"error": {"code": exc.code, "message": str(message)}})
+        message = public_message(exc)  # an index lock held elsewhere names no server path
+        yield _event("error", {"error": {"code": exc.code, "message": message}})
     except Exception:
         logger.exception("answer stream of collection %s/%s failed", coll.tenant, coll.name)
         yield _event(
