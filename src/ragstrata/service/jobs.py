@@ -314,6 +314,16 @@ def _add_to_report(job: Job, pending: _Pending, **counts: int) -> None:
     job.report = total
 
 
+def _add_turn_changes(job: Job, pending: _Pending, changes: Mapping[str, str], chunks: int) -> None:
+    """Add to ``job``'s report what a turn that did not finish changed: ``changes`` maps each
+    file to ``added``/``updated`` (``Collection.turn_changes``), ``chunks`` it committed. Call
+    under the manager's lock."""
+    kinds = list(changes.values())
+    _add_to_report(
+        job, pending, added=kinds.count("added"), updated=kinds.count("updated"), chunks=chunks
+    )
+
+
 class JobManager:
     """Runs ingestion jobs on ``workers`` threads, ``batch_files`` files per slice, round-robin
     across tenants; ``max_per_tenant`` jobs queued or running per tenant.
@@ -611,13 +621,7 @@ class JobManager:
                 changes = {}
             with self._lock:
                 pending.carried.update(changes)
-                _add_to_report(
-                    job,
-                    pending,
-                    added=sum(k == "added" for k in changes.values()),
-                    updated=sum(k == "updated" for k in changes.values()),
-                    chunks=job.chunks_committed - committed_before,
-                )
+                _add_turn_changes(job, pending, changes, job.chunks_committed - committed_before)
                 pending.files.extendleft(reversed(moved))
                 job.files_done, job.bytes_done = files_before, bytes_before
                 # the next turn counts what is left: nothing embedded waits uncommitted
@@ -651,12 +655,8 @@ class JobManager:
             with self._lock:
                 if not pending.dropped:
                     job.outcomes.extend(done_files)
-                    _add_to_report(
-                        job,
-                        pending,
-                        added=sum(k == "added" for k in stopped_changes.values()),
-                        updated=sum(k == "updated" for k in stopped_changes.values()),
-                        chunks=job.chunks_committed - committed_before,
+                    _add_turn_changes(
+                        job, pending, stopped_changes, job.chunks_committed - committed_before
                     )
                 job.running_s = running_before + time.perf_counter() - slice_started
             logger.info("job %s on %s: slice stopped", job.job_id, collection.name)

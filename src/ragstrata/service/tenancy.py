@@ -167,6 +167,32 @@ def _job_sha(root: Path, name: str, sha: str) -> str:
     return file_sha256(path) if path.is_file() else ""
 
 
+def _settle_uploads(root: Path, files: Mapping[str, str], *, strict: bool) -> None:
+    """Put the collection ``root``'s ``uploads/`` back as its index holds the job's ``files``
+    (name -> sha256 of the job's bytes) after an ingest that did not end: a file the index
+    holds (partly committed, or whole with the job's bytes) stays and its backup in
+    ``.previous/`` goes; any other gets its backup back, or is removed. ``strict`` (after a
+    crash, when the job may never have moved a file): only a file that holds the job's bytes
+    is touched, and an unknown hash leaves it alone; else a record without a hash (before
+    2026-12-06) stands for the bytes in ``uploads/`` (:func:`_job_sha`)."""
+    held = _held_entries(root)
+    backups = root / ".previous"
+    for name, sha in files.items():
+        target, earlier = root / "uploads" / name, backups / name
+        entry = held.get(name)
+        job_sha = sha if strict else _job_sha(root, name, sha)
+        if entry is not None and (not entry.complete or entry.file_hash == job_sha):
+            earlier.unlink(missing_ok=True)  # the index holds the job's bytes
+        elif strict and not (sha and target.is_file() and file_sha256(target) == sha):
+            continue  # not the job's bytes: an earlier upload's, or never moved
+        elif earlier.is_file():
+            earlier.replace(target)
+        else:
+            target.unlink(missing_ok=True)
+    if backups.is_dir() and not any(backups.iterdir()):
+        backups.rmdir()
+
+
 DELETING_MARK = ".deleting"
 """File a collection delete writes in the collection's directory before anything else: a
 directory that holds it is deleted when next opened (the server stopped during the delete)."""
@@ -492,21 +518,7 @@ class Collection:
         ``uploads/`` then matches the index, and no backup is left for a later ingest to
         discard or to put back in the wrong place."""
         with self._lock.write():
-            backups = self.root / ".previous"
-            held = _held_entries(self.root)
-            for name, sha in files.items():
-                target, earlier = self.uploads / name, backups / name
-                entry = held.get(name)
-                if entry is not None and (
-                    not entry.complete or entry.file_hash == _job_sha(self.root, name, sha)
-                ):
-                    earlier.unlink(missing_ok=True)
-                elif earlier.is_file():
-                    earlier.replace(target)
-                else:
-                    target.unlink(missing_ok=True)
-            if backups.is_dir() and not any(backups.iterdir()):
-                backups.rmdir()
+            _settle_uploads(self.root, files, strict=False)
 
     def delete_document(self, doc_id: str) -> DocumentInfo:
         """Remove a document's chunks (one journaled commit) and its uploaded file.
@@ -726,20 +738,7 @@ class TenantRegistry:
         try:
             if (root / DELETING_MARK).exists() or not root.is_dir():
                 return
-            held = _held_entries(root)
-            backups = root / ".previous"
-            for file, sha in files.items():
-                target, earlier = root / "uploads" / file, backups / file
-                entry = held.get(file)
-                if entry is not None and (not entry.complete or entry.file_hash == sha):
-                    earlier.unlink(missing_ok=True)  # the index holds the job's bytes
-                elif sha and target.is_file() and file_sha256(target) == sha:
-                    if earlier.is_file():
-                        earlier.replace(target)
-                    else:
-                        target.unlink()
-            if backups.is_dir() and not any(backups.iterdir()):
-                backups.rmdir()
+            _settle_uploads(root, files, strict=True)
         except (OSError, RagError):
             logger.exception("collection %s/%s: settling an interrupted job's files", tenant, name)
 
