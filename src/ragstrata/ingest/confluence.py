@@ -35,8 +35,11 @@ Parsing a page (:func:`parse_confluence`):
 * only ``#main-content`` is rendered (with :class:`~ragstrata.ingest.html.HtmlRenderer`), so the
   header, the "Created by ... last modified ..." line, the attachments and comments sections and
   the footer are dropped; inside it, the table-of-contents and children-display macros and the
-  index's page tree are dropped too. Code macros keep their language (``brush: bash``), info/
-  note/warning macros and expand macros are kept as paragraphs, tables as pipe tables;
+  index's page tree are dropped too. Code macros keep their language (``brush: bash``), expand
+  macros are kept as paragraphs, tables as pipe tables; an info/note/warning/tip macro's first
+  paragraph (its title when it has one) starts with its type in the page's language
+  (``Advertencia: No reinicies...``, ``Warning: ...``): the colour and icon that said it are
+  lost in text, and a warning read as a plain paragraph is not one;
 * the title is the page title without the ``"Space : "`` prefix;
 * the heading path is written as the first heading blocks of the text, levels 1..n: the
   breadcrumbs (space name first, then the space home page and the other ancestors), then the
@@ -95,6 +98,19 @@ _MONTHS = {
 _DROP_CSS = ".page-metadata, ul.childpages-macro, div.plugin_pagetree"
 _MAX_LEVEL = 6
 _PATH_JOIN = " / "
+_PANEL_LABELS = {
+    "es": {"info": "Información", "note": "Nota", "warning": "Advertencia", "tip": "Sugerencia"},
+    "en": {"info": "Info", "note": "Note", "warning": "Warning", "tip": "Tip"},
+}
+"""The label an info/note/warning/tip macro's text starts with, by page language (Confluence's
+own names for the macros; a page in neither language gets the English ones)."""
+_PANEL_KINDS = {
+    "information": "info",
+    "info": "info",
+    "note": "note",
+    "warning": "warning",
+    "tip": "tip",
+}
 
 
 def looks_like_confluence(raw: str) -> bool:
@@ -162,6 +178,46 @@ def _drop_boilerplate(content: LexborNode) -> None:
             doomed.append(section)
     for node in doomed:
         node.decompose()
+
+
+def _panel_kind(macro: LexborNode) -> str | None:
+    """``info``/``note``/``warning``/``tip`` of a ``confluence-information-macro`` block: its
+    ``data-macro-name``, else its ``confluence-information-macro-<kind>`` class."""
+    name = (macro.attrs.get("data-macro-name") or "").strip().lower()
+    if name in _PANEL_KINDS:
+        return _PANEL_KINDS[name]
+    prefix = "confluence-information-macro-"
+    for cls in (macro.attrs.get("class") or "").split():
+        if cls.startswith(prefix) and cls[len(prefix) :] in _PANEL_KINDS:
+            return _PANEL_KINDS[cls[len(prefix) :]]
+    return None
+
+
+def _label_panels(content: LexborNode) -> None:
+    """Start each info/note/warning/tip macro's first text (its title, else its body's) with
+    the macro's type in the page's language (:data:`_PANEL_LABELS`), in place; a macro with
+    no text is left alone."""
+    panels = [
+        (macro, kind)
+        for macro in content.css("div.confluence-information-macro")
+        if (kind := _panel_kind(macro)) is not None
+    ]
+    if not panels:
+        return
+    from ragstrata.text.language import detect_language
+
+    labels = _PANEL_LABELS.get(detect_language(content.text(separator=" ")), _PANEL_LABELS["en"])
+    for macro, kind in panels:
+        first = next(
+            (
+                node
+                for node in macro.traverse(include_text=True)
+                if node.tag == "-text" and (node.text_content or "").strip()
+            ),
+            None,
+        )
+        if first is not None:
+            first.insert_before(f"{labels[kind]}: ")
 
 
 def _byline(root: LexborNode) -> dict[str, Any]:
@@ -245,6 +301,7 @@ def parse_confluence(raw: str, *, fallback_title: str, file_stem: str) -> Parsed
         info["page_id"] = page_id.group(1)
     info.update(_byline(root))
     _drop_boilerplate(content)
+    _label_panels(content)
 
     tags = {node.tag or "" for node in content.css("h1, h2, h3, h4, h5, h6")}
     levels = sorted(int(tag[1]) for tag in tags if len(tag) == 2 and tag[1].isdigit())

@@ -114,7 +114,8 @@ def test_deployment_runbook_content() -> None:
     doc = _page("Deployment-Runbook_65601.html")
     text = doc.text
     assert text.count("Before you deploy") == 1  # the table-of-contents macro is gone
-    assert "Freeze window\n\nNo production deploys on Fridays after 14:00 UTC." in text
+    # the warning macro's type starts its title (trial 24: panels lost it)
+    assert "Warning: Freeze window\n\nNo production deploys on Fridays after 14:00 UTC." in text
     assert "- [x] Announce the deploy in #platform-oncall\n- [ ] Check the error budget" in text
     assert (
         '```bash\n./deploy.sh --env production --version "$RELEASE" | tee deploy.log\n'
@@ -148,7 +149,7 @@ def test_spanish_page_content_and_cleaning() -> None:
     assert "```sql\nSELECT status, count(*)\nFROM requests\n" in text
     assert "revisión posterior" in text  # NFD in the source -> NFC
     assert "paneles de latencia" in text  # zero-width space removed
-    assert "Plantilla de aviso\n\nEstamos investigando" in text  # info macro with its title
+    assert "Información: Plantilla de aviso\n\nEstamos investigando" in text  # info macro, title
     paths = set(_section_paths(doc))
     base = ("Platform Ops", "Platform Ops Home", "Runbooks", "Guía de respuesta a incidencias")
     assert {(*base, "Clasificación", "Consultas útiles"), (*base, "Comunicación")} <= paths
@@ -164,6 +165,56 @@ def test_home_page_drops_children_macro_and_keeps_info_macro() -> None:
     info = doc.metadata["confluence"]
     assert info["last_modified_by"] == "Ana García"  # "Created by X on <date>": never modified
     assert info["last_modified"] == "2024-01-10"
+
+
+@pytest.mark.parametrize(
+    ("lead", "macro", "expected"),
+    [
+        (  # Spanish page, no title: the body's first words take the label
+            "<p>El balanceador reparte el tráfico entre los servidores de la aplicación.</p>",
+            "<div class='confluence-information-macro confluence-information-macro-warning' "
+            "data-macro-name='warning'><span class='aui-icon'> </span>"
+            "<div class='confluence-information-macro-body'><p>No reinicies el balanceador "
+            "sin avisar.</p></div></div>",
+            "Advertencia: No reinicies el balanceador sin avisar.",
+        ),
+        (  # Cloud's class name only, loose text in the body
+            "<p>The load balancer spreads traffic across the application servers.</p>",
+            "<div class='confluence-information-macro confluence-information-macro-information'>"
+            "<div class='confluence-information-macro-body'>Restarts take <b>two</b> "
+            "minutes.</div></div>",
+            "Info: Restarts take two minutes.",
+        ),
+        (  # a list body: its first item
+            "<p>Los despliegues se hacen desde la rama de publicación del repositorio.</p>",
+            "<div class='confluence-information-macro confluence-information-macro-tip' "
+            "data-macro-name='tip'><div class='confluence-information-macro-body'><ul>"
+            "<li>Primero avisa.</li><li>Después despliega.</li></ul></div></div>",
+            "- Sugerencia: Primero avisa.\n- Después despliega.",
+        ),
+    ],
+)
+def test_info_note_warning_tip_macros_say_their_type(lead: str, macro: str, expected: str) -> None:
+    """Trial 24 (2026-12-06): "No reinicies el balanceador ... sin avisar" became a plain
+    paragraph, its warning colour and icon lost."""
+    parsed = parse_confluence(
+        _synthetic(["Ops"], "Ops : Balanceador", lead + macro),
+        fallback_title="x",
+        file_stem="Balanceador_7",
+    )
+    assert expected in parsed.text
+
+
+def test_an_empty_macro_adds_no_label() -> None:
+    body = (
+        "<p>El balanceador reparte el tráfico entre los servidores de la aplicación.</p>"
+        "<div class='confluence-information-macro' data-macro-name='note'>"
+        "<div class='confluence-information-macro-body'> </div></div>"
+    )
+    text = parse_confluence(
+        _synthetic(["Ops"], "Ops : Balanceador", body), fallback_title="x", file_stem="B_7"
+    ).text
+    assert "Nota" not in text and "Note" not in text
 
 
 def test_index_loaded_explicitly_keeps_space_details_only() -> None:
