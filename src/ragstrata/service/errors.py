@@ -8,6 +8,7 @@ are stable and documented in docs/service.md.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -83,11 +84,15 @@ class CollectionBusyError(IndexLockedError):
     index lock). Any other lock (another process) gets a message without server paths."""
 
 
-def public_message(error: RagError, *, hidden: Sequence[Path] = ()) -> str:
+def public_message(
+    error: RagError, *, hidden: Sequence[Path] = (), collections_root: Path | None = None
+) -> str:
     """``error``'s message as a client may read it (a response, a job's record that any of
     the tenant's keys can list): an index lock held by another process is described without
-    the server's path to it, and each of the ``hidden`` directories (a collection's) is
-    removed from any other message. No code prefix."""
+    the server's path to it, and each of the ``hidden`` directories (a collection's), and any
+    collection directory under ``collections_root`` (``<data_dir>/tenants``, whose children
+    are ``<tenant>/<collection>``), is removed from any other message: a path inside one
+    reads relative to it, the directory itself "the collection". No code prefix."""
     message = str(error.args[0]) if error.args else ""
     if isinstance(error, IndexLockedError) and not isinstance(error, CollectionBusyError):
         return (
@@ -96,6 +101,13 @@ def public_message(error: RagError, *, hidden: Sequence[Path] = ()) -> str:
         )
     for path in hidden:
         message = message.replace(f"{path}{os.sep}", "").replace(str(path), "the collection")
+    if collections_root is not None:
+        root = re.escape(str(collections_root))
+        sep = re.escape(os.sep)
+        inside = rf"{root}{sep}[^{sep}\s'\"]+{sep}[^{sep}\s'\"]+"
+        message = re.sub(rf"{inside}{sep}", "", message)
+        message = re.sub(inside, "the collection", message)
+        message = message.replace(str(collections_root), "the server's data directory")
     return message
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -41,7 +42,15 @@ def _error_response(
     )
 
 
-def _rag_error(error: RagError) -> JSONResponse:
+def _collections_root(request: Request) -> Path | None:
+    """``<data_dir>/tenants`` of the app's service (None before it is built, in tests)."""
+    state = getattr(request.app.state, "service", None)
+    registry = getattr(state, "registry", None)
+    root = getattr(registry, "root", None)
+    return root if isinstance(root, Path) else None
+
+
+def _rag_error(error: RagError, request: Request | None = None) -> JSONResponse:
     status = http_status(error)
     headers: dict[str, str] = {}
     if isinstance(error, AuthenticationError):
@@ -53,7 +62,9 @@ def _rag_error(error: RagError) -> JSONResponse:
         if not isinstance(error, CollectionBusyError):
             # another process holds it: the library's message names the server's path
             logger.warning("%s", error)
-    message = public_message(error)
+    # a store or model error may name the collection's directory on the server
+    root = _collections_root(request) if request is not None else None
+    message = public_message(error, collections_root=root)
     if status >= 500:
         logger.error("request failed: %s", error)
     return _error_response(status, error.code, str(message), headers or None)
@@ -62,7 +73,7 @@ def _rag_error(error: RagError) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RagError)
     async def rag_error(request: Request, exc: RagError) -> JSONResponse:
-        return _rag_error(exc)
+        return _rag_error(exc, request)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

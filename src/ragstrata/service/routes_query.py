@@ -150,7 +150,8 @@ async def _sse(
     except RagError as exc:  # headers are sent: the status cannot change any more
         if http_status(exc) >= 500:
             logger.error("answer stream failed: %s", exc)
-        message = public_message(exc)  # an index lock held elsewhere names no server path
+        # an index lock held elsewhere, or the collection's directory: no server path
+        message = public_message(exc, hidden=[coll.root])
         yield _event("error", {"error": {"code": exc.code, "message": message}})
     except Exception:
         logger.exception("answer stream of collection %s/%s failed", coll.tenant, coll.name)

@@ -685,3 +685,21 @@ def test_serve_on_a_port_in_use_fails_before_announcing_it(tmp_path: Path) -> No
     assert result.returncode == 2, said
     assert f"cannot listen on 127.0.0.1:{port}" in said and "RS101" in said, said
     assert "serving" not in said
+
+
+def test_an_error_names_no_server_path(service: Service) -> None:
+    """A review's finding (2026-12-06): only an index lock's message was stripped of the
+    server's paths; a damaged index's error named the collection's directory on the server."""
+    acme = service.key("acme")
+    assert service.upload_texts(acme, "damaged", {"guide.md": GUIDE})["state"] == "succeeded"
+    service.state.registry.close()  # as a restarted server: the collection opens again
+    index = service.state.registry.root / "acme" / "damaged" / "index"
+    (index / "manifest.json").write_text("{", encoding="utf-8")
+    response = service.client.post(
+        "/v1/collections/damaged/search", headers=acme, json={"query": "deploy"}
+    )
+    assert response.status_code >= 500, response.text  # logged whole on the server
+    message = response.json()["error"]["message"]
+    root = str(service.state.registry.root.parent)
+    assert message and root not in message and "/acme/" not in message, message
+    assert message.startswith("index/manifest.json is corrupt"), message
