@@ -692,7 +692,12 @@ def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: f
         if metric not in GATED_METRICS or not isinstance(value, int | float):
             continue
         got = actual.get(metric)
-        if got is None:
+        if got is None and metric in actual:  # undefined this run: nothing refused, no absent
+            failures.append(
+                f"{metric}: undefined in this run (nothing refused, or no absent questions; "
+                f"baseline {value:.4f})"
+            )
+        elif got is None:
             failures.append(f"{metric}: missing (baseline {value:.4f})")
         elif metric in LOWER_IS_BETTER and got > value + tolerance:
             failures.append(f"{metric}: {got:.4f} > baseline {value:.4f} + tolerance {tolerance}")

@@ -238,6 +238,16 @@ def test_gate_directions_and_answerer() -> None:
     assert any("answerer" in f for f in gate({**report, "answerer": "qwen"}, base, tolerance=0.01))
     missing = gate({"answerer": "extractive", "metrics": {}}, base, tolerance=0.01)
     assert any("missing" in f for f in missing)
+    # a metric the run could not define (nothing refused: no refusal precision) says so
+    undefined = gate(
+        {**report, "metrics": {**report["metrics"], "refusal_precision": None}},
+        {**base, "metrics": {**base["metrics"], "refusal_precision": 0.5}},
+        tolerance=0.01,
+    )
+    assert undefined == [
+        "refusal_precision: undefined in this run (nothing refused, or no absent questions; "
+        "baseline 0.5000)"
+    ]
 
 
 def test_marker_claims_split_at_markers() -> None:
