@@ -492,6 +492,26 @@ def test_a_new_version_that_never_ran_is_not_reported_indexed(
         restarted.shutdown()
 
 
+def _moved_not_indexed(service_factory: ServiceFactory) -> tuple[Service, Any, bytes]:
+    """A collection ``kb`` (``guide.md``, ``notes.md`` indexed) as a slice cut short before
+    its commit leaves it: a new ``guide.md`` moved into ``uploads/``, the indexed one kept in
+    ``.previous/``, and a ``new.md`` never indexed. Returns the service, the collection and
+    the indexed ``guide.md``'s bytes."""
+    service = service_factory()
+    acme = service.key("acme")
+    job = service.upload_texts(acme, "kb", {"guide.md": GUIDE, "notes.md": "# Notes\n\nOne."})
+    assert job["state"] == "succeeded"
+    principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
+    kb = service.state.registry.collection(principal, "kb")
+    v1 = (kb.uploads / "guide.md").read_bytes()
+    backups = kb.root / ".previous"
+    backups.mkdir()
+    (kb.uploads / "guide.md").replace(backups / "guide.md")
+    (kb.uploads / "guide.md").write_text(GUIDE + "\n\nVersion two.\n")
+    (kb.uploads / "new.md").write_text("# New\n\nNever indexed.\n")
+    return service, kb, v1
+
+
 def test_a_stopped_slice_leaves_uploads_as_the_index_holds_them(
     service_factory: ServiceFactory,
 ) -> None:
@@ -500,29 +520,17 @@ def test_a_stopped_slice_leaves_uploads_as_the_index_holds_them(
     earlier one in ``.previous/``, which the next ingest of any file deleted."""
     from ragstrata.index.writer import file_sha256
 
-    service = service_factory()
-    acme = service.key("acme")
-    job = service.upload_texts(acme, "kb", {"guide.md": GUIDE, "notes.md": "# Notes\n\nOne."})
-    assert job["state"] == "succeeded"
-    principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
-    collection = service.state.registry.collection(principal, "kb")
-    v1 = (collection.uploads / "guide.md").read_bytes()
-    # as a slice leaves them when the stop comes before its commit: moved, not indexed
-    backups = collection.root / ".previous"
-    backups.mkdir()
-    (collection.uploads / "guide.md").replace(backups / "guide.md")
-    (collection.uploads / "guide.md").write_text(GUIDE + "\n\nVersion two.\n")
-    (collection.uploads / "new.md").write_text("# New\n\nNever indexed.\n")
-    collection.settle_stopped(
+    _, kb, v1 = _moved_not_indexed(service_factory)
+    kb.settle_stopped(
         {
-            "guide.md": file_sha256(collection.uploads / "guide.md"),
-            "new.md": file_sha256(collection.uploads / "new.md"),
+            "guide.md": file_sha256(kb.uploads / "guide.md"),
+            "new.md": file_sha256(kb.uploads / "new.md"),
             "notes.md": "",  # indexed whole: stays
         }
     )
-    assert (collection.uploads / "guide.md").read_bytes() == v1
-    assert not (collection.uploads / "new.md").exists()
-    assert (collection.uploads / "notes.md").is_file() and not backups.exists()
+    assert (kb.uploads / "guide.md").read_bytes() == v1
+    assert not (kb.uploads / "new.md").exists()
+    assert (kb.uploads / "notes.md").is_file() and not (kb.root / ".previous").exists()
 
 
 def test_after_a_killed_server_uploads_match_the_index(service_factory: ServiceFactory) -> None:
@@ -531,19 +539,7 @@ def test_after_a_killed_server_uploads_match_the_index(service_factory: ServiceF
     holding the job's bytes that the index does not hold goes, its earlier version back."""
     from ragstrata.index.writer import file_sha256
 
-    service = service_factory()
-    acme = service.key("acme")
-    job = service.upload_texts(acme, "kb", {"guide.md": GUIDE, "notes.md": "# Notes\n\nOne."})
-    assert job["state"] == "succeeded"
-    principal = service.state.keys.verify(acme["Authorization"].removeprefix("Bearer "))
-    kb = service.state.registry.collection(principal, "kb")
-    v1 = (kb.uploads / "guide.md").read_bytes()
-    # as a killed slice leaves them: moved into uploads/, earlier version kept, nothing indexed
-    backups = kb.root / ".previous"
-    backups.mkdir()
-    (kb.uploads / "guide.md").replace(backups / "guide.md")
-    (kb.uploads / "guide.md").write_text(GUIDE + "\n\nVersion two.\n")
-    (kb.uploads / "new.md").write_text("# New\n\nNever indexed.\n")
+    service, kb, v1 = _moved_not_indexed(service_factory)
     service.state.registry.settle_interrupted(
         "acme",
         "kb",
@@ -554,7 +550,7 @@ def test_after_a_killed_server_uploads_match_the_index(service_factory: ServiceF
         },
     )
     assert (kb.uploads / "guide.md").read_bytes() == v1
-    assert not (kb.uploads / "new.md").exists() and not backups.exists()
+    assert not (kb.uploads / "new.md").exists() and not (kb.root / ".previous").exists()
     assert (kb.uploads / "notes.md").is_file()
 
 
