@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ragstrata.config import IngestConfig
 from ragstrata.errors import (
+    ConfigError,
     IngestError,
     SourceNotFoundError,
     StoreError,
@@ -52,6 +53,15 @@ class ParsedPaths:
     gone: Callable[[str], bool]
 
 
+def _within_index(path: Path, index_dir: Path) -> bool:
+    """Whether ``path`` is ``index_dir`` or lies inside it (both resolved; False when either
+    cannot be resolved)."""
+    try:
+        return path.resolve().is_relative_to(index_dir.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
 @contextmanager
 def parse_paths(
     paths: Sequence[Path],
@@ -70,10 +80,10 @@ def parse_paths(
     (see the module docstring).
 
     Raises SourceNotFoundError when none of ``paths`` exists (a missing path among existing
-    ones is reported as a failure), UnsupportedFormatError (RS201) when no supported file is
-    found under them and there is no index at ``index_dir`` yet (an empty index would be
-    created), MissingDependencyError without the ``ingest`` extra; all before anything is
-    read or written.
+    ones is reported as a failure), ConfigError when one is the index or inside it,
+    UnsupportedFormatError (RS201) when no supported file is found under them and there is no
+    index at ``index_dir`` yet (an empty index would be created), MissingDependencyError
+    without the ``ingest`` extra; all before anything is read or written.
     """
     from ragstrata.ingest.loader import discover, source_for
     from ragstrata.ingest.pool import auto_workers, load_many
@@ -83,6 +93,13 @@ def parse_paths(
         raise SourceNotFoundError(
             ", ".join(path_text(p) for p in missing),
             "no such file or directory; nothing was ingested (no index was created or changed)",
+        )
+    inside = [p for p in paths if _within_index(Path(p), index_dir)]
+    if inside:  # trial 24: `watch idx --index idx` synced nothing, silently
+        raise ConfigError(
+            f"{', '.join(path_text(p) for p in inside)} is the index ({path_text(index_dir)}) "
+            "or a folder inside it, not documents: name the folder of your documents (the "
+            "index is where --index or RAGSTRATA_INDEX put it)"
         )
     require("markdown_it", extra="ingest", package="markdown-it-py")
     require("selectolax", extra="ingest")

@@ -162,6 +162,20 @@ def test_missing_root_is_an_error_and_creates_no_index(tmp_path: Path) -> None:
     assert not index.exists()
 
 
+def test_the_index_itself_is_no_root(tmp_path: Path) -> None:
+    """Trial 24 (2026-12-06): `watch idx --index idx` synced nothing, silently."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe canary runs for ten minutes.\n", encoding="utf-8")
+    assert _invoke("ingest", str(docs), "--index", str(index)).exit_code == 0
+    before = (index / "manifest.json").read_bytes()
+    for command in (["ingest", str(index)], ["watch", str(index / "."), "--once"]):
+        result = _invoke(*command, "--index", str(index))
+        assert result.exit_code != 0, result.output
+        assert "RS101" in result.output and "is the index" in result.output, result.output
+    assert (index / "manifest.json").read_bytes() == before
+
+
 def test_empty_index_refuses_with_a_typed_reason_and_warns(tmp_path: Path) -> None:
     corpus = tmp_path / "c"
     corpus.mkdir()
