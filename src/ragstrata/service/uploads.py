@@ -34,19 +34,22 @@ def safe_filename(name: str) -> str:
     """A file name that is safe to join to an upload directory.
 
     ``"../../etc/passwd.md"`` -> ``"passwd.md"``; ``"C:\\\\x\\\\a b.md"`` -> ``"a b.md"``;
-    ``".env"`` -> ``"env"``; ``""`` -> ``"upload"``. The result is NFC, at most
-    :data:`MAX_NAME_CHARS` characters (the extension is kept), never starts with ``.`` or ``-``,
-    and contains no path separator or control character.
+    ``".env"`` -> ``"env"``; ``"...md"`` -> ``"upload.md"``; ``""`` -> ``"upload"``. The
+    result is NFC, at most :data:`MAX_NAME_CHARS` characters (the extension is kept), never
+    starts with ``.`` or ``-``, and contains no path separator or control character.
     """
     # the HTML form encoding escapes these three in a multipart file name (curl and browsers)
     name = re.sub(r"%0[aAdD]", " ", name.replace("%22", '"'))
     last = PurePosixPath(name.replace("\\", "/")).name
     cleaned = unicodedata.normalize("NFC", last)
     cleaned = "".join(ch for ch in cleaned if unicodedata.category(ch)[0] != "C")
-    cleaned = _UNSAFE.sub("_", cleaned).strip(" .-_")
-    cleaned = re.sub(r"\.{2,}", ".", cleaned)
-    if not cleaned or cleaned.startswith("."):
-        cleaned = "upload" + cleaned
+    # the extension is cleaned apart: "...md" kept only "md" (trial 24), refused as a file
+    # without extension under a name the user never sent
+    base = cleaned.rstrip(" .-_")
+    suffix = PurePosixPath(base).suffix if base else ""
+    stem = _UNSAFE.sub("_", base[: len(base) - len(suffix)]).lstrip(" .-_").rstrip(" .")
+    stem = re.sub(r"\.{2,}", ".", stem)
+    cleaned = ((stem or "upload") + _UNSAFE.sub("_", suffix)).rstrip(" .-_") or "upload"
     if len(cleaned) > MAX_NAME_CHARS:
         stem, dot, ext = cleaned.rpartition(".")
         if dot and 0 < len(ext) <= 10:

@@ -52,6 +52,8 @@ from ragstrata.service.uploads import MAX_NAME_CHARS, check_file_type, safe_file
         ("con%22quote.md", "con_quote.md"),  # a quote as the form encoding sends it
         ("a%0Ab.md", "a b.md"),
         ("100%25.md", "100_25.md"),  # only the three escapes the form encoding makes
+        ("...md", "upload.md"),  # trial 24: "md", refused as a file without extension
+        ("a..md ", "a.md"),
     ],
 )
 def test_safe_filename_examples(raw: str, safe: str) -> None:
