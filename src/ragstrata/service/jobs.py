@@ -475,13 +475,23 @@ class JobManager:
 
     def cancel_collection(self, tenant: str, collection: str, *, reason: str) -> int:
         """Cancel ``tenant``'s jobs on ``collection`` (a slice already running stops at its next
-        group of chunks embedded; no further slice starts); returns how many were cancelled."""
+        group of chunks embedded; no further slice starts); returns how many were cancelled.
+        Each of their files is ``not_indexed`` with ``reason``, those indexed already too (the
+        collection goes with them); a failed file keeps its error."""
         with self._lock:
             queue = self._queues.get(tenant, deque())
             dropped = [p for p in queue if p.job.collection == collection]
             self._queues[tenant] = deque(p for p in queue if p.job.collection != collection)
             for pending in dropped:  # every file is gone with the collection: say so
                 pending.dropped = True
+                # those its slices indexed too (trial 24: listed as indexed in a collection
+                # that no longer exists)
+                pending.job.outcomes = [
+                    FileOutcome(o.name, "not_indexed", NotFoundError.code, reason)
+                    if o.status == "indexed"
+                    else o
+                    for o in pending.job.outcomes
+                ]
                 pending.job.outcomes += [
                     FileOutcome(n, "not_indexed", NotFoundError.code, reason)
                     for n in pending.job.unreported()

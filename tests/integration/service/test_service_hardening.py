@@ -222,6 +222,8 @@ def test_delete_collection_cancels_its_queued_job(service_factory: ServiceFactor
     assert response.json()["jobs_cancelled"] == 1
     job = service.wait(acme, upload.json()["job_id"])
     assert job["state"] == "cancelled" and job["error"]["code"] == "RS706"
+    # no file is listed as indexed in a collection that is gone (trial 24)
+    assert {f["status"] for f in job["files"]} == {"not_indexed"}, job["files"]
     assert not (service.state.registry.root / "acme" / "big").exists()
     assert service.client.get("/v1/collections", headers=acme).json()["collections"] == []
 

@@ -339,6 +339,49 @@ def test_a_slice_that_ends_after_a_delete_leaves_the_cancelled_job_alone(tmp_pat
     ]
 
 
+class _HoldsAfterItsFirstSlice(_Collection):
+    """Indexes its first slice, then holds the next until ``gate`` is set."""
+
+    def __init__(self, tenant: str, name: str, calls: list[tuple[str, list[str]]]) -> None:
+        super().__init__(tenant, name, calls)
+        self.first_done = threading.Event()
+
+    def ingest_staged(
+        self, staged: Sequence[Path], *, progress: Any = None
+    ) -> tuple[IngestReport, list[FileOutcome]]:
+        if self.first_done.is_set():
+            self.gate.wait(10)
+        report = IngestReport(added=len(staged))
+        self._calls.append((self.tenant, [p.name for p in staged]))
+        self.gate.clear()
+        self.first_done.set()
+        return report, [FileOutcome(p.name, "indexed") for p in staged]
+
+
+def test_a_delete_lists_no_file_as_indexed(tmp_path: Path) -> None:
+    """Trial 24 (2026-12-06): a job cancelled by its collection's delete listed the files its
+    first slices had indexed as ``indexed``, in a collection that no longer exists."""
+    calls: list[tuple[str, list[str]]] = []
+    collection = _HoldsAfterItsFirstSlice("acme", "kb", calls)
+    manager = JobManager(workers=1, batch_files=1)
+    try:
+        manager.submit("4" * 16, collection, _stage(tmp_path, "y", 3))  # type: ignore[arg-type]
+        assert collection.first_done.wait(5)
+        who = Principal("k", "acme", ("read",))
+        for _ in range(500):  # until the first slice's outcome is recorded
+            if manager.get(who, "4" * 16)["files"]:
+                break
+            time.sleep(0.01)
+        manager.cancel_collection("acme", "kb", reason="collection 'kb' was deleted")
+    finally:
+        collection.gate.set()
+        manager.shutdown()
+    job = manager.get(Principal("k", "acme", ("read",)), "4" * 16)
+    assert job["state"] == "cancelled" and calls, (job, calls)
+    assert {f["status"] for f in job["files"]} == {"not_indexed"}, job["files"]
+    assert len(job["files"]) == 3
+
+
 class _Resumable(_Collection):
     """A large file resumed across turns: ``commits`` commits of 10 ms in all, after
     ``setup_s`` seconds of parsing and chunking at each turn."""
