@@ -108,6 +108,32 @@ async def ask(request: Request, principal: Reader, name: CollectionName, body: A
 
 
 # ---------------------------------------------------------------------------- answers
+def quote_span(passage: str, quote: str) -> tuple[int, int] | None:
+    """Where ``quote`` lies in ``passage`` (character offsets), for the web page to mark it:
+    the quote itself, else the one pipe-table row of the passage that holds every value of a
+    row quoted as ``header: value; ...`` (the extractive answerer reads a row with its
+    header, so the quote is not in the passage as written: trial 24, unmarked); None when
+    neither is found."""
+    if not quote:
+        return None
+    at = passage.find(quote)
+    if at >= 0:
+        return at, at + len(quote)
+    values = [
+        piece.strip()
+        for pair in quote.split("; ")
+        for piece in pair.split(": ", 1)[-1].split(", ")
+        if piece.strip()
+    ]
+    found: list[tuple[int, int]] = []
+    pos = 0
+    for line in passage.split("\n"):
+        if values and line.lstrip().startswith("|") and all(v in line for v in values):
+            found.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return found[0] if len(found) == 1 else None
+
+
 def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
     data = render.answer_json(outcome.answer, source=coll.display_name)
     data.update(render.evidence_json(outcome.answer))  # why it answered or refused, as MCP says
@@ -120,10 +146,9 @@ def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
     for cited in data["citations"]:
         chunk = passages.get(cited["chunk_id"])
         passage = chunk.text if chunk is not None else cited["quote"]
-        start = passage.find(cited["quote"]) if cited["quote"] else -1
+        span = quote_span(passage, cited["quote"])
         cited["passage"] = passage
-        cited["highlight_start"] = start if start >= 0 else None
-        cited["highlight_end"] = start + len(cited["quote"]) if start >= 0 else None
+        cited["highlight_start"], cited["highlight_end"] = span or (None, None)
         cited["explain"] = ranks.get(cited["chunk_id"], {})
     return data
 

@@ -186,7 +186,8 @@ class CitationOut(_Response):
     )
     passage: str = Field(description="The cited chunk's text.")
     highlight_start: int | None = Field(
-        description="Offset of ``quote`` in ``passage`` (characters), or null if not found."
+        description="Offset of ``quote`` in ``passage`` (characters; for a table row quoted "
+        "as ``header: value; ...``, of the row), or null if not found."
     )
     highlight_end: int | None
     explain: dict[str, RetrieverRank] = Field(

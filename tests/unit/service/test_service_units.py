@@ -300,3 +300,26 @@ def test_a_read_arriving_as_an_upload_starts_does_not_fail_the_upload(
         for answer in readers:
             answer.close()
         restarted.close()
+
+
+def test_a_table_row_quoted_with_its_header_is_marked_in_its_passage() -> None:
+    """Trial 24 (2026-12-06): the extractive answerer quotes a table row read with its header
+    ("Severidad: S1; ..."), which is not in the passage as written: the web page marked
+    nothing. The row's own offsets come from the answerer's reading of the same table."""
+    from ragstrata.generate.extractive import _table_rows
+    from ragstrata.service.routes_query import quote_span
+
+    passage = (
+        "#### Escalado\n\n"
+        "| Severidad | Tiempo de respuesta | Acciones |\n| --- | --- | --- |\n"
+        "| S1 | 15 minutos | Avisar al jefe de guardia<br>Abrir sala de crisis |\n"
+        "| S2 | 1 hora | Avisar en `#platform-oncall` |\n"
+    )
+    rows = _table_rows(passage, [])
+    assert len(rows) == 2
+    for row in rows:
+        assert row.shown and row.shown not in passage  # read with its header
+        assert quote_span(passage, row.shown) == (row.start, row.end), row.shown
+    assert quote_span(passage, "Escalado") == (5, 13)  # a quote as written
+    assert quote_span(passage, "Severidad: S3; Tiempo de respuesta: 2 días") is None
+    assert quote_span(passage, "") is None
