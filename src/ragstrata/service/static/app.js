@@ -286,6 +286,9 @@ function citationCard(c) {
       mark,
       c.passage.slice(c.highlight_end),
     );
+  } else if (c.passage) {
+    // the quote is not in the passage as written (an LLM's paraphrase): the passage, unmarked
+    passage.append(c.passage);
   } else {
     const mark = document.createElement("mark");
     mark.className = "cited";
