@@ -82,9 +82,10 @@ def document_text(chunks: Sequence[Chunk]) -> str:
 
     Chunks are ordered by ``start``; overlapping parts are written once (offsets into the
     document's text tell exactly where chunks overlap), and the gap between two chunks that do
-    not touch (the blank lines between blocks the chunker dropped) is written as one blank line.
-    For a document whose chunks cover its whole text this is ``Document.text`` up to the
-    whitespace between blocks.
+    not touch (the white space the chunker dropped) is written as a line break inside a code
+    block or a table and as a blank line between blocks (:func:`merge_section`). For a
+    document whose chunks cover its whole text this is ``Document.text`` up to the whitespace
+    between blocks.
     """
     if not chunks:
         return ""

@@ -93,3 +93,55 @@ def test_resolve_versions_keeps_the_newest() -> None:
         [hit(old, 1), hit(chunk(18, 37, doc="old", meta={"version": "1.9"}, title="Limits"), 2)]
     )
     assert len(same) == 2 and not none
+
+
+def _piece(text: str, start: int, end: int, *, parent: str = "s1") -> Chunk:
+    return Chunk(
+        chunk_id=f"c-{start}",
+        doc_id="g",
+        source="/g.md",
+        title="G",
+        section_path=("G", "S"),
+        text=text[start:end].strip(),
+        start=start + len(text[start:end]) - len(text[start:end].lstrip()),
+        end=end - (len(text[start:end]) - len(text[start:end].rstrip())),
+        index=0,
+        total=1,
+        token_count=1,
+        parent_id=parent,
+        content_hash="h",
+    )
+
+
+def test_a_long_hit_mostly_new_is_kept_beside_a_short_better_one() -> None:
+    """A review (2026-12-06): the overlap share was taken over the shorter chunk, so a
+    section's short last chunk ranked first (two thirds of it carried over from the chunk
+    before) dropped that 1,500-character chunk, which it shared 11 % of."""
+    text = " ".join(f"Paso {i} de la instalación, con detalle." for i in range(40))
+    long, short = _piece(text, 0, 1500), _piece(text, 1000, len(text))
+    assert len(text) - 1000 < 1000  # short: most of it inside long, a third of long in it
+    ctx = assemble([hit(short, 1), hit(long, 2)], counter=WORDS, budget_tokens=10_000)
+    assert [s.hit.chunk.chunk_id for s in ctx.sources] == [short.chunk_id, long.chunk_id]
+    # the other way round, the short one is mostly inside the long one: dropped
+    ctx = assemble([hit(long, 1), hit(short, 2)], counter=WORDS, budget_tokens=10_000)
+    assert [s.hit.chunk.chunk_id for s in ctx.sources] == [long.chunk_id]
+
+
+def test_a_section_expanded_over_code_and_a_table_keeps_them_whole() -> None:
+    """A review (2026-12-06): the gap between two chunks of a code block (a line break) was
+    written as a blank line, in the middle of the code; in a table it cut the rows from
+    their header."""
+    code = "".join(f"    resultado_{i} = calcular(parametro_{i})\n" for i in range(6))
+    table = "| a | b |\n| --- | --- |\n" + "".join(f"| {i} | {i * 2} |\n" for i in range(4))
+    text = "```python\n" + code + "```\n\nTexto entre los dos.\n\n" + table
+    cut_code = text.index("    resultado_3")  # a chunk boundary at a code line
+    cut_prose = text.index("Texto")
+    cut_table = text.index("| 2 | 4 |")
+    pieces = [
+        _piece(text, 0, cut_code),
+        _piece(text, cut_code, cut_prose),
+        _piece(text, cut_prose, cut_table),
+        _piece(text, cut_table, len(text)),
+    ]
+    merged, start, end = merge_section(pieces)
+    assert merged == text[start:end], merged
