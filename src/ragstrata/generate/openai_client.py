@@ -144,17 +144,24 @@ class OpenAIGenerator:
                 if attempt >= self.max_retries:
                     raise GenerationError(
                         f"{self.base_url}: {type(exc).__name__} after {attempt + 1} attempts "
-                        f"({exc}); check llm.base_url and that the server is up"
+                        f"({self._scrub(exc)}); check llm.base_url and that the server is up"
                     ) from exc
                 wait = _retry_after(exc) or min(BACKOFF_BASE_S * 2**attempt, BACKOFF_MAX_S)
-                logger.warning("LLM request failed (%s); retry in %.1f s", exc, wait)
+                logger.warning("LLM request failed (%s); retry in %.1f s", self._scrub(exc), wait)
                 self._sleep(wait)
                 attempt += 1
             except openai.APIStatusError as exc:
                 raise GenerationError(
-                    f"{self.base_url}: HTTP {exc.status_code} from the LLM server ({exc}); "
-                    "check llm.model and llm.api_key_env"
+                    f"{self.base_url}: HTTP {exc.status_code} from the LLM server "
+                    f"({self._scrub(exc)}); check llm.model and llm.api_key_env"
                 ) from exc
+
+    def _scrub(self, error: object) -> str:
+        """``error`` as text without the API key: a server that rejects a key often echoes it
+        ("Incorrect API key provided: sk-..."; trial 25 printed it)."""
+        text = str(error)
+        key = self._api_key
+        return text.replace(key, "***") if key and len(key) >= 4 else text
 
     def complete(
         self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None
@@ -162,8 +169,14 @@ class OpenAIGenerator:
         """One chat completion; usage from the server (counted locally when it sends none)."""
         body = self._request(messages, max_tokens)
         response = self._with_retries(lambda: self._client.chat.completions.create(**body))
-        choice = response.choices[0]
-        text = choice.message.content or ""
+        try:
+            choice = response.choices[0]
+            text = choice.message.content or ""
+        except (AttributeError, IndexError, TypeError) as exc:  # HTML, or JSON of another shape
+            raise GenerationError(
+                f"{self.base_url}: the server's response is not a chat completion "
+                f"({type(exc).__name__}); check llm.base_url (it should end in /v1)"
+            ) from exc
         usage = response.usage
         if usage is not None:
             counts = Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
@@ -183,25 +196,43 @@ class OpenAIGenerator:
         return self._deltas(chunks, messages)
 
     def _deltas(self, chunks: Any, messages: Sequence[ChatMessage]) -> Iterator[Delta]:
+        import httpx
         import openai
 
         parts: list[str] = []
         usage: Usage | None = None
-        reason = "stop"
+        reason = ""
         try:
             for chunk in chunks:
                 if getattr(chunk, "usage", None) is not None:
                     u = chunk.usage
                     usage = Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0))
-                for choice in chunk.choices or ():
-                    piece = choice.delta.content if choice.delta is not None else None
+                for choice in getattr(chunk, "choices", None) or ():
+                    delta = getattr(choice, "delta", None)
+                    piece = getattr(delta, "content", None) if delta is not None else None
                     if piece:
                         parts.append(piece)
                         yield Delta(piece)
-                    if choice.finish_reason:
+                    if getattr(choice, "finish_reason", None):
                         reason = choice.finish_reason
-        except openai.OpenAIError as exc:
-            raise GenerationError(f"{self.base_url}: the stream broke off ({exc})") from exc
+        except (openai.OpenAIError, httpx.HTTPError) as exc:
+            raise GenerationError(
+                f"{self.base_url}: the stream broke off ({self._scrub(exc)})"
+            ) from exc
+        except ValueError as exc:  # a chunk that is not JSON (trial 25: a traceback)
+            raise GenerationError(
+                f"{self.base_url}: the server sent a stream chunk that is not JSON ({exc})"
+            ) from exc
+        if not reason:
+            # every OpenAI-compatible server ends a stream with a finish_reason: without one,
+            # the stream was cut off or the body was no stream at all (an HTML error page, a
+            # JSON body): trial 25 showed such a fragment as a verified answer, and an empty
+            # one as "the documents do not say"
+            raise GenerationError(
+                f"{self.base_url}: the server's answer ended without a finish_reason after "
+                f"{len(''.join(parts))} characters (a stream cut off, or a response that is no "
+                "stream: check llm.base_url, it should end in /v1)"
+            )
         yield Delta(
             "",
             done=True,

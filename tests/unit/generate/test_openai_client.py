@@ -153,3 +153,66 @@ def test_counter_is_offline_bpe() -> None:
     text = "word " * 50
     cut = gen.counter.cut(text, 10)
     assert gen.counter.count(text[:cut]) <= 10 < gen.counter.count(text[: cut + 5])
+
+
+def _stream_chunk(content: str | None, finish: str | None = None) -> str:
+    body = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(body)}\n\n"
+
+
+def test_a_key_the_server_echoes_is_not_in_the_error() -> None:
+    """Trial 25 (2026-12-06): 'HTTP 401 ... Incorrect API key provided: sk-SECRET-abc123'."""
+    key = "sk-SECRET-abc123"
+
+    def unauthorized(request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"] == f"Bearer {key}"
+        message = f"Incorrect API key provided: {key}"
+        return httpx.Response(401, json={"error": {"message": message}})
+
+    gen, _ = make(unauthorized, api_key=key)
+    for call in (lambda: gen.complete(MESSAGES), lambda: list(gen.stream(MESSAGES))):
+        with pytest.raises(GenerationError, match="HTTP 401") as info:
+            call()
+        assert key not in str(info.value) and "***" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "match"),
+    [
+        # a chunk that is not JSON (trial 25: a 117-line traceback)
+        (_stream_chunk("Cada ") + "data: {this is not json\n\n", "text/event-stream", "not JSON"),
+        # cut off before its end (trial 25: shown as a complete, verified answer)
+        (_stream_chunk("Cada empleado tiene derecho "), "text/event-stream", "finish_reason"),
+        # not a stream at all (trial 25: "the documents do not say")
+        ('{"choices": [ {"message": oops', "application/json", "finish_reason"),
+        ("<html><body>502 Bad Gateway</body></html>", "text/html", "finish_reason"),
+    ],
+)
+def test_a_broken_stream_is_an_error_not_an_answer(
+    body: str, content_type: str, match: str
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=body, headers={"content-type": content_type})
+
+    gen, _ = make(handler)
+    with pytest.raises(GenerationError, match=match) as info:
+        list(gen.stream(MESSAGES))
+    assert info.value.code == "RS800"
+
+
+def test_a_complete_stream_without_usage_still_ends() -> None:
+    body = _stream_chunk("Hola [1].") + _stream_chunk(None, "stop") + "data: [DONE]\n\n"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+
+    gen, _ = make(handler)
+    deltas = list(gen.stream(MESSAGES))
+    assert deltas[-1].done and deltas[-1].finish_reason == "stop"
+    assert collect(iter(deltas)).text == "Hola [1]."
