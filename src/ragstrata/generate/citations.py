@@ -111,7 +111,9 @@ def _segments(text: str, masked: str) -> list[tuple[int, int]]:
     """Sentence spans of ``text``; ``masked`` is ``text`` with markers replaced by NULs."""
     spans: list[tuple[int, int]] = []
     start = 0
-    boundary = re.compile(r"[.!?。](?=[\s\x00]|$)|\n")
+    # a stop may be followed by closing emphasis or quotes: "**... al año.** [5] Las ..." was
+    # one claim (trial 25), which no source supports whole
+    boundary = re.compile(r"[.!?。][*_\"'”’»)]*(?=[\s\x00]|$)|\n")
     for m in boundary.finditer(masked):
         end = m.end()
         if m.group() != "\n":  # markers (and spaces before them) after the punctuation
@@ -153,6 +155,7 @@ def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
         plain = text[start:end]
         for m_start, m_end, _ in reversed(inside):
             plain = plain[: m_start - start] + plain[m_end - start :]
+        plain = re.sub(r"\*\*|__", "", plain)  # bold: markup, not words of the claim
         plain = re.sub(r"\s+", " ", plain).strip()
         plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
         if len(re.findall(r"[^\W\d_]{2,}", plain)) < MIN_CLAIM_WORDS:
@@ -585,9 +588,18 @@ def ground(
             missing = dict.fromkeys(m for lab in bad for m in supports[ci, lab].missing)
             unsupported_claims.append(UnsupportedClaim(claim.text, tuple(bad), tuple(missing)))
         keep[ci] = [lab for lab in labels_of[ci] if unsupported == "flag" or lab not in bad]
+    # "remove": a sentence none of whose citations holds goes with them (trial 25: only its
+    # marker went, and "La luna está hecha de queso [1]" stayed, uncited, in the answer)
+    dropped = {
+        ci
+        for ci, claim in enumerate(parsed.claims)
+        if unsupported == "remove" and not keep[ci] and labels_of[ci] and ci not in pointers
+    }
+    for ci in dropped:
+        del keep[ci]
     order = list(dict.fromkeys(lab for ci in keep for lab in keep[ci]))
     renumber = {old: new for new, old in enumerate(order, start=1)}
-    text = _rewrite(parsed, keep, renumber, set(attributed))
+    text = _rewrite(parsed, keep, renumber, set(attributed), dropped)
     citations: list[Citation] = []
     legend: list[str] = []
     for old in order:
@@ -646,12 +658,18 @@ def _rewrite(
     keep: dict[int, list[int]],
     renumber: dict[int, int],
     attributed: set[int] | None = None,
+    dropped: set[int] | None = None,
 ) -> str:
     """The answer with each claim's markers replaced by one canonical group at the position of
     its first marker (other markers removed); markers outside claims are removed. Claims in
-    ``attributed`` (no marker of their own) get their group before their final punctuation."""
+    ``attributed`` get their group there too, or, with no marker of their own (an
+    out-of-range one counts), before their final punctuation. Claims in ``dropped`` are
+    removed with their markers."""
     text = parsed.text
-    edits: list[tuple[int, int, str]] = []
+    gone = dropped or set()
+    edits: list[tuple[int, int, str]] = [
+        (parsed.claims[ci].start, parsed.claims[ci].end, "") for ci in gone
+    ]
     claim_of: dict[int, int] = {}
     for ci, claim in enumerate(parsed.claims):
         for mi, (start, _, _) in enumerate(parsed.markers):
@@ -660,12 +678,16 @@ def _rewrite(
     placed: set[int] = set()
     for mi, (start, end, _) in enumerate(parsed.markers):
         owner = claim_of.get(mi)
+        if owner in gone:
+            continue
         replacement = ""
         if owner is not None and owner not in placed:
             placed.add(owner)
             replacement = "".join(f"[{renumber[lab]}]" for lab in keep[owner] if lab in renumber)
         edits.append((start, end, replacement))
     for ci in sorted(attributed or ()):
+        if ci in placed or ci in gone:  # its marker (out of range: trial 25, "[1] [1]") took it
+            continue
         claim = parsed.claims[ci]
         end = claim.start + len(text[claim.start : claim.end].rstrip())
         if end > claim.start and text[end - 1] in ".!?:":
