@@ -82,7 +82,7 @@ class Chunker(Protocol):
 
     @property
     def signature(self) -> str:
-        """The chunking policy and its settings (``structure-v5:max=256:...``): two chunkers
+        """The chunking policy and its settings (``structure-v6:max=256:...``): two chunkers
         with the same signature give the same chunks, so an index records it and re-chunks a
         document when it changes."""
         ...
@@ -235,7 +235,7 @@ class StructureChunker:
     def signature(self) -> str:
         """Policy version and settings; see :attr:`Chunker.signature`."""
         return (
-            f"structure-v5:max={self.max_tokens}:overlap={self.overlap_ratio}"
+            f"structure-v6:max={self.max_tokens}:overlap={self.overlap_ratio}"
             f":prefix={self.max_prefix_tokens}:chars={self.max_chars}"
         )
 
@@ -434,7 +434,7 @@ class StructureChunker:
             carry = []
             if i < len(queue):
                 carry = self._overlap(
-                    text, previous, overlap_budget, budget - queue[i].tokens, tables
+                    text, previous, overlap_budget, budget - queue[i].tokens, fences, tables
                 )
 
     def _overlap(
@@ -443,11 +443,16 @@ class StructureChunker:
         previous: Sequence[_Unit],
         overlap_budget: int,
         room: int,
+        fences: Sequence[Fence],
         tables: Sequence[tuple[int, int, int, str]],
     ) -> list[_Unit]:
         """Trailing span of ``previous`` (at most ``min(overlap_budget, room)`` tokens, starting at
-        a line or sentence boundary, outside code blocks, tables' header rows and the chunk's
-        first character) that opens the next chunk; ``[]`` when none fits."""
+        a line or sentence boundary, outside code blocks (their fence lines included) and
+        tables, and after the chunk's first character) that opens the next chunk; ``[]`` when
+        none fits. The pieces of a code block or table too large for one chunk are not
+        atomic, so the start is checked against the fences and tables themselves: a start
+        inside them opened the next chunk with a comment's tail shown as code, or with a bare
+        closing fence (a review, 2026-12-06)."""
         room = min(overlap_budget, room)
         if room <= 0 or not previous:
             return []
@@ -469,7 +474,9 @@ class StructureChunker:
                     *sentence_spans(text, unit.start, unit.end),
                     *_lines(text, unit.start, unit.end),
                 )
-                if a >= floor and not any(t_start <= a <= h_end for t_start, h_end, _, _ in tables)
+                if a >= floor
+                and not any(t_start <= a < t_end for t_start, _, t_end, _ in tables)
+                and not any(f.open_start <= a < f.close_end for f in fences)
             }
         )
         low, high = 0, len(candidates)  # first candidate whose tail fits
@@ -562,7 +569,7 @@ def _decorations(
         if header_end < start < table_end:
             header = table_header
     for fence in fences:
-        if fence.open_end < start <= fence.close_start:
+        if fence.open_end < start < fence.close_end:  # the closing line too, once indented
             header = fence.opener + header
         if fence.open_start < end <= fence.close_start and start < fence.close_start:
             footer = footer + fence.closer

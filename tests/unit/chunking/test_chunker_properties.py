@@ -248,6 +248,50 @@ def test_overlap_between_consecutive_chunks_of_a_section() -> None:
         assert shared <= int(0.12 * 128)
 
 
+def test_no_overlap_is_taken_from_inside_a_split_code_block_or_table() -> None:
+    """A review (2026-12-06): the pieces of a code block or table too large for one chunk
+    were not atomic, so each next chunk opened with the tail of the one before, from the
+    middle of a line: "Luego Revisar 13. Fin." (a comment's words, without its ``#``) shown
+    as Python under the re-opened fence."""
+    code = "".join(
+        f"    calcular_total(pedido_{i}, impuestos=True)  # Paso {i}. Luego revisar {i}. Fin.\n"
+        for i in range(120)
+    )
+    rows = "".join(
+        f"| fila {i} | valor {i * 3} | nota {i}. Otra frase {i}. |\n" for i in range(120)
+    )
+    text = (
+        "# Código\n\n```python\n" + code + "```\n\n## Tabla\n\n| a | b | c |\n| --- | --- | --- |\n"
+    )
+    chunks = chunker(96).chunk(make_doc(text + rows))
+    code_chunks = [c for c in chunks if c.section_path[-1] == "Código"]
+    table_chunks = [c for c in chunks if c.section_path[-1] == "Tabla"]
+    assert len(code_chunks) > 3 and len(table_chunks) > 3
+    for a, b in itertools.pairwise(code_chunks + table_chunks):
+        if a.section_path == b.section_path:
+            assert b.start >= a.end, (a.text[-60:], b.text[:60])  # no overlap
+    for c in code_chunks[1:]:
+        assert c.text.startswith("calcular_total("), c.text[:60]  # a whole line
+    for c in table_chunks[1:]:
+        assert c.text.startswith("| fila"), c.text[:60]
+
+
+def test_an_indented_closing_fence_never_opens_a_chunk_bare() -> None:
+    """A review (2026-12-06): a code block in a list item (its fences indented) split so
+    that a chunk began at the closing fence's marker: that chunk opened a code block that
+    swallowed the prose after it (no opener in its header)."""
+    for words in range(1, 120, 7):
+        lines = ["    " + " ".join(f"v{i}_{j}" for j in range(12)) for i in range(4)]
+        lines.append("    " + " ".join(f"w_{j}" for j in range(words)))
+        text = (
+            "# Lista\n\n- Instala el paquete:\n\n  ```console\n"
+            + "\n".join("  " + line for line in lines)
+            + "\n  ```\n- Después ejecuta las pruebas.\n"
+        )
+        for c in chunker(64).chunk(make_doc(text)):
+            assert fence_lines(c.rendered) % 2 == 0, (words, c.rendered)
+
+
 class _RecordingCounter:
     """The real tokenizer, recording the longest text it is handed in one call."""
 
