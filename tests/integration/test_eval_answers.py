@@ -184,3 +184,33 @@ def test_question_scope_asks_each_absent_question_without_only_its_own_paragraph
         app, ["eval-answers", str(path), "--index", str(index), "--absent-scope", "article"]
     )
     assert bad.exit_code != 0 and "--absent-scope" in bad.output
+
+
+def test_a_golden_entry_whose_document_is_missing_is_not_scored(tmp_path: Path) -> None:
+    """Trial 25 (2026-12-06): eval-answers warned that `edge/teletrabajo.md` was not in the
+    index, then scored the entry as answerable (`eval` left it out)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "vacaciones.md").write_text(
+        "# Vacaciones\n\nCada empleado tiene derecho a 23 días laborables de vacaciones al año.\n",
+        encoding="utf-8",
+    )
+    index = tmp_path / "idx"
+    env = {"RAGSTRATA_INGEST_WORKERS": "0"}
+    ingested = CliRunner().invoke(app, ["ingest", str(docs), "--index", str(index)], env=env)
+    assert ingested.exit_code == 0, ingested.output
+    golden = tmp_path / "g.yaml"
+    golden.write_text(
+        "- id: dias\n  query: ¿Cuántos días de vacaciones tiene cada empleado?\n"
+        "  expected: [vacaciones.md]\n  answers: ['23 días']\n"
+        "- id: teletrabajo\n  query: ¿Dónde está la política de teletrabajo?\n"
+        "  expected: [teletrabajo.md]\n  answers: ['dos días']\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "r.json"
+    args = ["eval-answers", str(golden), "--index", str(index), "--absent", "0"]
+    result = CliRunner().invoke(app, [*args, "--json", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    assert "1 entries are not scored" in result.output and "teletrabajo" in result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [q["qid"] for q in data["per_query"]] == ["dias"], data["per_query"]
