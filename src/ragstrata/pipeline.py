@@ -393,6 +393,7 @@ class Ragstrata:
         *,
         filters: Filters | None = None,
         display_source: Callable[[str], str] = display_path,
+        release_index: bool = False,
     ) -> Iterator[AskEvent]:
         """:meth:`ask` as events: :class:`~ragstrata.generate.answerer.TokenEvent` pieces of
         the answer as the LLM writes them, then one final
@@ -400,6 +401,10 @@ class Ragstrata:
         LLM the extractive answer is split into word tokens after it is complete.
         ``display_source`` names the documents in the LLM's prompt and legend (the service
         passes the file name inside the tenant's collection, never a server path).
+        ``release_index`` (a command-line ``ask``): with an LLM, the index is released (lock,
+        store) once the sources are read, before the model writes, so that other searches
+        need not wait out the generation (a local model takes a minute on 2 cores; trial 25:
+        an ``eval-answers`` beside it failed with RS503); the next search opens it again.
 
         The steps: :meth:`search`, then (with an LLM and ``llm.hyde``) HyDE
         (:func:`~ragstrata.retrieve.hyde.hyde_hits`), then the answerer's
@@ -450,11 +455,24 @@ class Ragstrata:
             entry = manifest.documents.get(chunk.doc_id)
             return store.get(list(entry.chunk_ids)) if entry is not None else [chunk]
 
-        answerer = self._answerer(display_source, generator=generator, parents=parents)
+        lookup: ParentLookup = parents
+        if release_index:
+            read = {h.chunk.doc_id: parents(h.chunk) for h in hits} if self._expands() else {}
+
+            def lookup(chunk: Chunk) -> list[Chunk]:
+                return read.get(chunk.doc_id, [chunk])  # read before the release
+
+            self.close()
+
+        answerer = self._answerer(display_source, generator=generator, parents=lookup)
         for event in answerer.stream(question, hits, timings=timings, started=t0):
             if isinstance(event, AnswerEvent) and hyde_passage is not None:
                 event = AnswerEvent(replace(event.answer, hyde_passage=hyde_passage))
             yield event
+
+    def _expands(self) -> bool:
+        """Whether the LLM answer replaces hits by their parent section (``llm.parent_tokens``)."""
+        return self.config.llm.parent_tokens > 0
 
     def _answerer(
         self,

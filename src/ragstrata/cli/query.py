@@ -230,13 +230,17 @@ def ask(
         cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None
+            warm_up = getattr(engine.generator, "warm_up", None)
+            if callable(warm_up):  # a local model loads before the index is opened (trial
+                warm_up()  # 25: a first load of 30 s held the index, other searches waited)
             questions = _stdin_questions() if question == "-" else iter([question])
             for n, asked in enumerate(questions):
                 if question == "-" and not json_out:
                     out.print(f"{'' if n == 0 else chr(10)}[bold]? {escape(asked)}[/]")
                 answer: Answer | None = None
                 streamed = False
-                for event in engine.ask_stream(asked, filters=checked):
+                # the index is released while the LLM writes (other searches go on)
+                for event in engine.ask_stream(asked, filters=checked, release_index=True):
                     if isinstance(event, TokenEvent) and live:
                         out.print(event.text, end="", highlight=False, markup=False)
                         streamed = True
