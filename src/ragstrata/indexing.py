@@ -94,7 +94,8 @@ def parse_paths(
             ", ".join(path_text(p) for p in missing),
             "no such file or directory; nothing was ingested (no index was created or changed)",
         )
-    inside = [p for p in paths if _within_index(Path(p), index_dir)]
+    built = (index_dir / catalog.MANIFEST).exists()  # else a folder of documents: RS500 later
+    inside = [p for p in paths if built and _within_index(Path(p), index_dir)]
     if inside:  # trial 24: `watch idx --index idx` synced nothing, silently
         raise ConfigError(
             f"{', '.join(path_text(p) for p in inside)} is the index ({path_text(index_dir)}) "
