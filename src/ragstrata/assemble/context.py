@@ -26,6 +26,10 @@ ParentLookup = Callable[[Chunk], Sequence[Chunk]]
 """``chunk -> all chunks of its parent section`` (``parent_id`` equal), any order."""
 
 
+Part = tuple[int, int, Chunk]
+"""``(start, end, chunk)``: where ``chunk``'s text lies in a merged section's passage."""
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """One numbered source ``[label]`` of the context; ``text`` is heading line + passage.
@@ -46,6 +50,9 @@ class Source:
     end: int = -1
     expanded: bool = False
     where: str = ""
+    parts: tuple[Part, ...] = ()
+    """Where each chunk of an expanded section lies in ``passage`` (empty when not
+    expanded): a quote is cited from the chunk that holds it (:meth:`chunk_at`)."""
 
     def legend_line(self, label: int | None = None) -> str:
         """``[label] = document > heading path`` (no heading: ``[label] = document``), the
@@ -59,6 +66,15 @@ class Source:
     def body(self) -> str:
         """The passage (the chunk's rendered text when none was set)."""
         return self.passage or self.hit.chunk.rendered
+
+    def chunk_at(self, start: int, end: int) -> Chunk:
+        """The chunk whose text holds ``body[start:end]``: of an expanded section the part
+        that holds it whole (the first), else the part ``start`` falls in; the hit's chunk
+        otherwise."""
+        whole = [c for a, b, c in self.parts if a <= start and end <= b]
+        if whole:
+            return whole[0]
+        return next((c for a, b, c in self.parts if a <= start < b), self.hit.chunk)
 
     @property
     def span(self) -> tuple[int, int]:
@@ -124,20 +140,34 @@ def merge_section(chunks: Sequence[Chunk]) -> tuple[str, int, int]:
     contiguous or overlapping chunks the result is ``document.text[start:end]``; otherwise it
     is that text up to the white space between the chunks.
     """
+    text, start, end, _ = _merge(chunks)
+    return text, start, end
+
+
+def _merge(chunks: Sequence[Chunk]) -> tuple[str, int, int, tuple[Part, ...]]:
+    """:func:`merge_section`, and where each chunk's text lies in the merged text."""
     ordered = sorted(chunks, key=lambda c: (c.start, c.end))
     if not ordered:
         raise ValueError("merge_section needs at least one chunk")
     text = ordered[0].text
     start, end = ordered[0].start, ordered[0].end
+    parts: list[Part] = [(0, len(text), ordered[0])]
+    shift = 0  # merged offset - document offset, from the gaps written
     for chunk in ordered[1:]:
         if chunk.end <= end:
+            at = chunk.start - start + shift
+            parts.append((at, at + len(chunk.text), chunk))
             continue
         if chunk.start <= end:
             text += chunk.text[end - chunk.start :]
         else:
-            text += _gap(text, chunk.start - end) + chunk.text
+            gap = _gap(text, chunk.start - end)
+            shift += len(gap) - (chunk.start - end)
+            text += gap + chunk.text
+        at = chunk.start - start + shift
+        parts.append((at, at + len(chunk.text), chunk))
         end = chunk.end
-    return text, start, end
+    return text, start, end, tuple(parts)
 
 
 def edge_order(n: int) -> list[int]:
@@ -158,7 +188,7 @@ for an LLM): what the budget of :func:`assemble` bounds."""
 
 
 def _label_sources(
-    chosen: Sequence[tuple[Hit, str, str, tuple[str, int, int], bool, int]],
+    chosen: Sequence[tuple[Hit, str, str, tuple[str, int, int], tuple[Part, ...], int]],
     order: Order,
     display_source: Callable[[str], str],
 ) -> tuple[tuple[Source, ...], tuple[str, ...]]:
@@ -166,11 +196,10 @@ def _label_sources(
     sources: list[Source] = []
     legend: list[str] = []
     for label, pos in enumerate(positions, start=1):
-        hit, text, passage, span, expanded, _ = chosen[pos]
+        hit, text, passage, span, parts, _ = chosen[pos]
         chunk = hit.chunk
-        source = Source(
-            label, hit, text, passage, span[1], span[2], expanded, display_source(chunk.source)
-        )
+        where = display_source(chunk.source)
+        source = Source(label, hit, text, passage, span[1], span[2], bool(parts), where, parts)
         sources.append(source)
         legend.append(source.legend_line())
     return tuple(sources), tuple(legend)
@@ -206,7 +235,7 @@ def assemble(
     ``edges`` strongest first and last (:func:`edge_order`); labels ``1..n`` follow the
     presentation order. Legend lines read ``[n] = source > heading path``.
     """
-    chosen: list[tuple[Hit, str, str, tuple[str, int, int], bool, int]] = []
+    chosen: list[tuple[Hit, str, str, tuple[str, int, int], tuple[Part, ...], int]] = []
     copies: set[str] = set()  # the chosen passages, white space collapsed
     used = 0
     for hit in hits:
@@ -215,27 +244,28 @@ def assemble(
         if any(_overlap(span, s[3]) > max_overlap for s in chosen):
             continue
         heading = chunk.heading or chunk.title
-        passage, expanded = chunk.rendered, False
+        passage = chunk.rendered
+        parts: tuple[Part, ...] = ()
         if parents is not None and parent_tokens > 0:
             section = [c for c in parents(chunk) if c.parent_id == chunk.parent_id]
             if len(section) > 1:
-                merged, start, end = merge_section(section)
+                merged, start, end, found = _merge(section)
                 if counter.count(merged) <= parent_tokens:
-                    passage, expanded = merged, True
+                    passage, parts = merged, found
                     span = (chunk.doc_id, start, end)
                     if any(_overlap(span, s[3]) > max_overlap for s in chosen):
-                        passage, expanded = chunk.rendered, False
+                        passage, parts = chunk.rendered, ()
                         span = (chunk.doc_id, chunk.start, chunk.end)
         copy = passage_key(passage)
         if copy in copies:
             continue  # the same text in another file (a copy, a backup) says nothing new
         text = f"{heading}\n{passage}" if heading else passage
-        item = (hit, text, passage, span, expanded, 0)
+        item = (hit, text, passage, span, parts, 0)
         alone, legend_alone = _label_sources([item], "rank", display_source)
         tokens = counter.count(render(Context(alone, legend_alone, 0)))
         if chosen and used + tokens > budget_tokens:
             continue
-        chosen.append((hit, text, passage, span, expanded, tokens))
+        chosen.append((hit, text, passage, span, parts, tokens))
         copies.add(copy)
         used += tokens
     while True:

@@ -675,6 +675,9 @@ def _citation(label: int, source: Source, support: Support | None, verified: boo
     if support is not None:
         a, b = support.evidence
         quote = body[a:b].strip()
+        if source.parts:  # an expanded section: the chunk that holds the quote (a review,
+            chunk = source.chunk_at(a, b)  # 2026-12-06: the hit's, which did not hold it)
+            start, end = chunk.start, chunk.end
     else:
         quote = body.strip().split("\n", 1)[0][:300]
     return Citation(

@@ -145,3 +145,41 @@ def test_a_section_expanded_over_code_and_a_table_keeps_them_whole() -> None:
     ]
     merged, start, end = merge_section(pieces)
     assert merged == text[start:end], merged
+
+
+def test_an_expanded_source_knows_which_chunk_holds_each_part_of_its_passage() -> None:
+    """A review (2026-12-06): a citation of an expanded section named the hit's chunk, though
+    its quote came from another chunk of the section (the service then showed that chunk's
+    text, the quote unmarked)."""
+    from ragstrata.generate.citations import Support, _citation
+
+    text = " ".join(f"El paso {i} configura la opción {i} del servidor." for i in range(30))
+    text += "\n\n```python\nuno = 1\ndos = 2\n```"
+    cut = text.index("```python")
+    pieces = [
+        _piece(text, 0, 700),
+        _piece(text, 600, cut),  # overlaps the first
+        _piece(text, cut, text.index("dos = 2")),  # a gap (a line break) inside the code
+        _piece(text, text.index("dos = 2"), len(text)),
+    ]
+    ctx = assemble(
+        [hit(pieces[-1], 1)],
+        counter=WORDS,
+        budget_tokens=10_000,
+        parents=lambda c: pieces,
+        parent_tokens=10_000,
+    )
+    (source,) = ctx.sources
+    assert source.expanded and [c.chunk_id for _, _, c in source.parts] == [
+        p.chunk_id for p in pieces
+    ]
+    for a, b, chunk in source.parts:
+        assert source.passage[a:b] == chunk.text
+    quote = "El paso 2 configura la opción 2 del servidor."
+    at = source.passage.index(quote)
+    assert source.chunk_at(at, at + len(quote)) is pieces[0]
+    cited = _citation(1, source, Support(True, 0.9, 0.9, 0.9, (), (at, at + len(quote))), True)
+    assert cited.chunk_id == pieces[0].chunk_id and cited.quote == quote
+    assert (cited.start, cited.end) == (pieces[0].start, pieces[0].end)
+    at = source.passage.index("dos = 2")
+    assert source.chunk_at(at, at + 7) is pieces[3]
