@@ -33,6 +33,7 @@ _ABBREVIATIONS = frozenset(
         *("vs", "e.g", "i.e", "cf", "approx", "mr", "mrs", "ms", "dr", "prof", "jr", "sr", "st"),
         # Spanish ("p. ej." ends in "ej"; "EE. UU." has its first half here)
         *("p.ej", "ej", "aprox", "sra", "srta", "dra", "lic", "ing", "ud", "uds", "vd", "vds"),
+        *("sres", "sras", "dres", "dras", "av", "avda", "sto", "sta", "dña", "dª"),
         "ee",
     }
 )
@@ -40,7 +41,7 @@ _ABBREVIATIONS = frozenset(
 compared in lower case."""
 _NUMBER_ABBREVIATIONS = frozenset(
     {"no", "nos", "vol", "vols", "pp", "p", "fig", "figs", "eq", "eqs", "sec", "ch", "núm", "pág"}
-    | {"art", "cap"}
+    | {"art", "cap", "nr", "nro"}
 )
 """Words that a period after does not end a sentence when a digit follows ("No. 5", "pág. 12",
 "Fig. 3"): "no." also ends English sentences."""

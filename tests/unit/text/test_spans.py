@@ -45,6 +45,10 @@ def test_sentences_split_after_stops_followed_by_space() -> None:
         ("It ends here... and goes on. Yes.", ["It ends here... and goes on.", "Yes."]),
         ("Fin. ¿Qué pasa? Nada.", ["Fin.", "¿Qué pasa?", "Nada."]),
         ("Plan B. The rest.", ["Plan B.", "The rest."]),
+        # a review (2026-12-06): split after "Sres.", "Av." and "Nr."
+        ("Los Sres. García llegaron. Luego no.", ["Los Sres. García llegaron.", "Luego no."]),
+        ("Vive en la Av. Libertador 100. Lejos.", ["Vive en la Av. Libertador 100.", "Lejos."]),
+        ("Casa Nr. 5 del barrio. Otra.", ["Casa Nr. 5 del barrio.", "Otra."]),
     ],
 )
 def test_sentences_go_on_past_abbreviations_and_lower_case_continuations(
