@@ -455,7 +455,8 @@ class DecodeStats:
 class Generation:
     """The LLM's side of an answer: ``context_tokens`` (size of the assembled context, in the
     model's tokens), ``finish_reason`` (why the stream stopped: ``stop``, ``length``...),
-    ``raw_answer`` (the text as the model wrote it; ``None`` when the model declined),
+    ``raw_answer`` (the text as the model wrote it, its refusal included; ``None`` when it
+    wrote nothing),
     ``grounding`` (the citation check; ``None`` when the model declined) and ``decode`` (the
     local model's prompt-evaluation and generation counters; ``None`` for a remote model)."""
 

@@ -141,8 +141,11 @@ class LLMAnswerer:
             spent["first_token"] = (first_token - t0) * 1000
         raw = "".join(parts).strip()
         if not raw or is_refusal(raw):
-            declined = Generation(
-                context_tokens=context.tokens, finish_reason=finish_reason, decode=decode
+            declined = Generation(  # what the model wrote stays readable (trial 25: null)
+                context_tokens=context.tokens,
+                finish_reason=finish_reason,
+                raw_answer=raw or None,
+                decode=decode,
             )
             yield refuse("llm", usage.to_json(), declined)
             return

@@ -60,6 +60,8 @@ def test_llm_refusal_is_recognized() -> None:
     answer = answer_from_events(iter(run(answerer(gen), "What does the installer need?", hits)))
     assert answer.refusal and answer.refused_by == "llm"
     assert answer.text == REFUSALS["en"] and answer.usage["completion_tokens"] > 0
+    # what the model wrote stays readable (trial 25: null on such refusals)
+    assert answer.generation is not None and answer.generation.raw_answer == REFUSALS["en"]
 
 
 def test_newest_version_wins_and_conflict_is_marked() -> None:
