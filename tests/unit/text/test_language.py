@@ -78,3 +78,17 @@ def test_language_relation_is_total_and_deterministic(query: str, hits: list[str
     first = language_relation(query, hits)
     assert first in ("same", "cross", "unknown")
     assert language_relation(query, hits) == first
+
+
+def test_a_document_repeating_one_spanish_sentence_is_spanish() -> None:
+    """Trial 25 (2026-12-06): a Spanish file of one sentence repeated (39k characters) was
+    "und" (py3langid spread it over many languages: 0.37 for Spanish), so a
+    `language=es` filter dropped it. Other languages keep their own code."""
+    from ragstrata.text.language import detect_language
+
+    repeated = "La sección de logística registra envíos diarios. " * 800
+    assert detect_language("# Registro de logística\n\n" + repeated) == "es"
+    assert detect_language("The shipping desk logs every parcel. " * 800) == "en"
+    german = "Das ist ein deutscher Text über die Logistik und die Lieferungen jeden Tag."
+    assert detect_language(german) == "de"
+    assert detect_language("zzz qqq") == "und"
