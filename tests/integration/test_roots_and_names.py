@@ -194,3 +194,33 @@ def test_empty_index_refuses_with_a_typed_reason_and_warns(tmp_path: Path) -> No
     search = _invoke("search", "anything", "--index", str(index))
     assert search.exit_code == 0, search.output
     assert "no documents" in search.stderr and str(index) in search.stderr
+
+
+def test_a_source_filter_takes_a_file_name_or_the_end_of_a_path(tmp_path: Path) -> None:
+    """Trial 25 (2026-12-06): `--filter source=frontmatter.md` printed "0 hits" with no hint;
+    only the absolute path as indexed matched."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.md").write_text("# A\n\nThe canary runs for ten minutes.\n", encoding="utf-8")
+    (docs / "sub" / "b.md").write_text("# B\n\nThe canary runs for an hour.\n", encoding="utf-8")
+    assert _invoke("ingest", str(docs), "--index", str(index)).exit_code == 0
+    for value in ("b.md", "sub/b.md", str(docs / "sub" / "b.md")):
+        result = _invoke(
+            "search", "canary", "--index", str(index), "--json", "--filter", f"source={value}"
+        )
+        assert result.exit_code == 0, result.output
+        hits = json.loads(result.stdout)["hits"]
+        assert [h["source"] for h in hits] == [str(docs / "sub" / "b.md")], (value, hits)
+    missing = _invoke("search", "canary", "--index", str(index), "--filter", "source=c.md")
+    assert missing.exit_code != 0 and "RS600" in missing.output and "c.md" in missing.output
+    asked = _invoke(
+        "ask",
+        "How long does the canary run?",
+        "--index",
+        str(index),
+        "--json",
+        "--filter",
+        "source=a.md",
+    )
+    assert asked.exit_code == 0, asked.output
+    assert all(c["source"].endswith("a.md") for c in json.loads(asked.stdout)["citations"])

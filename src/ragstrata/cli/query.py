@@ -4,6 +4,7 @@ citations, or a refusal)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -46,6 +47,34 @@ def parse_filters(items: list[str] | None) -> Filters | None:
     return check_filters({k: v[0] if len(v) == 1 else v for k, v in grouped.items()})
 
 
+def _resolve_sources(engine: Ragstrata, filters: Filters | None) -> Filters | None:
+    """``filters`` with each ``source`` value that is no indexed source read as a path from
+    the working directory, else as the end of indexed paths (a file name, ``docs/guide.md``):
+    the index stores absolute paths, and ``source=guide.md`` found nothing, silently (trial
+    25). Raises RetrievalError (RS600) naming a value that matches no indexed document."""
+    if not filters or "source" not in filters:
+        return filters
+    raw = filters["source"]
+    values = [str(v) for v in raw] if isinstance(raw, list | tuple) else [str(raw)]
+    known = {entry.source for entry in engine.manifest().documents.values()}
+    resolved: list[str] = []
+    for value in values:
+        absolute = os.path.abspath(value) if value else value
+        if value in known or absolute in known:
+            resolved.append(value if value in known else absolute)
+            continue
+        tail = "/" + value.replace(os.sep, "/").lstrip("/")
+        matched = sorted(s for s in known if s.replace(os.sep, "/").endswith(tail))
+        if not matched:
+            example = min(known, default="")
+            raise RetrievalError(
+                f"--filter source={value!r}: no indexed document's path is or ends with it"
+                + (f" (sources are paths such as {display_path(example)!r})" if example else "")
+            )
+        resolved.extend(matched)
+    return {**filters, "source": resolved[0] if len(resolved) == 1 else resolved}
+
+
 def _check_length(text: str, what: str) -> str:
     """``text`` when it holds at most :data:`~ragstrata.types.MAX_QUERY_CHARS` characters, the
     HTTP API's and MCP tools' limit; raises RetrievalError (RS600) naming ``what`` otherwise."""
@@ -86,7 +115,7 @@ def search(
                 top_k=top_k,
                 mode=mode,  # type: ignore[arg-type]
                 rerank=rerank,
-                filters=checked,
+                filters=_resolve_sources(engine, checked),
             )
             if not result.hits and not engine.manifest().documents:
                 _warn_empty(engine.index_dir)
@@ -233,6 +262,7 @@ def ask(
             warm_up = getattr(engine.generator, "warm_up", None)
             if callable(warm_up):  # a local model loads before the index is opened (trial
                 warm_up()  # 25: a first load of 30 s held the index, other searches waited)
+            checked = _resolve_sources(engine, checked)
             questions = _stdin_questions() if question == "-" else iter([question])
             for n, asked in enumerate(questions):
                 if question == "-" and not json_out:
