@@ -71,3 +71,54 @@ def test_the_index_is_free_while_the_llm_writes(tmp_path: Path) -> None:
         server.gate.set()
         thread.join(60)
     assert answers and not answers[0].refusal and "[1]" in answers[0].text, answers
+
+
+def test_ask_names_the_sentence_that_failed_its_check(tmp_path: Path) -> None:
+    """Trial 25 (2026-12-06): the human output marked a shared citation "NOT verified" and did
+    not say which sentence failed."""
+    pytest.importorskip("openai")
+    pytest.importorskip("bpe_openai")
+    from typer.testing import CliRunner
+
+    from integration.service.fake_llm import fake_chat_server
+    from ragstrata.cli import app
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "vacaciones.md").write_text(
+        "# Vacaciones\n\nCada empleado tiene derecho a 23 días laborables de vacaciones al año.\n",
+        encoding="utf-8",
+    )
+    (docs / "kairos.md").write_text(
+        "# Kairos\n\nLas solicitudes de vacaciones se hacen en el portal interno Kairos.\n",
+        encoding="utf-8",
+    )
+    index = tmp_path / "idx"
+    env = {"RAGSTRATA_HOME": str(tmp_path / "home"), "RAGSTRATA_INGEST_WORKERS": "0"}
+    assert (
+        CliRunner().invoke(app, ["ingest", str(docs), "--index", str(index)], env=env).exit_code
+        == 0
+    )
+    with fake_chat_server() as server:
+        server.extra_claim = "La luna está hecha de queso y cuesta 42 euros."
+        llm = {
+            "RAGSTRATA_LLM_PROVIDER": "openai",
+            "RAGSTRATA_LLM_BASE_URL": server.url,
+            "RAGSTRATA_LLM_MODEL": "fake",
+            "RAGSTRATA_LLM_API_KEY_ENV": "",
+            "RAGSTRATA_LLM_MAX_RETRIES": "0",
+        }
+        result = CliRunner().invoke(
+            app,
+            [
+                "ask",
+                "¿Cuántos días de vacaciones tiene cada empleado al año?",
+                "--index",
+                str(index),
+                "--no-stream",
+            ],
+            env=env | llm,
+        )
+    assert result.exit_code == 0, result.output
+    assert "not supported La luna está hecha de queso y cuesta 42 euros." in result.output
+    assert "42" in result.output.split("not supported", 1)[1]  # what the source lacks

@@ -332,6 +332,16 @@ def _show_answer(
                 f"[dim](chars {c.start}-{c.end}, chunk {c.chunk_id[:12]})[/]",
                 highlight=False,
             )
+    grounding = answer.generation.grounding if answer.generation is not None else None
+    if grounding is not None and not answer.refusal:
+        # which sentence failed its check: sentences sharing a label read "NOT verified"
+        # alike (trial 25)
+        for claim in grounding.unsupported:
+            lacks = f" (the source lacks {', '.join(claim.missing)})" if claim.missing else ""
+            out.print(
+                f"[red]not supported[/] {escape(_term(claim.sentence))}{escape(lacks)}",
+                highlight=False,
+            )
     if answer.conflict:
         kept = ", ".join(c.kept for c in answer.conflicts)
         out.print(
