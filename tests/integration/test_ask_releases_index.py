@@ -1,7 +1,7 @@
-"""A command-line ``ask`` with an LLM releases the index while the model writes (trial 25,
-2026-12-06: an ``eval-answers`` beside a local ``ask`` failed with RS503 and searches waited
-out the generation). The LLM is the loopback OpenAI-compatible stand-in of the service tests,
-held mid-answer by its gate; the index is the real embedded one."""
+"""``ask`` with an LLM, the LLM being the loopback OpenAI-compatible stand-in of the service
+tests and the index the real embedded one: the index is released while the model writes (trial
+25, 2026-12-06: an ``eval-answers`` beside a local ``ask`` failed with RS503 and searches waited
+out the generation), and the command line names a sentence that failed its check."""
 
 from __future__ import annotations
 
