@@ -342,6 +342,10 @@ def _show_answer(
                 f"[red]not supported[/] {escape(_term(claim.sentence))}{escape(lacks)}",
                 highlight=False,
             )
+        checked = {c.sentence for c in grounding.unsupported}
+        for sentence in grounding.uncited:  # no marker, and no source the checker found
+            if sentence not in checked:
+                out.print(f"[yellow]no source[/] {escape(_term(sentence))}", highlight=False)
     if answer.conflict:
         kept = ", ".join(c.kept for c in answer.conflicts)
         out.print(

@@ -12,11 +12,13 @@ renumbered and verified → :class:`~ragstrata.types.Answer`.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ragstrata.assemble.context import ParentLookup, assemble, resolve_versions
 from ragstrata.config import LLMConfig
+from ragstrata.errors import GenerationError
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, TokenEvent, refusal
 from ragstrata.generate.base import ChatModel, Usage
 from ragstrata.generate.citations import CitationChecker, ground
@@ -139,7 +141,9 @@ class LLMAnswerer:
         spent["generate"] = (time.perf_counter() - t) * 1000
         if first_token is not None:
             spent["first_token"] = (first_token - t0) * 1000
-        raw = "".join(parts).strip()
+        raw = _finished(
+            "".join(parts).strip(), finish_reason, self.config.max_tokens, self.generator.name
+        )
         if not raw or is_refusal(raw):
             declined = Generation(  # what the model wrote stays readable (trial 25: null)
                 context_tokens=context.tokens,
@@ -185,3 +189,25 @@ class LLMAnswerer:
                 generation=generation,
             )
         )
+
+
+_SENTENCE_END = re.compile(r"[.!?。][*_\"'”’»)]*(?:[ \t]*\[\d+\])*(?=\s|$)")
+
+
+def _finished(raw: str, finish_reason: str | None, max_tokens: int, model: str) -> str:
+    """``raw`` as far as the model finished it. Stopped by ``llm.max_tokens``
+    (``finish_reason`` ``length``): its complete sentences (and their markers), the cut one
+    dropped; GenerationError when none is complete. Stopped by the server's content filter:
+    GenerationError. A re-test of trial 25 (2026-12-06) showed "Cada empleado tiene derecho a
+    23 [1]", cut at the limit, as a complete and verified answer."""
+    if finish_reason == "content_filter":
+        raise GenerationError(f"{model}: the server's content filter stopped the answer")
+    if finish_reason != "length":
+        return raw
+    ends = [m.end() for m in _SENTENCE_END.finditer(raw)]
+    if not ends:
+        raise GenerationError(
+            f"{model}: the answer was cut at llm.max_tokens={max_tokens} before its first "
+            "sentence ended; raise llm.max_tokens"
+        )
+    return raw[: ends[-1]].strip()

@@ -256,7 +256,8 @@ def identifier_forms(name: str) -> tuple[str, ...]:
 
 
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|cannot|none|nothing|nunca|jam[aá]s|ninguna?|nada|tampoco)\b"
+    r"\b(?:not|no|never|cannot|none|nothing|nobody|neither|nor|nunca|jam[aá]s|ninguna?"
+    r"|ningún|ninguno|nadie|nada|tampoco|ni)\b"
     r"|n't\b",
     re.IGNORECASE,
 )
@@ -629,11 +630,18 @@ def ground(
         keep[ci] = [lab for lab in labels_of[ci] if unsupported == "flag" or lab not in bad]
     # "remove": a sentence none of whose citations holds goes with them (trial 25: only its
     # marker went, and "La luna está hecha de queso [1]" stayed, uncited, in the answer)
+    # and so does one without a marker that no source supports (a re-test of trial 25: it
+    # stayed, with no "not supported" line), when the checker looked for one
+    looked = attribute and checker is not None
     dropped = {
         ci
         for ci, claim in enumerate(parsed.claims)
-        if unsupported == "remove" and not keep[ci] and labels_of[ci] and ci not in pointers
+        if unsupported == "remove"
+        and not keep[ci]
+        and ci not in pointers
+        and (labels_of[ci] or (looked and ci in bare))
     }
+    uncited = tuple(parsed.claims[ci].text for ci in keep if not keep[ci])
     for ci in dropped:
         del keep[ci]
     order = list(dict.fromkeys(lab for ci in keep for lab in keep[ci]))
@@ -661,7 +669,7 @@ def ground(
         verified_claims=verified_claims,
         invalid_labels=tuple(parsed.invalid),
         unsupported=tuple(unsupported_claims),
-        uncited=tuple(parsed.claims[ci].text for ci in keep if not keep[ci]),
+        uncited=uncited,
         attributed=tuple(parsed.claims[ci].text for ci in attributed),
         reattributed=tuple(parsed.claims[ci].text for ci in reattributed),
     )

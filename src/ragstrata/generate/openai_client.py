@@ -210,6 +210,8 @@ class OpenAIGenerator:
                 for choice in getattr(chunk, "choices", None) or ():
                     delta = getattr(choice, "delta", None)
                     piece = getattr(delta, "content", None) if delta is not None else None
+                    if piece is not None and not isinstance(piece, str):
+                        raise TypeError(f"content is {type(piece).__name__}, not text")
                     if piece:
                         parts.append(piece)
                         yield Delta(piece)
@@ -222,6 +224,11 @@ class OpenAIGenerator:
         except ValueError as exc:  # a chunk that is not JSON (trial 25: a traceback)
             raise GenerationError(
                 f"{self.base_url}: the server sent a stream chunk that is not JSON ({exc})"
+            ) from exc
+        except (TypeError, AttributeError) as exc:  # JSON of another shape ("choices": 5)
+            raise GenerationError(
+                f"{self.base_url}: the server sent a stream chunk that is not a chat "
+                f"completion chunk ({type(exc).__name__}: {exc})"
             ) from exc
         if not reason:
             # every OpenAI-compatible server ends a stream with a finish_reason: without one,

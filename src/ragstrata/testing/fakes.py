@@ -73,14 +73,18 @@ class ScriptedChatModel:
     Each generation (``complete`` or ``stream``) consumes the next answer (IndexError when the
     script is exhausted). ``stream`` yields the answer word by word (each word with its
     following space), then one ``done`` delta whose usage counts prompt words and answer
-    pieces; ``complete`` is that stream collected. ``counter`` counts words.
+    pieces and whose ``finish_reason`` is the one given (``stop``); ``complete`` is that
+    stream collected. ``counter`` counts words.
     """
 
-    def __init__(self, *answers: str, context_window: int = 4096) -> None:
+    def __init__(
+        self, *answers: str, context_window: int = 4096, finish_reason: str = "stop"
+    ) -> None:
         self.answers = list(answers)
         self.calls: list[list[ChatMessage]] = []
         self.counter: TokenCounter = CallableTokenCounter(_words)
         self.context_window = context_window
+        self.finish_reason = finish_reason
 
     @property
     def name(self) -> str:
@@ -100,7 +104,9 @@ class ScriptedChatModel:
         for i, piece in enumerate(pieces):
             yield Delta(piece + (" " if i < len(pieces) - 1 else ""))
         prompt = sum(self.counter.count(m.content) for m in messages)
-        yield Delta("", done=True, usage=Usage(prompt, len(pieces)), finish_reason="stop")
+        yield Delta(
+            "", done=True, usage=Usage(prompt, len(pieces)), finish_reason=self.finish_reason
+        )
 
 
 class RecordedChatModel:

@@ -97,3 +97,25 @@ def test_an_answer_without_citations_is_not_shown() -> None:
     assert answer.refusal and answer.refused_by == "no_citations"
     assert answer.generation is not None and answer.generation.raw_answer == "PWNED"
     assert "PWNED" not in answer.text
+
+
+def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
+    """A re-test of trial 25 (2026-12-06): "Cada empleado tiene derecho a 23 [1]", cut at the
+    token limit, was shown as a complete, verified answer."""
+    import pytest
+
+    from ragstrata.errors import GenerationError
+
+    hits = [make_hit("install", INSTALL, 1, dense=0.7), make_hit("billing", BILLING, 2, dense=0.2)]
+    cut = ScriptedChatModel(
+        "It needs Python 3.11 and four gigabytes of memory [1]. Invoices are emailed on",
+        finish_reason="length",
+    )
+    answer = answer_from_events(iter(run(answerer(cut), "What does the installer need?", hits)))
+    assert answer.text == "It needs Python 3.11 and four gigabytes of memory [1]."
+    nothing = ScriptedChatModel("It needs Python 3.11 and four", finish_reason="length")
+    with pytest.raises(GenerationError, match="max_tokens"):
+        run(answerer(nothing), "What does the installer need?", hits)
+    filtered = ScriptedChatModel("It needs Python [1].", finish_reason="content_filter")
+    with pytest.raises(GenerationError, match="content filter"):
+        run(answerer(filtered), "What does the installer need?", hits)

@@ -117,6 +117,12 @@ def test_ground_renumbers_verifies_and_flags(checker: CitationChecker) -> None:
     # the sentence goes with its only citation (trial 25: only its marker went)
     assert "noon" not in removed.text and removed.text.startswith("The installer needs")
     assert removed.diagnostics["unsupported"][0]["sentence"].endswith("noon.")
+    # a sentence without a marker that no source supports goes too (a re-test of trial 25)
+    assert "An extra claim" not in removed.text
+    assert set(removed.diagnostics["uncited"]) == {
+        "Invoices arrive every day at noon.",
+        "An extra claim.",
+    }
 
     unchecked = ground(answer, ctx, None)
     assert all(c.verified and c.support is None for c in unchecked.citations)
@@ -399,3 +405,22 @@ def test_an_out_of_range_marker_is_replaced_once(checker: CitationChecker) -> No
     out = ground("The installer needs Python 3.11 [7].", ctx, checker)
     assert out.text == "The installer needs Python 3.11 [1]."
     assert out.diagnostics["invalid_labels"] == [7] and out.diagnostics["attributed"]
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Ningún empleado tiene derecho a 23 días de vacaciones.",
+        "Nadie tiene derecho a 23 días de vacaciones.",
+        "Neither 200 nor 204 responses may have a body.",
+        "Nobody needs Python 3.11.",
+        "No hay vacaciones ni permisos.",
+    ],
+)
+def test_negation_words_of_both_languages(claim: str) -> None:
+    """A re-test of trial 25 (2026-12-06): "Ningún empleado ..." and "Neither 200 nor 204
+    ..." were verified against sources that say the opposite."""
+    from ragstrata.generate.citations import _negated
+
+    assert _negated(claim)
+    assert not _negated("Cada empleado tiene derecho a 23 días de vacaciones.")

@@ -216,3 +216,25 @@ def test_a_complete_stream_without_usage_still_ends() -> None:
     deltas = list(gen.stream(MESSAGES))
     assert deltas[-1].done and deltas[-1].finish_reason == "stop"
     assert collect(iter(deltas)).text == "Hola [1]."
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": [{"index": 0, "delta": {"content": 5}, "finish_reason": None}]},
+        {"choices": 5},
+        {"choices": [], "usage": 5},
+    ],
+)
+def test_a_stream_chunk_of_another_shape_is_an_error(chunk: dict[str, Any]) -> None:
+    """Re-test of trial 25 (2026-12-06): such chunks ended in a TypeError traceback."""
+    body = f"data: {json.dumps({'id': 'c1', 'object': 'chat.completion.chunk', **chunk})}\n\n"
+    body += _stream_chunk(None, "stop") + "data: [DONE]\n\n"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+
+    gen, _ = make(handler)
+    with pytest.raises(GenerationError) as info:
+        list(gen.stream(MESSAGES))
+    assert info.value.code == "RS800"
