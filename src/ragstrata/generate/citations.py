@@ -591,13 +591,22 @@ def ground(
         ]
     supports: dict[tuple[int, int], Support] = {}
     if checker is not None and pairs:
+        from ragstrata.text.language import query_language
+
+        # the passage's own language, its document's when it has no cue: a mixed document
+        # is tagged with one language (a re-test of trial 25: an English section of a
+        # Spanish-tagged file failed Spanish claims)
+        passage_language = {
+            label: query_language(source.body) or source.hit.chunk.language
+            for label, source in sources.items()
+        }
         found = checker.features(
             [parsed.claims[ci].text for ci, _ in pairs],
             [sources[label].body for _, label in pairs],
             code=[parsed.claims[ci].code for ci, _ in pairs],
             headings=[_heading_of(sources[label]) for _, label in pairs],
             documents=[_same_document(sources[label], context.sources) for _, label in pairs],
-            languages=[sources[label].hit.chunk.language for _, label in pairs],
+            languages=[passage_language[label] for _, label in pairs],
         )
         supports = dict(zip(pairs, found, strict=True))
     attributed: list[int] = []

@@ -57,3 +57,21 @@ def test_ground_verifies_a_translated_answer(checker: CitationChecker) -> None:
     answer = "Each employee is entitled to 23 working days of vacation per year [1]."
     out = ground(answer, context, checker)
     assert out.citations and out.citations[0].verified, out.diagnostics
+
+
+def test_the_passage_language_wins_over_its_documents(checker: CitationChecker) -> None:
+    """A re-test of trial 25 (2026-12-06): a file with an English section and a Spanish one
+    is tagged with one language; a Spanish claim about its English section failed."""
+    english = (
+        "New employees must complete the safety training within their first 10 days. "
+        "The training is given online by the people team."
+    )
+    hit = make_hit("mixed", english, 1)
+    tagged_spanish = replace(hit, chunk=replace(hit.chunk, language="es"))
+    context = assemble([tagged_spanish], counter=FunctionCounter(str.split), budget_tokens=1000)
+    claim = (
+        "Los nuevos empleados deben completar la formación de seguridad en sus primeros "
+        "10 días [1]."
+    )
+    out = ground(claim, context, checker)
+    assert out.citations and out.citations[0].verified, out.diagnostics
