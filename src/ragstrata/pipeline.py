@@ -402,7 +402,8 @@ class Ragstrata:
         ``display_source`` names the documents in the LLM's prompt and legend (the service
         passes the file name inside the tenant's collection, never a server path).
         ``release_index`` (a command-line ``ask``): with an LLM, the index is released (lock,
-        store) once the sources are read, before the model writes, so that other searches
+        store) once the sources are read (after HyDE's passage when ``llm.hyde``, which needs
+        the index), before the model writes the answer, so that other searches
         need not wait out the generation (a local model takes a minute on 2 cores; trial 25:
         an ``eval-answers`` beside it failed with RS503); the next search opens it again.
 
@@ -457,7 +458,10 @@ class Ragstrata:
 
         lookup: ParentLookup = parents
         if release_index:
-            read = {h.chunk.doc_id: parents(h.chunk) for h in hits} if self._expands() else {}
+            read: dict[str, list[Chunk]] = {}
+            for h in hits if self._expands() else ():
+                if h.chunk.doc_id not in read:  # one read per document
+                    read[h.chunk.doc_id] = parents(h.chunk)
 
             def lookup(chunk: Chunk) -> list[Chunk]:
                 return read.get(chunk.doc_id, [chunk])  # read before the release

@@ -502,6 +502,9 @@ class Answer:
     hyde_passage: str | None = None
     generation: Generation | None = None
     disagreements: tuple[SourceDisagreement, ...] = ()
+    cited_chunks: tuple[Chunk, ...] = ()
+    """The chunks citations name that are not among ``hits``: of an expanded section, the
+    chunk that holds a quote (:meth:`~ragstrata.assemble.context.Source.chunk_at`)."""
 
     @property
     def conflict(self) -> bool:

@@ -117,14 +117,25 @@ _FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE)
 
 def _gap(before: str, width: int) -> str:
     """What stands for the ``width`` characters of white space the chunker left between two
-    chunks (their text is stripped): inside an open code fence a line break and the next
-    line's indentation, after a table row or in a one-character gap a line break (a code
-    line, a table row or a soft line break of prose), else a blank line (a break between
-    blocks). A blank line inside code or a table cut it in two (a review, 2026-12-06)."""
+    chunks (their text is stripped): inside an open code fence line breaks and the next
+    line's indentation (below), after a table row or in a one-character gap a line break (a
+    code line, a table row or a soft line break of prose), else a blank line (a break between
+    blocks). A blank line inside code or a table cut it in two (a review, 2026-12-06).
+
+    Inside code the split between line breaks and indentation is not known: the first of
+    these that fits is taken, one line break then the previous line's indentation, then that
+    indentation less or more one level (4), then only line breaks (a top-level line after
+    blank lines: ``def f4`` kept at column 0)."""
     if width <= 0:
         return ""
     if len(_FENCE_LINE.findall(before)) % 2:
-        return "\n" + " " * (width - 1)
+        last = before.rsplit("\n", 1)[-1]
+        indent = len(last) - len(last.lstrip(" \t"))
+        unit = "\t" if last[:1] == "\t" else " "
+        for spaces in (indent, indent - 4, indent + 4):
+            if 0 <= spaces < width:
+                return "\n" * (width - spaces) + unit * spaces
+        return "\n" * width
     last_line = before.rsplit("\n", 1)[-1]
     if width == 1 or last_line.lstrip().startswith("|"):
         return "\n"

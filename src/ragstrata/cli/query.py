@@ -63,7 +63,7 @@ def _resolve_sources(engine: Ragstrata, filters: Filters | None) -> Filters | No
         if value in known or absolute in known:
             resolved.append(value if value in known else absolute)
             continue
-        tail = "/" + value.replace(os.sep, "/").lstrip("/")
+        tail = "/" + os.path.normpath(value).replace(os.sep, "/").lstrip("/")
         matched = sorted(s for s in known if s.replace(os.sep, "/").endswith(tail))
         if not matched:
             example = min(known, default="")
@@ -259,10 +259,10 @@ def ask(
         cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None
+            checked = _resolve_sources(engine, checked)  # a bad value: before the model loads
             warm_up = getattr(engine.generator, "warm_up", None)
             if callable(warm_up):  # a local model loads before the index is opened (trial
                 warm_up()  # 25: a first load of 30 s held the index, other searches waited)
-            checked = _resolve_sources(engine, checked)
             questions = _stdin_questions() if question == "-" else iter([question])
             for n, asked in enumerate(questions):
                 if question == "-" and not json_out:

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from ragstrata.assemble.context import ParentLookup, assemble, resolve_versions
+from ragstrata.assemble.context import Context, ParentLookup, assemble, resolve_versions
 from ragstrata.config import LLMConfig
 from ragstrata.errors import GenerationError
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, TokenEvent, refusal
@@ -25,7 +25,15 @@ from ragstrata.generate.citations import CitationChecker, ground
 from ragstrata.generate.evidence import EvidenceRule, check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, render_sources
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Answer, DecodeStats, Generation, Hit, RefusalReason
+from ragstrata.types import (
+    Answer,
+    Chunk,
+    Citation,
+    DecodeStats,
+    Generation,
+    Hit,
+    RefusalReason,
+)
 
 PROMPT_OVERHEAD_TOKENS = 450
 """Tokens reserved for the rules, tags, legend and question around the sources."""
@@ -141,14 +149,13 @@ class LLMAnswerer:
         spent["generate"] = (time.perf_counter() - t) * 1000
         if first_token is not None:
             spent["first_token"] = (first_token - t0) * 1000
-        raw = _finished(
-            "".join(parts).strip(), finish_reason, self.config.max_tokens, self.generator.name
-        )
+        written = "".join(parts).strip()  # as the model wrote it: Generation.raw_answer
+        raw = _finished(written, finish_reason, self.config.max_tokens, self.generator.name)
         if not raw or is_refusal(raw):
             declined = Generation(  # what the model wrote stays readable (trial 25: null)
                 context_tokens=context.tokens,
                 finish_reason=finish_reason,
-                raw_answer=raw or None,
+                raw_answer=written or None,
                 decode=decode,
             )
             yield refuse("llm", usage.to_json(), declined)
@@ -160,7 +167,7 @@ class LLMAnswerer:
         generation = Generation(
             context_tokens=context.tokens,
             finish_reason=finish_reason,
-            raw_answer=raw,
+            raw_answer=written,
             grounding=grounded.grounding,
             decode=decode,
         )
@@ -187,27 +194,49 @@ class LLMAnswerer:
                 conflicts=tuple(conflicts),
                 hits=tuple(hits),
                 generation=generation,
+                cited_chunks=_cited_chunks(grounded.citations, context, hits),
             )
         )
 
 
-_SENTENCE_END = re.compile(r"[.!?。][*_\"'”’»)]*(?:[ \t]*\[\d+\])*(?=\s|$)")
+def _cited_chunks(
+    citations: Sequence[Citation], context: Context, hits: Sequence[Hit]
+) -> tuple[Chunk, ...]:
+    """The chunks ``citations`` name that are not among ``hits`` (parts of expanded sections),
+    for a reader that shows each citation's chunk (the service's citation cards)."""
+    retrieved = {h.chunk.chunk_id for h in hits}
+    parts = {c.chunk_id: c for s in context.sources for _, _, c in s.parts}
+    named = dict.fromkeys(c.chunk_id for c in citations if c.chunk_id not in retrieved)
+    return tuple(parts[i] for i in named if i in parts)
+
+
+_STOP_AT_END = re.compile(r"[.!?。][*_\"'”’»)]*\s*$")
+_DANGLING_ITEM = re.compile(r"\n[ \t]*(?:\d{1,3}[.)]|[-*+])[ \t]*$")
 
 
 def _finished(raw: str, finish_reason: str | None, max_tokens: int, model: str) -> str:
     """``raw`` as far as the model finished it. Stopped by ``llm.max_tokens``
-    (``finish_reason`` ``length``): its complete sentences (and their markers), the cut one
-    dropped; GenerationError when none is complete. Stopped by the server's content filter:
+    (``finish_reason`` ``length``): its complete sentences with their markers (the claims'
+    own sentence split, :func:`~ragstrata.generate.citations.parse_answer`'s: numbers and
+    abbreviations do not end one), the cut one and a list number left dangling dropped;
+    GenerationError when none is complete. Stopped by the server's content filter:
     GenerationError. A re-test of trial 25 (2026-12-06) showed "Cada empleado tiene derecho a
     23 [1]", cut at the limit, as a complete and verified answer."""
+    from ragstrata.generate.citations import MARKER, _segments
+
     if finish_reason == "content_filter":
         raise GenerationError(f"{model}: the server's content filter stopped the answer")
     if finish_reason != "length":
         return raw
-    ends = [m.end() for m in _SENTENCE_END.finditer(raw)]
-    if not ends:
+    masked = MARKER.sub(lambda m: "\x00" * len(m.group()), raw)
+    spans = _segments(raw, masked)
+    cut = len(raw)
+    if spans and not _STOP_AT_END.search(masked[spans[-1][0] :].replace("\x00", "").rstrip()):
+        cut = spans[-1][0]
+    kept = _DANGLING_ITEM.sub("", raw[:cut].rstrip()).rstrip()
+    if not kept:
         raise GenerationError(
             f"{model}: the answer was cut at llm.max_tokens={max_tokens} before its first "
             "sentence ended; raise llm.max_tokens"
         )
-    return raw[: ends[-1]].strip()
+    return kept

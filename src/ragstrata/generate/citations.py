@@ -591,15 +591,11 @@ def ground(
         ]
     supports: dict[tuple[int, int], Support] = {}
     if checker is not None and pairs:
-        from ragstrata.text.language import query_language
-
-        # the passage's own language, its document's when it has no cue: a mixed document
-        # is tagged with one language (a re-test of trial 25: an English section of a
-        # Spanish-tagged file failed Spanish claims)
-        passage_language = {
-            label: query_language(source.body) or source.hit.chunk.language
-            for label, source in sources.items()
-        }
+        # the passage's own language when its function words say it clearly and its
+        # document is tagged Spanish, English or undetermined, else its document's: a mixed
+        # document is tagged with one language (a re-test of trial 25: an English section of
+        # a Spanish-tagged file failed Spanish claims)
+        passage_language = {label: _language_of(source) for label, source in sources.items()}
         found = checker.features(
             [parsed.claims[ci].text for ci, _ in pairs],
             [sources[label].body for _, label in pairs],
@@ -641,6 +637,7 @@ def ground(
     # marker went, and "La luna está hecha de queso [1]" stayed, uncited, in the answer)
     # and so does one without a marker that no source supports (a re-test of trial 25: it
     # stayed, with no "not supported" line), when the checker looked for one
+    # ... but not a heading or a lead-in line ("Los pasos son:"), which assert nothing
     looked = attribute and checker is not None
     dropped = {
         ci
@@ -648,7 +645,7 @@ def ground(
         if unsupported == "remove"
         and not keep[ci]
         and ci not in pointers
-        and (labels_of[ci] or (looked and ci in bare))
+        and (labels_of[ci] or (looked and ci in bare and not _lead_in(parsed.text, claim)))
     }
     uncited = tuple(parsed.claims[ci].text for ci in keep if not keep[ci])
     for ci in dropped:
@@ -729,6 +726,11 @@ def _rewrite(
     edits: list[tuple[int, int, str]] = [
         (parsed.claims[ci].start, parsed.claims[ci].end, "") for ci in gone
     ]
+    if gone:  # a code block only a removed sentence vouched for goes with it (a review)
+        for a, b in _fenced_ranges(text):
+            owners = _code_owners(parsed.claims, a, b)
+            if owners and set(owners) <= gone:
+                edits.append((a, b, ""))
     claim_of: dict[int, int] = {}
     for ci, claim in enumerate(parsed.claims):
         for mi, (start, _, _) in enumerate(parsed.markers):
@@ -758,9 +760,15 @@ def _rewrite(
     return _tidy(text)
 
 
+def _lead_in(text: str, claim: Claim) -> bool:
+    """Whether ``claim`` is a heading line or ends in ``:`` (a lead-in to a list or code)."""
+    written = text[claim.start : claim.end].strip()
+    return written.startswith("#") or written.rstrip(" *_").endswith(":")
+
+
 def _tidy(text: str) -> str:
     """Spaces left by removed markers cleaned up, outside fenced code only (code keeps its
-    indentation)."""
+    indentation), and runs of blank lines left by removed sentences made one."""
     out: list[str] = []
     in_fence = False
     for line in text.split("\n"):
@@ -769,8 +777,20 @@ def _tidy(text: str) -> str:
         elif not in_fence:
             line = re.sub(r"(?<=\S)[ \t]+([.,;:!?])", r"\1", line)
             line = re.sub(r"(?<=\S)[ \t]{2,}(?=\S)", " ", line)
+            if not line.strip() and len(out) >= 1 and not out[-1].strip():
+                continue  # a second blank line in a row, outside code
         out.append(line)
     return "\n".join(out).strip()
+
+
+def _language_of(source: Source) -> str:
+    """A source's language for the cross-lingual rule (see :func:`ground`)."""
+    from ragstrata.text.language import passage_language
+
+    tagged = source.hit.chunk.language
+    if tagged not in ("es", "en", "und"):
+        return tagged
+    return passage_language(source.body) or tagged
 
 
 def _same_document(source: Source, sources: Sequence[Source]) -> str:

@@ -143,6 +143,8 @@ def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
         data["retrieval"] = hits
         ranks = {h["chunk_id"]: h["explain"] for h in hits}
     passages = {h.chunk.chunk_id: h.chunk for h in outcome.answer.hits}
+    # a quote from another chunk of an expanded section: that chunk (a review, 2026-12-06)
+    passages.update({c.chunk_id: c for c in outcome.answer.cited_chunks})
     for cited in data["citations"]:
         chunk = passages.get(cited["chunk_id"])
         passage = chunk.text if chunk is not None else cited["quote"]

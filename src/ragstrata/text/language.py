@@ -182,6 +182,21 @@ def hint_language(text: str) -> Language | None:
     return "es" if es > en else "en"
 
 
+def passage_language(text: str) -> Language | None:
+    """``"es"`` or ``"en"`` for a passage by its function words, code and HTML removed, when
+    one language has at least 3 of them and twice the other's; ``None`` otherwise. Unlike
+    :func:`hint_language` (for questions) one ``ñ`` does not decide ("Español" in an English
+    passage) and the words of a code block do not count ("for", "in", "is")."""
+    words = _WORD_RE.findall(_CODE_RE.sub(" ", text).lower())
+    es = sum(w in _ES_HINTS for w in words)
+    en = sum(w in _EN_HINTS for w in words)
+    if es >= 3 and es >= 2 * en:
+        return "es"
+    if en >= 3 and en >= 2 * es:
+        return "en"
+    return None
+
+
 def has_function_word(text: str) -> bool:
     """Whether ``text`` holds a Spanish or English function word or question word of
     :func:`hint_language`'s lists ("qué", "el", "what", "the", ...): a sign that it is written

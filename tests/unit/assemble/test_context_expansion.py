@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from ragstrata.assemble.context import (
     assemble,
     edge_order,
@@ -183,3 +185,14 @@ def test_an_expanded_source_knows_which_chunk_holds_each_part_of_its_passage() -
     assert (cited.start, cited.end) == (pieces[0].start, pieces[0].end)
     at = source.passage.index("dos = 2")
     assert source.chunk_at(at, at + 7) is pieces[3]
+
+
+def test_a_code_block_merged_keeps_blank_lines_and_indentation() -> None:
+    """A review (2026-12-06): two blank lines before a top-level ``def`` were merged as one
+    line break and two spaces (invalid Python)."""
+    code = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(5))
+    text = "```python\n" + code.rstrip("\n") + "\n```"
+    cuts = [0, text.index("def f2"), text.index("    return y", text.index("def f3")), len(text)]
+    pieces = [_piece(text, a, b) for a, b in itertools.pairwise(cuts)]
+    merged, start, end = merge_section(pieces)
+    assert merged == text[start:end], merged

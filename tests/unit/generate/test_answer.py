@@ -119,3 +119,38 @@ def test_an_answer_cut_at_max_tokens_keeps_its_complete_sentences() -> None:
     filtered = ScriptedChatModel("It needs Python [1].", finish_reason="content_filter")
     with pytest.raises(GenerationError, match="content filter"):
         run(answerer(filtered), "What does the installer need?", hits)
+
+
+def test_a_cut_answer_drops_a_dangling_item_and_keeps_its_markers() -> None:
+    """A review (2026-12-06): "... [1].\\n2. Configurar el" kept "2.", and "... año. [1, 2]
+    Además" lost its marker."""
+    from ragstrata.generate.answer import _finished
+
+    assert _finished("Pasos:\n1. Instalar [1].\n2. Configurar el", "length", 9, "m") == (
+        "Pasos:\n1. Instalar [1]."
+    )
+    assert _finished("Son 23 días al año. [1, 2] Además, cada", "length", 9, "m") == (
+        "Son 23 días al año. [1, 2]"
+    )
+    assert _finished("Todo [1]. Y más", "stop", 9, "m") == "Todo [1]. Y más"
+
+
+def test_a_quote_from_another_chunk_of_the_section_names_that_chunk() -> None:
+    """A review (2026-12-06): a citation of an expanded section named the retrieved chunk,
+    and the service then showed a passage without the quote."""
+    first = make_hit("guide", INSTALL, 2, start=0, parent="sec")
+    second = make_hit("guide", BILLING, 1, start=len(INSTALL) + 1, parent="sec")
+    analyzer = Analyzer()
+    llm = LLMAnswerer(
+        ScriptedChatModel("It needs Python 3.11 and four gigabytes of memory [1]."),
+        analyzer,
+        LLMConfig(provider="local"),
+        evidence_rule=HandRule(0.0),
+        checker=CitationChecker(HashEmbedder(), analyzer),
+        parents=lambda chunk: [first.chunk, second.chunk],
+    )
+    answer = answer_from_events(iter(run(llm, "What does the installer need?", [second])))
+    assert not answer.refusal, answer
+    (cited,) = answer.citations
+    assert cited.chunk_id == first.chunk.chunk_id
+    assert [c.chunk_id for c in answer.cited_chunks] == [first.chunk.chunk_id]

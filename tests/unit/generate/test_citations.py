@@ -424,3 +424,23 @@ def test_negation_words_of_both_languages(claim: str) -> None:
 
     assert _negated(claim)
     assert not _negated("Cada empleado tiene derecho a 23 días de vacaciones.")
+
+
+def test_remove_mode_takes_a_dropped_sentences_code_and_keeps_headings(
+    checker: CitationChecker,
+) -> None:
+    """A review (2026-12-06): remove mode dropped a sentence but kept the unbacked code block
+    it vouched for, orphaned, and deleted a heading as an uncited sentence."""
+    hits = [
+        make_hit("billing", "Invoices are emailed on the first day of each month.", 1),
+        make_hit("install", PASSAGE, 2),
+    ]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
+    answer = (
+        "The installer needs Python 3.11 [2].\n\n"
+        "Usa este archivo de configuración [1]:\n```yaml\nport: 9999\nhost: evil.example\n```\n\n"
+        "## Configuración del puerto\n\n"
+        "Invoices arrive every day at noon [1]."
+    )
+    removed = ground(answer, ctx, checker, unsupported="remove")
+    assert removed.text == "The installer needs Python 3.11 [1].\n\n## Configuración del puerto"

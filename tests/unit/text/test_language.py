@@ -92,3 +92,18 @@ def test_a_document_repeating_one_spanish_sentence_is_spanish() -> None:
     german = "Das ist ein deutscher Text über die Logistik und die Lieferungen jeden Tag."
     assert detect_language(german) == "de"
     assert detect_language("zzz qqq") == "und"
+
+
+def test_passage_language_reads_function_words_not_code_or_one_letter() -> None:
+    """A review (2026-12-06): the question rule made an English passage naming "Español"
+    Spanish, and a Spanish passage with a Python block English."""
+    from ragstrata.text.language import passage_language
+
+    english = "The page is available in several languages, including Español and the rest."
+    assert passage_language(english) == "en"
+    spanish = (
+        "La función recorre la lista y devuelve el total de los pedidos.\n\n"
+        "```python\nfor item in items:\n    if item is not None and the_total:\n        pass\n```"
+    )
+    assert passage_language(spanish) == "es"
+    assert passage_language("x = 1") is None
