@@ -327,8 +327,12 @@ class EdgeStore(ChunkReads):
         self._shard.optimize()
 
     def close(self) -> None:
-        self.flush()
-        self._shard.close()
+        """Flush, then close the shard; the shard is closed even when the flush fails (its
+        StoreError is raised after)."""
+        try:
+            self.flush()
+        finally:
+            self._shard.close()
 
     def _filter(self, filters: Filters | None) -> Any:
         if not filters:

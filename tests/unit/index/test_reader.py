@@ -104,6 +104,36 @@ def test_while_a_writer_holds_the_index_its_published_snapshot_is_read(tmp_path:
     lock.release()
 
 
+def test_a_snapshot_whose_flush_fails_on_close_is_still_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI57 (2026-12-06): readers of one read snapshot flush its segments at once when they
+    close, and one's atomic write lost to another's: the search failed with that StoreError,
+    though a snapshot reader has nothing to save. The failed flush is injected here."""
+    from ragstrata.index.edge import EdgeStore
+
+    store, manifest = build(tmp_path, 5)
+    lock = IndexLock.acquire(tmp_path)
+    publisher = snapshots.SnapshotPublisher(tmp_path, tmp_path / "shard")
+    assert publisher.publish(manifest, force=True)
+    r = reader(tmp_path, wait_s=1.0)
+    assert r.read_store().count() == 5
+    snapshot = r.snapshot
+    assert snapshot is not None
+
+    def racing_flush(self: EdgeStore) -> None:
+        raise StoreError(f"flush of {self.path} failed: No such file (.atomicwrite)")
+
+    monkeypatch.setattr(EdgeStore, "flush", racing_flush)
+    r.close()  # no error: the snapshot's store is closed and the snapshot released
+    assert r.snapshot is None
+    IndexLock.acquire(snapshot.path, wait_s=0).release()
+    monkeypatch.undo()
+    publisher.retire()
+    store.close()
+    lock.release()
+
+
 def test_a_held_index_without_snapshot_fails_after_the_wait(tmp_path: Path) -> None:
     store, _ = build(tmp_path, 2)
     lock = IndexLock.acquire(tmp_path)
