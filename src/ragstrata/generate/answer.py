@@ -12,7 +12,6 @@ renumbered and verified → :class:`~ragstrata.types.Answer`.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
@@ -21,7 +20,7 @@ from ragstrata.config import LLMConfig
 from ragstrata.errors import GenerationError
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, TokenEvent, refusal
 from ragstrata.generate.base import ChatModel, Usage
-from ragstrata.generate.citations import CitationChecker, ground
+from ragstrata.generate.citations import CitationChecker, complete_sentences, ground
 from ragstrata.generate.evidence import EvidenceRule, check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, render_sources
 from ragstrata.text.analyzer import Analyzer
@@ -210,10 +209,6 @@ def _cited_chunks(
     return tuple(parts[i] for i in named if i in parts)
 
 
-_STOP_AT_END = re.compile(r"[.!?。][*_\"'”’»)]*\s*$")
-_DANGLING_ITEM = re.compile(r"\n[ \t]*(?:\d{1,3}[.)]|[-*+])[ \t]*$")
-
-
 def _finished(raw: str, finish_reason: str | None, max_tokens: int, model: str) -> str:
     """``raw`` as far as the model finished it. Stopped by ``llm.max_tokens``
     (``finish_reason`` ``length``): its complete sentences with their markers (the claims'
@@ -222,18 +217,11 @@ def _finished(raw: str, finish_reason: str | None, max_tokens: int, model: str) 
     GenerationError when none is complete. Stopped by the server's content filter:
     GenerationError. A re-test of trial 25 (2026-12-06) showed "Cada empleado tiene derecho a
     23 [1]", cut at the limit, as a complete and verified answer."""
-    from ragstrata.generate.citations import MARKER, _segments
-
     if finish_reason == "content_filter":
         raise GenerationError(f"{model}: the server's content filter stopped the answer")
     if finish_reason != "length":
         return raw
-    masked = MARKER.sub(lambda m: "\x00" * len(m.group()), raw)
-    spans = _segments(raw, masked)
-    cut = len(raw)
-    if spans and not _STOP_AT_END.search(masked[spans[-1][0] :].replace("\x00", "").rstrip()):
-        cut = spans[-1][0]
-    kept = _DANGLING_ITEM.sub("", raw[:cut].rstrip()).rstrip()
+    kept = complete_sentences(raw)
     if not kept:
         raise GenerationError(
             f"{model}: the answer was cut at llm.max_tokens={max_tokens} before its first "

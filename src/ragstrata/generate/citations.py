@@ -107,14 +107,24 @@ class ParsedAnswer:
         return list(dict.fromkeys(label for c in self.claims for label in c.invalid))
 
 
+_STOP = r"[.!?。][*_\"'”’»)]*"
+"""A sentence's stop, and the closing emphasis or quotes after it: "**... al año.** [5] Las
+..." was one claim (trial 25), which no source supports whole."""
+_BOUNDARY = re.compile(_STOP + r"(?=[\s\x00]|$)|\n")
+_STOP_AT_END = re.compile(_STOP + r"\s*$")
+_DANGLING_ITEM = re.compile(r"\n[ \t]*(?:\d{1,3}[.)]|[-*+])[ \t]*$")
+
+
+def _masked(text: str) -> str:
+    """``text`` with each citation marker replaced by as many NULs."""
+    return MARKER.sub(lambda m: "\x00" * len(m.group()), text)
+
+
 def _segments(text: str, masked: str) -> list[tuple[int, int]]:
     """Sentence spans of ``text``; ``masked`` is ``text`` with markers replaced by NULs."""
     spans: list[tuple[int, int]] = []
     start = 0
-    # a stop may be followed by closing emphasis or quotes: "**... al año.** [5] Las ..." was
-    # one claim (trial 25), which no source supports whole
-    boundary = re.compile(r"[.!?。][*_\"'”’»)]*(?=[\s\x00]|$)|\n")
-    for m in boundary.finditer(masked):
+    for m in _BOUNDARY.finditer(masked):
         end = m.end()
         if m.group() != "\n":  # markers (and spaces before them) after the punctuation
             absorbed = re.match(r"(?:[ \t]*\x00+)+", masked[end:])
@@ -126,6 +136,18 @@ def _segments(text: str, masked: str) -> list[tuple[int, int]]:
     if start < len(text):
         spans.append((start, len(text)))
     return spans
+
+
+def complete_sentences(text: str) -> str:
+    """``text`` up to its last complete sentence, with that sentence's markers (the sentence
+    split of :func:`parse_answer`); a list number or bullet left dangling after it is dropped.
+    ``""`` when no sentence is complete. For an answer cut at its token limit."""
+    masked = _masked(text)
+    spans = _segments(text, masked)
+    cut = len(text)
+    if spans and not _STOP_AT_END.search(masked[spans[-1][0] :].replace("\x00", "").rstrip()):
+        cut = spans[-1][0]
+    return _DANGLING_ITEM.sub("", text[:cut].rstrip()).rstrip()
 
 
 def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
