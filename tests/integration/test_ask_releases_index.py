@@ -120,5 +120,9 @@ def test_ask_names_the_sentence_that_failed_its_check(tmp_path: Path) -> None:
             env=env | llm,
         )
     assert result.exit_code == 0, result.output
+    # --no-stream: one request for the whole answer (a proxy that does not stream), and no
+    # key configured: no Authorization header (was "Bearer not-needed")
+    assert [call.body.get("stream") for call in server.calls] == [None]
+    assert "authorization" not in server.calls[0].headers
     assert "not supported La luna está hecha de queso y cuesta 42 euros." in result.output
     assert "42" in result.output.split("not supported", 1)[1]  # what the source lacks

@@ -237,7 +237,12 @@ def ask(
         ),
     ] = None,
     stream: Annotated[
-        bool, typer.Option("--stream/--no-stream", help="Print the answer as it is written.")
+        bool,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Print the answer as it is written; --no-stream asks the LLM server for the "
+            "whole answer in one response (llm.stream = false).",
+        ),
     ] = True,
     filters: FilterOpt = None,
     json_out: JsonOpt = False,
@@ -256,6 +261,8 @@ def ask(
             _check_length(question, "the question")
         checked = parse_filters(filters)
         overrides = _llm_overrides(llm)
+        if not stream:  # one request to the server, not a stream (a proxy that does not stream)
+            overrides["llm.stream"] = False
         cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None

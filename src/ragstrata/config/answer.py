@@ -84,8 +84,10 @@ class LLMConfig:
     chunks also reads the first hits with the packaged cross-encoder reader, about 0.35 s
     per question on 2 cores; off: the answerability model alone), ``verify_citations``,
     ``unsupported`` (``flag``: keep unsupported citations with ``verified=false``; ``remove``:
-    drop them and their markers) and ``hyde`` (hypothetical-answer query expansion; off by
-    default, not measured yet, see docs/generation.md).
+    drop them and their markers), ``hyde`` (hypothetical-answer query expansion; off by
+    default, not measured yet, see docs/generation.md) and ``stream`` (ask the server for a
+    stream, default; false: one request for the whole answer, for a server or proxy that does
+    not stream; ``ask --no-stream`` sets it).
     """
 
     provider: str = "none"
@@ -110,6 +112,7 @@ class LLMConfig:
     verify_citations: bool = True
     unsupported: str = "flag"
     hyde: bool = False
+    stream: bool = True
 
     def __post_init__(self) -> None:
         if self.provider not in LLM_PROVIDERS:

@@ -19,7 +19,7 @@ from ragstrata.assemble.context import Context, ParentLookup, assemble, resolve_
 from ragstrata.config import LLMConfig
 from ragstrata.errors import GenerationError
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, TokenEvent, refusal
-from ragstrata.generate.base import ChatModel, Usage
+from ragstrata.generate.base import ChatMessage, ChatModel, Delta, Usage
 from ragstrata.generate.citations import CitationChecker, complete_sentences, ground
 from ragstrata.generate.evidence import EvidenceRule, check_evidence
 from ragstrata.generate.prompt import build_messages, is_refusal, render_sources
@@ -79,6 +79,16 @@ class LLMAnswerer:
         room = self.generator.context_window - self.config.max_tokens - PROMPT_OVERHEAD_TOKENS
         return max(64, min(self.config.context_tokens, room))
 
+    def _deltas(self, messages: Sequence[ChatMessage]) -> Iterator[Delta]:
+        """The model's answer as deltas: its stream, or with ``llm.stream = false`` one
+        :meth:`~ragstrata.generate.base.ChatModel.complete` request given as one delta (a
+        server or proxy that does not stream)."""
+        if self.config.stream:
+            yield from self.generator.stream(messages)
+            return
+        done = self.generator.complete(messages)
+        yield Delta(done.text, done=True, usage=done.usage, finish_reason=done.finish_reason)
+
     def stream(
         self,
         question: str,
@@ -135,7 +145,7 @@ class LLMAnswerer:
         finish_reason: str | None = None
         decode: DecodeStats | None = None
         first_token: float | None = None
-        for delta in self.generator.stream(messages):
+        for delta in self._deltas(messages):
             if delta.text:
                 if first_token is None:
                     first_token = time.perf_counter()

@@ -54,8 +54,8 @@ class OpenAIGenerator:
     """:class:`~ragstrata.generate.base.ChatModel` over an OpenAI-compatible server.
 
     ``base_url`` like ``https://api.openai.com/v1`` or ``http://127.0.0.1:8080/v1``; ``api_key``
-    ``None`` sends a placeholder (local servers ignore it). ``context_window`` is what the
-    model accepts (prompt + answer); the pipeline budgets the sources below it.
+    ``None``: requests carry no ``Authorization`` header (a local server). ``context_window``
+    is what the model accepts (prompt + answer); the pipeline budgets the sources below it.
     ``sleep`` is injectable for tests. Raises ConfigError for bad arguments at once.
     """
 
@@ -126,6 +126,10 @@ class OpenAIGenerator:
         }
         if self.seed is not None:
             body["seed"] = self.seed
+        if not self._api_key:
+            # the SDK needs a key; without one the request carries no Authorization header
+            # (not "Bearer not-needed", which a proxy in front of a local server may reject)
+            body["extra_headers"] = {"Authorization": require("openai", extra="llm").Omit()}
         return body
 
     def _with_retries(self, call: Callable[[], Any]) -> Any:

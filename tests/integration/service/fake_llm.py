@@ -37,6 +37,7 @@ class Call:
     """One chat request and what the server answered."""
 
     body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)  # names lower-cased
     answer: str = ""
     pieces: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
@@ -72,8 +73,9 @@ class FakeChatServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                headers = {k.lower(): v for k, v in self.headers.items()}
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gone
-                    fake._serve(self, body)
+                    fake._serve(self, body, headers)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -130,8 +132,10 @@ class FakeChatServer:
         return sum(len(m["content"].split()) for m in body["messages"])
 
     # ------------------------------------------------------------------ HTTP
-    def _serve(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-        call = Call(body)
+    def _serve(
+        self, handler: BaseHTTPRequestHandler, body: dict[str, Any], headers: dict[str, str]
+    ) -> None:
+        call = Call(body, headers)
         with self._lock:
             self.calls.append(call)
         if handler.path != "/v1/chat/completions":

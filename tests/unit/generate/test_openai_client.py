@@ -238,3 +238,18 @@ def test_a_stream_chunk_of_another_shape_is_an_error(chunk: dict[str, Any]) -> N
     with pytest.raises(GenerationError) as info:
         list(gen.stream(MESSAGES))
     assert info.value.code == "RS800"
+
+
+@pytest.mark.parametrize(("key", "header"), [(None, None), ("sk-test-123", "Bearer sk-test-123")])
+def test_the_authorization_header_is_the_key_or_absent(key: str | None, header: str | None) -> None:
+    """Without a key a request carries no Authorization header (it sent "Bearer not-needed",
+    which a proxy in front of a local server may reject), streamed or not."""
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json=completion("ok"))
+
+    gen, _ = make(handler, api_key=key)
+    gen.complete(MESSAGES)
+    assert seen == [header]
