@@ -114,11 +114,12 @@ class Chunk:
     same file yields the same ids. ``section_path`` is the heading path (outermost first);
     ``parent_id`` identifies the section the chunk belongs to; ``token_count`` is the number of
     tokens of :attr:`rendered`, measured with the embedding model's own tokenizer (special
-    tokens and the heading-path prefix excluded). ``language`` is the document's detected
-    language; ``page_start``/``page_end`` are the 1-based pages the chunk spans (PDF only,
-    ``None`` otherwise), ``page_breaks`` the offsets in ``text`` where each of its later pages
-    starts (``page_end - page_start`` of them; empty for a one-page chunk and in an index
-    written before 2026-12-06): :meth:`pages_of` finds a quote's own pages.
+    tokens and the heading-path prefix excluded). ``language`` is the document's detected language,
+    or the other of Spanish and English for a chunk whose prose is written in it
+    (:func:`~ragstrata.text.language.chunk_language`); ``page_start``/``page_end`` are the 1-based
+    pages the chunk spans (PDF only, ``None`` otherwise), ``page_breaks`` the offsets in ``text``
+    where each of its later pages starts (``page_end - page_start`` of them; empty for a one-page
+    chunk and in an index written before 2026-12-06): :meth:`pages_of` finds a quote's own pages.
     """
 
     chunk_id: str

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragstrata.errors import ChunkingError
+from ragstrata.text.language import chunk_language
 from ragstrata.text.spans import TABLE_DELIMITER, Fence, find_fences, sentence_spans, strip_span
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Block, Chunk, Document, meta_text
@@ -82,7 +83,7 @@ class Chunker(Protocol):
 
     @property
     def signature(self) -> str:
-        """The chunking policy and its settings (``structure-v6:max=256:...``): two chunkers
+        """The chunking policy and its settings (``structure-v7:max=256:...``): two chunkers
         with the same signature give the same chunks, so an index records it and re-chunks a
         document when it changes."""
         ...
@@ -200,7 +201,7 @@ class StructureChunker:
                     header=header,
                     footer=footer,
                     metadata=metadata,
-                    language=document.language,
+                    language=chunk_language(_prose(text, section, start, end), document.language),
                     page_start=pages[0] if pages else None,
                     page_end=pages[1] if pages else None,
                     page_breaks=tuple(
@@ -235,7 +236,7 @@ class StructureChunker:
     def signature(self) -> str:
         """Policy version and settings; see :attr:`Chunker.signature`."""
         return (
-            f"structure-v6:max={self.max_tokens}:overlap={self.overlap_ratio}"
+            f"structure-v7:max={self.max_tokens}:overlap={self.overlap_ratio}"
             f":prefix={self.max_prefix_tokens}:chars={self.max_chars}"
         )
 
@@ -627,3 +628,18 @@ def _meta_value(value: Any) -> Any:
         if items and all(isinstance(v, str) for v in items):
             return items
     return None
+
+
+_PROSE_KINDS = frozenset({"paragraph", "list", "quote"})
+
+
+def _prose(text: str, section: _Section, start: int, end: int) -> str:
+    """The prose of the chunk ``text[start:end]`` of ``section``: its paragraph, list and quote
+    blocks, without code, tables, HTML/MDX elements and headings (whose MDX anchors are
+    English slugs, ``{/*adding-state*/}``), whose words say nothing of the language the
+    chunk is written in."""
+    return "\n\n".join(
+        text[max(b.start, start) : min(b.end, end)]
+        for b in section.blocks
+        if b.kind in _PROSE_KINDS and b.start < end and b.end > start
+    )

@@ -26,6 +26,7 @@ __all__ = [
     "UNDETERMINED",
     "Language",
     "LanguageRelation",
+    "chunk_language",
     "detect_language",
     "hint_language",
     "language_relation",
@@ -262,6 +263,35 @@ def detect_language(text: str) -> str:
         if total > 0 and shares[language] / total >= _PAIR_PROBABILITY:
             return str(language)
     return UNDETERMINED
+
+
+_MIN_CHUNK_WORDS = 12
+"""Fewer words of prose than this (a caption, a list of names): the chunk keeps its
+document's language."""
+
+
+def chunk_language(text: str, document_language: str) -> str:
+    """The language of one chunk's prose ``text`` (code removed by the caller or here: fences,
+    code spans, HTML tags) in a document of ``document_language``: the other
+    of Spanish and English (or either, in an ``und`` document) when the chunk's function words
+    (:func:`passage_language`) and py3langid (:func:`detect_language`) both say so over at least 12
+    words, else ``document_language``. A Spanish page with an untranslated English section (17 of
+    the 179 pages of ``react-docs-es-mdx``) keeps ``es`` as its own language and gives that
+    section's chunks ``en``: a ``language=en`` filter finds them and the language-neutral dense arm
+    (:mod:`ragstrata.retrieve.hybrid`) shifts them as English. A document in another language
+    (``fr``, ``gl``...) keeps its tag on every chunk."""
+    if document_language not in ("es", "en", UNDETERMINED):
+        return document_language
+    if len(_WORD_RE.findall(_CODE_RE.sub(" ", text).lower())) < _MIN_CHUNK_WORDS:
+        return document_language
+    words = passage_language(text)
+    if words is None or words == document_language:
+        return document_language
+    try:
+        confirmed = detect_language(text) == words
+    except MissingDependencyError:  # no py3langid (a bare install chunking a given document)
+        return document_language
+    return words if confirmed else document_language
 
 
 def query_language(query: str) -> Language | None:

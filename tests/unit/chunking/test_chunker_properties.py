@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -373,3 +374,33 @@ def test_chunk_metadata_is_bounded_in_keys_and_characters() -> None:
     assert size <= META_TOTAL_CHARS + len("format") + len(document.format)
     many = {f"k{i}": str(i) for i in range(40)}
     assert len(chunk_metadata(replace(document, metadata=many))) == 1 + META_KEYS
+
+
+def test_a_section_written_in_the_other_language_carries_its_own() -> None:
+    """A Spanish page with an untranslated English section (17 of the 179 pages of
+    react-docs-es-mdx): that section's chunk says ``en`` (a ``language=en`` filter finds it),
+    the rest keep the page's ``es``, and so do code and a short English line; a page in a
+    third language keeps its tag on every chunk. Every chunk said the document's language."""
+    english = (
+        "By default, React will log all errors to the console. To implement your own error "
+        "reporting, you can provide the optional root options and they will be called when "
+        "an error is thrown."
+    )
+    spanish = (
+        "Llama a la función en el nivel superior de tu componente para declarar una variable "
+        "de estado. La convención es nombrar las variables de estado con el patrón de la "
+        "desestructuración de arrays."
+    )
+    code = "```js\n// This is how you would do it when the root is not there\nrender(app);\n```"
+    text = (
+        f"# Guía\n\n## Uso\n\n{spanish}\n\n## Registro de errores\n\n{english}\n\n"
+        f"## Código\n\n{code}\n\n## Nota\n\nSee the React docs for this.\n"
+    )
+    doc = replace(make_doc(text), language="es")
+    by_section = {c.section_path[-1]: c.language for c in chunker(96).chunk(doc)}
+    assert by_section == {"Uso": "es", "Registro de errores": "en", "Código": "es", "Nota": "es"}
+    french = {c.language for c in chunker(96).chunk(replace(doc, language="fr"))}
+    assert french == {"fr"}
+    english_page = make_doc(f"# Guide\n\n{english}\n\n## Uso\n\n{spanish}\n")
+    english_page = replace(english_page, language="en")
+    assert [c.language for c in chunker(96).chunk(english_page)] == ["en", "es"]

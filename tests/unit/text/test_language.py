@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragstrata.text.language import (
+    chunk_language,
     hint_language,
     language_relation,
     query_language,
@@ -107,3 +108,41 @@ def test_passage_language_reads_function_words_not_code_or_one_letter() -> None:
     )
     assert passage_language(spanish) == "es"
     assert passage_language("x = 1") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "document", "expected"),
+    [
+        # an English passage in a Spanish document, and the reverse
+        (
+            "By default, React will log all errors to the console. To implement your own "
+            "error reporting, you can provide the optional root options.",
+            "es",
+            "en",
+        ),
+        (
+            "Llama a la función en el nivel superior de tu componente para declarar una "
+            "variable de estado con el patrón de la desestructuración.",
+            "en",
+            "es",
+        ),
+        # an undetermined document's chunk gets the language both tests agree on
+        (
+            "Cada empleado tiene derecho a veintitrés días laborables de vacaciones al año y "
+            "las pide en el portal con quince días de antelación.",
+            "und",
+            "es",
+        ),
+        # too few words, code only, a third language: the document's
+        ("See the React docs for this.", "es", "es"),
+        ("```js\n// This is how you would do it when the root is not there\n```", "es", "es"),
+        (
+            "By default, React will log all errors to the console. To implement your own "
+            "error reporting, you can provide the optional root options.",
+            "fr",
+            "fr",
+        ),
+    ],
+)
+def test_chunk_language(text: str, document: str, expected: str) -> None:
+    assert chunk_language(text, document) == expected
