@@ -163,6 +163,14 @@ def mcp(
     log_level: Annotated[
         str, typer.Option("--log-level", help="Server log level (stderr).")
     ] = "WARNING",
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host header streamable-http accepts (name:port or name:*), repeatable; "
+            "needed to check Host and Origin on a --host other than loopback.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the index to MCP clients (tools search and ask, documents as resources; see
     docs/mcp.md). stdio by default; streamable-http serves http://HOST:PORT/mcp."""
@@ -175,7 +183,14 @@ def mcp(
                 f"ragstrata MCP server for {cfg.index_path} on http://{host}:{port}/mcp",
                 highlight=False,
             )
-        serve_mcp(cfg, transport=transport, host=host, port=port, log_level=log_level)
+        serve_mcp(
+            cfg,
+            transport=transport,
+            host=host,
+            port=port,
+            log_level=log_level,
+            allowed_hosts=allowed_hosts or (),
+        )
     except RagError as exc:
         raise _fail(exc) from exc
 

@@ -238,8 +238,10 @@ def read_manifest(index_dir: Path) -> Manifest:
         )
     try:
         return Manifest.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, KeyError) as exc:
-        raise StoreError(f"{path} is corrupt: {exc}") from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        # TypeError/AttributeError: JSON of another shape (trial 28: `[]` reached MCP clients
+        # as "list indices must be integers or slices, not str")
+        raise StoreError(f"{path} is corrupt: {type(exc).__name__}: {exc}") from exc
 
 
 _READ_CACHE: dict[Path, tuple[tuple[int, int, int], Manifest]] = {}

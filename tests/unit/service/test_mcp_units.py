@@ -73,3 +73,65 @@ def test_cli_rejects_a_bad_transport_and_a_missing_index(tmp_path: Path) -> None
         pytest.skip("the mcp extra is not installed")
     missing = runner.invoke(app, ["mcp", "--index", str(tmp_path / "none")])
     assert missing.exit_code == 1 and "ragstrata ingest" in missing.output
+
+
+def test_cli_rejects_a_port_that_is_no_tcp_port_before_loading_anything(tmp_path: Path) -> None:
+    """Trial 28: --port 99999 printed an OverflowError traceback after the models loaded."""
+    for port in ("99999", "0", "-1"):
+        bad = CliRunner().invoke(
+            app,
+            [
+                "mcp",
+                "--index",
+                str(tmp_path / "none"),
+                "--transport",
+                "streamable-http",
+                "--port",
+                port,
+            ],
+        )
+        assert bad.exit_code == 2 and "RS101" in bad.output and "1-65535" in bad.output, bad.output
+
+
+def test_schema_errors_quote_a_long_argument_by_its_start() -> None:
+    """Trial 28: a 1 MB query came back as a 1,000,096-character error."""
+    from pydantic import BaseModel, Field, ValidationError
+
+    from ragstrata.service.mcp import _schema_errors
+
+    class Args(BaseModel):
+        query: str = Field(max_length=10)
+
+    with pytest.raises(ValidationError) as caught:
+        Args(query="x" * 1_000_000)
+    message = _schema_errors("search", caught.value)
+    assert len(message) < 300 and "1,000,002 characters" in message, message
+
+
+def test_allowed_hosts_turn_on_the_host_and_origin_checks() -> None:
+    """Trial 28: on --host 0.0.0.0 the SDK checks neither Host nor Origin; --allowed-host
+    turns the checks on for the names given."""
+    pytest.importorskip("mcp")
+    from ragstrata.errors import ConfigError
+    from ragstrata.service.mcp import transport_security
+
+    assert transport_security("0.0.0.0", ()) is None
+    settings = transport_security("0.0.0.0", ["mcp.example.org:8000"])
+    assert settings.enable_dns_rebinding_protection
+    assert settings.allowed_hosts == ["mcp.example.org:8000"]
+    assert "https://mcp.example.org:8000" in settings.allowed_origins
+    assert "localhost:*" in transport_security("127.0.0.1", ["box:8000"]).allowed_hosts
+    with pytest.raises(ConfigError, match="not a Host value"):
+        transport_security("0.0.0.0", ["http://x/"])
+
+
+def test_a_manifest_of_another_shape_is_a_corrupt_index(tmp_path: Path) -> None:
+    """Trial 28: `manifest.json` = `[]` reached MCP clients as "list indices must be
+    integers or slices, not str" (an untyped error)."""
+    from ragstrata.errors import StoreError
+    from ragstrata.index.catalog import read_manifest
+
+    for body in ("[]", '{"documents": 5}', "7"):
+        (tmp_path / "manifest.json").write_text(body, encoding="utf-8")
+        with pytest.raises(StoreError, match="is corrupt"):
+            read_manifest(tmp_path)
