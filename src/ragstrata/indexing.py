@@ -92,7 +92,8 @@ def parse_paths(
     if missing and len(missing) == len(paths):
         raise SourceNotFoundError(
             ", ".join(path_text(p) for p in missing),
-            "no such file or directory; nothing was ingested (no index was created or changed)",
+            "no such file or directory; nothing was ingested (no index was created or changed)"
+            + _still_indexed(index_dir, missing),
         )
     built = (index_dir / catalog.MANIFEST).exists()  # else a folder of documents: RS500 later
     inside = [p for p in paths if built and _within_index(Path(p), index_dir)]
@@ -164,6 +165,34 @@ def parse_paths(
         loaded.close()  # stops the parser processes, also when indexing failed
 
 
+def _still_indexed(index_dir: Path, missing: Sequence[Path]) -> str:
+    """A hint for paths that do not exist: how many indexed documents lie under them and the
+    command that removes them (``ingest --prune`` cannot: it prunes under existing paths,
+    review 27); ``""`` when none does or there is no readable index."""
+    try:
+        manifest = catalog.read_manifest(index_dir)
+    except StoreError:
+        return ""
+    roots = {os.path.abspath(p).replace(os.sep, "/").rstrip("/") for p in missing}
+    under = sum(
+        1
+        for entry in manifest.documents.values()
+        if any(entry.source == r or entry.source.startswith(r + "/") for r in roots)
+    )
+    if not under:
+        return ""
+    shown = " ".join(path_text(p) for p in missing)
+    if under == 1:
+        return (
+            "; 1 indexed document came from there and stays searchable: "
+            f"`ragstrata forget {shown}` removes it"
+        )
+    return (
+        f"; {under} indexed documents came from there and stay searchable: "
+        f"`ragstrata forget {shown}` removes them"
+    )
+
+
 def _reported_path(path: str | Path) -> Path:
     """A path discovery reported, as indexed sources name files (resolved); a path that does
     not resolve (a symbolic link loop raises RuntimeError on Python 3.11 and 3.12) is taken
@@ -217,7 +246,9 @@ def _remembered(path: Path, failure: IngestFailure, config: IngestConfig) -> Ing
     from ragstrata.ingest.loader import doc_id_for, source_for
 
     if failure.code in _NOT_REMEMBERED:
-        return failure
+        # not recorded (no retry key), but named: a version indexed before stays searchable,
+        # and the report says so (review 27: RS204/RS205 lacked the note RS202/RS203 have)
+        return dataclasses.replace(failure, doc_id=doc_id_for(path))
     file_hash = file_sha256(path)
     if not file_hash:
         return failure

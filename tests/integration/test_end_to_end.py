@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragstrata.cli import app
-from ragstrata.config import AnswerConfig, LLMConfig, RagConfig
+from ragstrata.config import AnswerConfig, IngestConfig, LLMConfig, RagConfig
 from ragstrata.embed.local import MiniLMEmbedder
 from ragstrata.errors import EmbedderMismatchError, IndexLockedError, IndexNotFoundError
 from ragstrata.generate.evidence import CALIBRATED_MIN_EVIDENCE
@@ -415,6 +415,22 @@ def test_an_emptied_file_says_its_indexed_version_stays(engine: Ragstrata, corpu
     again = engine.ingest([corpus])  # unchanged since: reported from the record, note once
     emptied = next(f for f in again.failures if f.path.endswith("guide.md"))
     assert emptied.unchanged and emptied.reason.count(KEPT_NOTE) == 1
+
+
+def test_a_file_grown_too_large_says_its_indexed_version_stays(
+    tmp_path: Path, embedder: MiniLMEmbedder, corpus: Path
+) -> None:
+    """Review 27: an indexed file that became too large (RS204) or unreadable (RS205) is not
+    recorded as a failure, and its report lacked the note RS202/RS203 carry."""
+    cfg = RagConfig(home=tmp_path / "home", ingest=IngestConfig(max_file_bytes=2_000))
+    with Ragstrata(cfg, embedder=embedder) as engine:
+        engine.ingest([corpus])
+        guide = corpus / "guide.md"
+        guide.write_text(guide.read_text(encoding="utf-8") + "Padding line.\n" * 200, "utf-8")
+        report = engine.ingest([corpus])
+        grown = next(f for f in report.failures if f.path.endswith("guide.md"))
+        assert grown.code == "RS204" and grown.reason.endswith("; " + KEPT_NOTE), grown
+        assert engine.search("ERR_CONN_RESET").hits[0].chunk.source.endswith("guide.md")
 
 
 def test_prune_removes_what_the_rules_now_leave_out(engine: Ragstrata, tmp_path: Path) -> None:

@@ -126,3 +126,28 @@ def test_unchanged_files_are_not_even_parsed(tmp_path: Path, minilm: MiniLMEmbed
         doc2.write_text(doc2.read_text(encoding="utf-8") + "\nA new line.\n", encoding="utf-8")
         third = engine.ingest([corpus])
         assert (third.updated, third.unchanged, third.bytes_read) == (1, 2, doc2.stat().st_size)
+
+
+def test_a_change_outside_the_text_updates_the_document(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Review 27: a new HTML <title> (outside the parsed text) was reported "unchanged" and
+    never indexed (the old title on every hit, a title filter on the new one found nothing),
+    and the file was parsed again on every run since its recorded bytes never moved on."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    page = corpus / "page.html"
+    body = (
+        "<body><h2>Reinicio</h2><p>Para reiniciar el servidor de correo ejecuta el comando "
+        "mailctl restart y espera un minuto.</p></body></html>"
+    )
+    page.write_text(f"<html><head><title>Manual antiguo</title></head>{body}", encoding="utf-8")
+    with _engine(tmp_path / "home", minilm) as engine:
+        engine.ingest([corpus])
+        page.write_text(f"<html><head><title>Manual nuevo</title></head>{body}", encoding="utf-8")
+        again = engine.ingest([corpus])
+        assert (again.updated, again.unchanged) == (1, 0)
+        hits = engine.search("reiniciar servidor", filters={"title": "Manual nuevo"}).hits
+        assert hits and hits[0].chunk.title == "Manual nuevo"
+        third = engine.ingest([corpus])
+        assert (third.unchanged, third.bytes_read) == (1, 0)

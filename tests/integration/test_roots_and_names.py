@@ -204,7 +204,8 @@ def test_a_source_filter_takes_a_file_name_or_the_end_of_a_path(tmp_path: Path) 
     (docs / "a.md").write_text("# A\n\nThe canary runs for ten minutes.\n", encoding="utf-8")
     (docs / "sub" / "b.md").write_text("# B\n\nThe canary runs for an hour.\n", encoding="utf-8")
     assert _invoke("ingest", str(docs), "--index", str(index)).exit_code == 0
-    for value in ("b.md", "sub/b.md", str(docs / "sub" / "b.md")):
+    (tmp_path / "alias").symlink_to(docs)  # review 27: a path through a linked folder
+    for value in ("b.md", "sub/b.md", str(docs / "sub" / "b.md"), str(tmp_path / "alias/sub/b.md")):
         result = _invoke(
             "search", "canary", "--index", str(index), "--json", "--filter", f"source={value}"
         )
@@ -224,3 +225,34 @@ def test_a_source_filter_takes_a_file_name_or_the_end_of_a_path(tmp_path: Path) 
     )
     assert asked.exit_code == 0, asked.output
     assert all(c["source"].endswith("a.md") for c in json.loads(asked.stdout)["citations"])
+
+
+def test_forget_removes_the_documents_of_a_moved_folder(tmp_path: Path) -> None:
+    """Review 27: the documents of a folder that was moved or deleted could not be removed
+    from the command line (`ingest OLD --prune` fails with RS205, `ingest NEW --prune` prunes
+    only under NEW): stale and conflicting hits for good."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    (docs / "a").mkdir(parents=True)
+    (docs / "a" / "old.md").write_text("# Old\n\nThe canary runs for ten minutes.\n", "utf-8")
+    (docs / "a" / "other.md").write_text("# Other\n\nThe canary is green.\n", "utf-8")
+    (docs / "b.md").write_text("# B\n\nThe canary runs for an hour.\n", encoding="utf-8")
+    assert _invoke("ingest", str(docs), "--index", str(index)).exit_code == 0
+    (docs / "a").rename(tmp_path / "moved")
+    again = _invoke("ingest", str(docs / "a"), "--index", str(index), "--prune")
+    assert again.exit_code == 1 and "RS205" in again.output
+    assert (
+        "2 indexed documents came from there" in again.output and "ragstrata forget" in again.output
+    )
+    dry = _invoke("forget", str(docs / "a"), "--index", str(index), "--dry-run", "--json")
+    assert dry.exit_code == 0 and json.loads(dry.stdout)["removed"] == 0
+    assert len(json.loads(dry.stdout)["sources"]) == 2
+    done = _invoke("forget", str(docs / "a"), "--index", str(index), "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["removed"] == 2, done.output
+    hits = json.loads(_invoke("search", "canary", "--index", str(index), "--json").stdout)["hits"]
+    assert [h["source"] for h in hits] == [str(docs / "b.md")]
+    nothing = _invoke("forget", str(docs / "zzz"), "--index", str(index))
+    assert (
+        nothing.exit_code == 1
+        and "RS205" in nothing.output
+        and "nothing was removed" in nothing.output
+    )

@@ -24,7 +24,7 @@ from ragstrata.cli.evaluate import (
     eval_refusal,
     reranker_app,
 )
-from ragstrata.cli.ingest import ingest, stats, watch
+from ragstrata.cli.ingest import forget, ingest, stats, watch
 from ragstrata.cli.query import ask, search
 from ragstrata.cli.serve import keys_app, mcp, serve
 
@@ -67,6 +67,7 @@ def _summary(command: object) -> str:
 for _name, _command in (
     ("ingest", ingest),
     ("watch", watch),
+    ("forget", forget),
     ("search", search),
     ("ask", ask),
     ("stats", stats),

@@ -1,5 +1,5 @@
-"""The index-keeping commands: ``ingest`` (one pass), ``watch`` (kept in step with folders)
-and ``stats`` (what the index holds)."""
+"""The index-keeping commands: ``ingest`` (one pass), ``watch`` (kept in step with folders),
+``forget`` (documents removed by path) and ``stats`` (what the index holds)."""
 
 from __future__ import annotations
 
@@ -324,6 +324,74 @@ def watch(
         print(json.dumps({"event": "stopped"}), flush=True)
     else:
         err.print("stopped; the index lock is released", highlight=False)
+
+
+def forget(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files or folders as they were ingested; they need not exist any more."
+        ),
+    ],
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be removed; change nothing.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove documents from the index by path: a file, or every document under a folder,
+    whether or not it still exists (a folder moved, renamed or deleted, a link that now points
+    elsewhere). The files themselves are not touched; ingesting them again adds them back.
+
+    ``ingest --prune`` removes only what is gone from under the paths it is given, so the
+    documents of a folder that no longer exists had no way out from the command line (review
+    27). Each path matches the indexed sources equal to it or under it, read from the working
+    directory as written and with links resolved; a path that matches none is RS205 and
+    nothing is removed.
+    """
+    from ragstrata.errors import SourceNotFoundError
+    from ragstrata.index.report import matching_documents
+
+    try:
+        with _engine(index, config) as engine:
+            manifest = engine.manifest()
+            chosen: dict[str, str] = {}
+            for raw in paths:
+                found = matching_documents(manifest, _under(raw))
+                if not found:
+                    raise SourceNotFoundError(
+                        raw,
+                        "no indexed document is this file or under this folder; nothing was "
+                        "removed (`search --json` shows the indexed sources)",
+                    )
+                chosen.update(found)
+            removed = 0 if dry_run else engine.delete(sorted(chosen))
+    except RagError as exc:
+        raise _fail(exc, json_out=json_out) from exc
+    sources = sorted(chosen.values())
+    if json_out:
+        print(json.dumps({"dry_run": dry_run, "removed": removed, "sources": sources}, indent=2))
+        return
+    verb = "would remove" if dry_run else "removed"
+    out.print(f"{verb} {_count(len(sources), 'document')}:", highlight=False)
+    for source in sources:
+        out.print(f"  {escape(_term(source))}", highlight=False)
+
+
+def _under(raw: str) -> Any:
+    """A test of an indexed source: it is the path ``raw`` names or lies under it, ``raw``
+    taken from the working directory as written and with its links resolved (sources are
+    resolved paths)."""
+    import os
+
+    roots = {os.path.abspath(raw), os.path.realpath(raw)}
+    roots = {r.replace(os.sep, "/") for r in roots}
+
+    def select(source: str) -> bool:
+        return any(source == r or source.startswith(r.rstrip("/") + "/") for r in roots)
+
+    return select
 
 
 def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:

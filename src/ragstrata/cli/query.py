@@ -59,9 +59,12 @@ def _resolve_sources(engine: Ragstrata, filters: Filters | None) -> Filters | No
     known = {entry.source for entry in engine.manifest().documents.values()}
     resolved: list[str] = []
     for value in values:
-        absolute = os.path.abspath(value) if value else value
-        if value in known or absolute in known:
-            resolved.append(value if value in known else absolute)
+        # the index stores resolved paths (symbolic links followed, as ingest reads them):
+        # review 27, `source=alias/guide.md` through a linked folder matched nothing
+        candidates = [value, os.path.abspath(value), os.path.realpath(value)] if value else [value]
+        found = next((c for c in candidates if c in known), None)
+        if found is not None:
+            resolved.append(found)
             continue
         tail = "/" + os.path.normpath(value).replace(os.sep, "/").lstrip("/")
         matched = sorted(s for s in known if s.replace(os.sep, "/").endswith(tail))

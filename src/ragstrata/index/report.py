@@ -125,15 +125,22 @@ def _failure_json(failure: IngestFailure) -> dict[str, Any]:
     }
 
 
-def change_kind(entry: DocEntry | None, content_hash: str, signature: str) -> ChangeKind:
+def change_kind(
+    entry: DocEntry | None, content_hash: str, signature: str, file_hash: str = ""
+) -> ChangeKind:
     """What an ingest does with a parsed document whose manifest entry is ``entry`` (``None``:
-    not indexed), ``content_hash`` its text's hash and ``signature`` the index's
-    (:func:`~ragstrata.index.writer.index_signature`): ``added`` when absent or only partly
-    committed, ``updated`` when its text changed, ``reindexed`` when only the chunking/BM25
-    configuration did, else ``unchanged`` (skipped)."""
+    not indexed), ``content_hash`` its text's hash, ``file_hash`` its file's (``""``: no
+    file) and ``signature`` the index's (:func:`~ragstrata.index.writer.index_signature`):
+    ``added`` when absent or only partly committed, ``updated`` when its text changed or its
+    file did (an HTML ``<title>`` or a Confluence byline is outside the text: review 27 saw a
+    new title reported ``unchanged`` and never indexed, and the file parsed again on every
+    run), ``reindexed`` when only the chunking/BM25 configuration did, else ``unchanged``
+    (skipped)."""
     if entry is None or not entry.complete:
         return "added"
     if entry.content_hash != content_hash:
+        return "updated"
+    if file_hash and entry.file_hash and entry.file_hash != file_hash:
         return "updated"
     return "reindexed" if entry.signature != signature else "unchanged"
 
@@ -176,7 +183,9 @@ def count_changes(
             report.failures.append(keep_note(item, manifest))
         else:
             report.warnings.extend(item.warnings)
-            report.count(change_kind(indexed.get(item.doc_id), item.content_hash, signature))
+            report.count(
+                change_kind(indexed.get(item.doc_id), item.content_hash, signature, item.file_hash)
+            )
         if progress:
             progress("parse", done, total or done)
     if manifest is not None and prune is not None:

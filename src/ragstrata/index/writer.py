@@ -341,7 +341,7 @@ class IndexWriter:
                 if manifest.failures.pop(item.doc_id, None) is not None:
                     failures_changed = True
                 entry = manifest.documents.get(item.doc_id)
-                kind = change_kind(entry, item.content_hash, signature)
+                kind = change_kind(entry, item.content_hash, signature, item.file_hash)
                 if kind == "unchanged":
                     report.count(kind)
                 else:
