@@ -29,7 +29,7 @@ from ragstrata.errors import (
     UnsupportedFormatError,
 )
 from ragstrata.index import catalog
-from ragstrata.index.report import ProgressCallback
+from ragstrata.index.report import ProgressCallback, matching_documents, sources_under
 from ragstrata.index.writer import file_sha256, skip_unchanged_files
 from ragstrata.optional import require
 from ragstrata.paths import path_text
@@ -173,12 +173,7 @@ def _still_indexed(index_dir: Path, missing: Sequence[Path]) -> str:
         manifest = catalog.read_manifest(index_dir)
     except StoreError:
         return ""
-    roots = {os.path.abspath(p).replace(os.sep, "/").rstrip("/") for p in missing}
-    under = sum(
-        1
-        for entry in manifest.documents.values()
-        if any(entry.source == r or entry.source.startswith(r + "/") for r in roots)
-    )
+    under = len(matching_documents(manifest, sources_under(missing)))
     if not under:
         return ""
     shown = " ".join(path_text(p) for p in missing)

@@ -351,14 +351,14 @@ def forget(
     nothing is removed.
     """
     from ragstrata.errors import SourceNotFoundError
-    from ragstrata.index.report import matching_documents
+    from ragstrata.index.report import matching_documents, sources_under
 
     try:
         with _engine(index, config) as engine:
             manifest = engine.manifest()
             chosen: dict[str, str] = {}
             for raw in paths:
-                found = matching_documents(manifest, _under(raw))
+                found = matching_documents(manifest, sources_under([raw]))
                 if not found:
                     raise SourceNotFoundError(
                         raw,
@@ -377,21 +377,6 @@ def forget(
     out.print(f"{verb} {_count(len(sources), 'document')}:", highlight=False)
     for source in sources:
         out.print(f"  {escape(_term(source))}", highlight=False)
-
-
-def _under(raw: str) -> Any:
-    """A test of an indexed source: it is the path ``raw`` names or lies under it, ``raw``
-    taken from the working directory as written and with its links resolved (sources are
-    resolved paths)."""
-    import os
-
-    roots = {os.path.abspath(raw), os.path.realpath(raw)}
-    roots = {r.replace(os.sep, "/") for r in roots}
-
-    def select(source: str) -> bool:
-        return any(source == r or source.startswith(r.rstrip("/") + "/") for r in roots)
-
-    return select
 
 
 def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:

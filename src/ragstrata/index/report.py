@@ -10,13 +10,16 @@ document), :func:`keep_note` (the failure of a file with an indexed version) and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragstrata.types import Document, IngestFailure, IngestWarning
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ragstrata.index.catalog import DocEntry, Manifest
 
 ChangeKind = Literal["added", "updated", "reindexed", "unchanged"]
@@ -152,6 +155,22 @@ def keep_note(failure: IngestFailure, manifest: Manifest | None) -> IngestFailur
     if manifest is None or failure.unchanged or failure.doc_id not in manifest.documents:
         return failure
     return replace(failure, reason=f"{failure.reason}; {KEPT_NOTE}")
+
+
+def sources_under(paths: Sequence[str | Path]) -> Callable[[str], bool]:
+    """A test of an indexed source: it is one of ``paths`` or lies under one, each taken from
+    the working directory as written and with its links resolved (sources are resolved POSIX
+    paths); the paths need not exist (a folder moved or deleted since it was ingested)."""
+    roots = {
+        r.replace(os.sep, "/").rstrip("/")
+        for p in paths
+        for r in (os.path.abspath(p), os.path.realpath(p))
+    }
+
+    def select(source: str) -> bool:
+        return any(source == r or source.startswith(r + "/") for r in roots)
+
+    return select
 
 
 def matching_documents(manifest: Manifest, select: Callable[[str], bool]) -> dict[str, str]:
