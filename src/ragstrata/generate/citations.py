@@ -39,6 +39,7 @@ measured on the other half (``ragstrata eval-citations``, docs/evaluation.md).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -49,18 +50,22 @@ from ragstrata.assemble.context import Context, Source
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.code_check import INLINE_CODE, unbacked_code
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.text.spans import sentence_spans
+from ragstrata.text.spans import after_abbreviation, continues_sentence, sentence_spans
 from ragstrata.types import Citation, Grounding, UnsupportedClaim
 
 _WORD = r"(?:fuentes?|sources?|src|refs?|documentos?|docs?|citas?)"
-_BRACKET_LABEL = rf"(?:{_WORD}\s*[-#:]?\s*)?\d{{1,3}}"
+_BRACKET_LABEL = rf"(?:{_WORD}\s*[-#:]?\s*)?\d{{1,3}}(?:\s*[-–]\s*\d{{1,3}})?"
 _PAREN_LABEL = rf"{_WORD}\s*[-#:]?\s*\d{{1,3}}"
 MARKER = re.compile(
     rf"(?<!\w)\[\s*{_BRACKET_LABEL}(?:\s*[,;]\s*(?:y\s+|and\s+)?{_BRACKET_LABEL})*\s*\]"
     rf"|\(\s*{_PAREN_LABEL}(?:\s*[,;]\s*(?:y\s+|and\s+)?{_PAREN_LABEL})*\s*\)",
     re.IGNORECASE,
 )
-"""One citation marker; its labels are the integers inside it."""
+"""One citation marker; its labels are the integers inside it, a range ``[1-3]`` (hyphen or en
+dash) standing for each label of it."""
+
+MAX_RANGE = 20
+"""Labels one range marker stands for at most (``[1-500]`` is read as ``[1-20]``)."""
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -69,8 +74,16 @@ MIN_CLAIM_WORDS = 2
 
 
 def marker_labels(marker: str) -> list[int]:
-    """The labels inside one marker, in order (``"(Source-2, Source-4)"`` → ``[2, 4]``)."""
-    return [int(n) for n in re.findall(r"\d+", marker)]
+    """The labels inside one marker, in order (``"(Source-2, Source-4)"`` → ``[2, 4]``,
+    ``"[1-3]"`` → ``[1, 2, 3]``, at most :data:`MAX_RANGE` per range)."""
+    labels: list[int] = []
+    for first, last in _LABEL_OR_RANGE.findall(marker):
+        a, b = int(first), int(last or first)
+        labels.extend(range(a, min(b, a + MAX_RANGE - 1) + 1) if a <= b else [a, b])
+    return labels
+
+
+_LABEL_OR_RANGE = re.compile(r"(\d+)(?:\s*[-–]\s*(\d+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +133,26 @@ def _masked(text: str) -> str:
     return MARKER.sub(lambda m: "\x00" * len(m.group()), text)
 
 
+def _goes_on(masked: str, stop: int) -> bool:
+    """Whether the sentence of ``masked`` goes on past the stop before ``masked[stop]``, by the
+    passages' rule (:func:`~ragstrata.text.spans.continues_sentence`: an abbreviation, a lower-case
+    word next); markers after the stop (NULs) are skipped, a line break ends it."""
+    after = stop
+    while after < len(masked) and masked[after] in " \t\x00":
+        after += 1
+    if after >= len(masked) or masked[after] == "\n":
+        return False
+    return continues_sentence(masked, stop, after, len(masked))
+
+
 def _segments(text: str, masked: str) -> list[tuple[int, int]]:
     """Sentence spans of ``text``; ``masked`` is ``text`` with markers replaced by NULs."""
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _BOUNDARY.finditer(masked):
         end = m.end()
+        if m.group() != "\n" and _goes_on(masked, m.start() + 1):
+            continue  # "Dra. Marta", "e.g. by", "p. ej. en", "EE. UU.": one claim (review 29)
         if m.group() != "\n":  # markers (and spaces before them) after the punctuation
             absorbed = re.match(r"(?:[ \t]*\x00+)+", masked[end:])
             if absorbed:
@@ -180,6 +207,8 @@ def parse_answer(text: str, n_sources: int) -> ParsedAnswer:
         plain = re.sub(r"\*\*|__", "", plain)  # bold: markup, not words of the claim
         plain = re.sub(r"\s+", " ", plain).strip()
         plain = re.sub(r"\s+([.,;:!?])", r"\1", plain)
+        if inside:  # "Redis [1], [3]." left "Redis,."
+            plain = re.sub(r"[,;]+([.!?:]?)$", r"\1", plain)
         if len(re.findall(r"[^\W\d_]{2,}", plain)) < MIN_CLAIM_WORDS:
             continue  # markup residue ("/// note", "</source>"), not a claim
         labels = [lab for mk in inside for lab in mk[2]]
@@ -234,18 +263,78 @@ def _fenced_ranges(text: str) -> list[tuple[int, int]]:
 
 # ------------------------------------------------------------------------------ verify
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*(?!\d)")
+"""A number, also when written against letters ("v2.2.0", "Python3.12", "8GB", "500ms": review
+29 found each of them "supported" by a source giving another)."""
 _IDENT = re.compile(
     r"`([^`]+)`"  # backticked
     r"|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)\b"  # dotted.name
     r"|\b([a-z]+_[\w]+|[a-z]+[A-Z]\w*|\w+\(\))"  # snake_case, camelCase, call()
 )
-_CAPITALIZED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÁÉÍÓÚÑ][\w-]*[A-Za-z0-9])")
+_NAME = re.compile(r"(?<!^)\b([A-ZÁÉÍÓÚÑ][\w-]*[A-Za-z0-9])")
+_SENTENCE_START = re.compile(r"[.!?]\s$")
+"""A capitalized word after this starts a sentence, not a name, unless the period ends an
+abbreviation ("Dra. Marta López", "Mr. Smith": review 29)."""
+
+
+_EN_NUMBERS = [
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
+_ES_NUMBERS = [
+    "dos",
+    "tres",
+    "cuatro",
+    "cinco",
+    "seis",
+    "siete",
+    "ocho",
+    "nueve",
+    "diez",
+    "-",
+    "doce",
+    "trece",
+    "catorce",
+    "quince",
+    "dieciséis",
+    "diecisiete",
+    "dieciocho",
+    "diecinueve",
+    "veinte",
+]
+NUMBER_WORDS: dict[str, int] = {
+    word: n
+    for words in (_EN_NUMBERS, _ES_NUMBERS)
+    for n, word in enumerate(words, 2)
+    if word != "-"
+}
+"""Numbers 2-20 written as English or Spanish words. "one"/"uno"/"una" (also a pronoun and
+articles) and Spanish "once" (English "once") are left out."""
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
 def claim_numbers(text: str) -> set[str]:
-    """Numbers in a claim (``3.11``, ``100``, ``1,5``), thousands separators kept as written."""
-    return {m.group().rstrip(".,") for m in _NUMBER.finditer(text)}
+    """Numbers in a claim (``3.11``, ``100``, ``1,5``), thousands separators kept as written,
+    and numbers 2-20 written as words (``"five"``, ``"cinco"`` → ``"5"``)."""
+    numbers = {m.group().rstrip(".,") for m in _NUMBER.finditer(text)}
+    return numbers | {str(NUMBER_WORDS[m.group().lower()]) for m in _NUMBER_WORD.finditer(text)}
 
 
 def claim_identifiers(text: str) -> set[str]:
@@ -258,7 +347,15 @@ def claim_identifiers(text: str) -> set[str]:
 def claim_capitalized(text: str) -> set[str]:
     """Capitalized words of a claim that do not start it (``FastAPI``, ``Hook``, ``Debian``)."""
     stripped = text.lstrip("\"'¿¡(* -")
-    names = {m.group(1) for m in _CAPITALIZED.finditer(stripped) if m.start() > 0}
+    names = {
+        m.group(1)
+        for m in _NAME.finditer(stripped)
+        if m.start() > 0
+        and (
+            not _SENTENCE_START.search(stripped, 0, m.start())
+            or after_abbreviation(stripped, m.start())
+        )
+    }
     return {n for n in names if len(n) > 1}
 
 
@@ -280,9 +377,20 @@ def identifier_forms(name: str) -> tuple[str, ...]:
 _NEGATION = re.compile(
     r"\b(?:not|no|never|cannot|none|nothing|nobody|neither|nor|nunca|jam[aá]s|ninguna?"
     r"|ningún|ninguno|nadie|nada|tampoco|ni)\b"
-    r"|n't\b",
+    r"|n['’]t\b",
     re.IGNORECASE,
 )
+
+
+_PRIVATIVE = re.compile(r"\b(?:without|sin(?!\s+embargo\b))\b", re.IGNORECASE)
+"""Words that negate without a negation word ("runs without installing anything"): a claim
+with one is not said to contradict a negated source sentence."""
+DENIAL_SPAN = 4
+"""Words after a source's negation word read by the contradiction test (``_denies``)."""
+DENIED_WORDS = 2
+"""Of those, how many must share a term with a claim without negation for the source to deny
+it (review 29: "Refunds are available after 30 days" was verified by "Refunds are not
+available after 30 days")."""
 
 
 _REFERENCE = re.compile(
@@ -334,14 +442,45 @@ def _negated(text: str) -> bool:
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).casefold()
+    """``text`` for the names check: accents and case folded, spaces made one ("Jose Munoz"
+    is the source's "José Muñoz": an English answer often drops them)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return re.sub(r"\s+", " ", bare).casefold()
+
+
+_GROUPED = re.compile(r"\d{1,3}(?:([.,\u00a0\u202f ])\d{3})(?:\1\d{3})*")
+"""A number written with a thousands separator ("1,000", "1.000", "10 000")."""
+
+
+def _number_forms(number: str) -> list[str]:
+    """Regular expressions for the ways a passage may write ``number`` of a claim: as written,
+    with the other decimal mark ("1,5" / "1.5"), with or without thousands separators ("1000" /
+    "1,000" / "1.000" / "1 000") and leading zeros ("2:00" / "02:00")."""
+    forms = {number, number.replace(",", ".") if "," in number else number.replace(".", ",")}
+    digits = number
+    if _GROUPED.fullmatch(number):
+        digits = re.sub(r"\D", "", number)
+        forms.add(digits)
+    patterns = [re.escape(f) for f in forms]
+    if digits.isdigit():
+        core = digits.lstrip("0") or "0"
+        patterns.append("0*" + re.escape(core))
+        if len(core) > 3:
+            head, tail = core[: len(core) % 3 or 3], core[len(core) % 3 or 3 :]
+            groups = [tail[i : i + 3] for i in range(0, len(tail), 3)]
+            patterns.append(re.escape(head) + "".join(rf"[.,\u00a0\u202f ]{g}" for g in groups))
+    return patterns
 
 
 def _number_in(number: str, passage: str) -> bool:
-    pattern = rf"(?<![\d]){re.escape(number)}(?![\d])"
-    alt = number.replace(",", ".") if "," in number else number.replace(".", ",")
-    return bool(
-        re.search(pattern, passage) or re.search(rf"(?<![\d]){re.escape(alt)}(?!\d)", passage)
+    """Whether ``passage`` writes ``number`` (:func:`_number_forms`), not as part of a longer
+    number."""
+    if any(re.search(rf"(?<!\d){p}(?!\d)", passage) for p in _number_forms(number)):
+        return True
+    words = [w for w, n in NUMBER_WORDS.items() if str(n) == number]  # "3": "three", "tres"
+    return (
+        bool(words) and re.search(rf"\b(?:{'|'.join(words)})\b", passage, re.IGNORECASE) is not None
     )
 
 
@@ -474,7 +613,9 @@ class CitationChecker:
         unique = list(dict.fromkeys(texts))
         vectors = self.embedder.embed_documents(unique) if unique else np.zeros((0, 1))
         index = {t: i for i, t in enumerate(unique)}
-        claim_vecs = self.embedder.embed_documents(list(claims))
+        distinct = list(dict.fromkeys(claims))  # each claim is paired with several sources
+        row_of = {c: i for i, c in enumerate(distinct)}
+        claim_vecs = self.embedder.embed_documents(distinct)[[row_of[c] for c in claims]]
         out: list[Support] = []
         for ci, (claim, passage, ws) in enumerate(zip(claims, passages, windows, strict=True)):
             rows = [index[passage[a:b]] for a, b in ws]
@@ -496,6 +637,19 @@ class CitationChecker:
                 )
             )
         return out
+
+    def _denies(self, evidence: str, terms: set[str]) -> bool:
+        """Whether ``evidence`` negates what a claim of analysed ``terms`` asserts: at least
+        :data:`DENIED_WORDS` of the :data:`DENIAL_SPAN` words right after one of its negation
+        words share a term with the claim ("Refunds are **not available after** 30 days"
+        against "Refunds are available after 30 days"; "tres proyectos y no incluye soporte
+        telefónico" does not deny "incluye tres proyectos": one shared word)."""
+        for m in _NEGATION.finditer(evidence):
+            after = evidence[m.end() :].split()[:DENIAL_SPAN]
+            shared = sum(1 for word in after if terms & set(self.analyzer.terms(word)))
+            if shared >= DENIED_WORDS:
+                return True
+        return False
 
     def _decide(
         self,
@@ -527,8 +681,11 @@ class CitationChecker:
                 for n in sorted(claim_capitalized(claim) - set(missing))
                 if _norm(n) not in in_document
             ]
-        if _negated(claim) and not _negated(passage[evidence[0] : evidence[1]]):
+        said = passage[evidence[0] : evidence[1]]
+        if _negated(claim) and not _negated(said):
             missing.append("(negation)")
+        elif not _negated(claim) and not _PRIVATIVE.search(claim) and self._denies(said, terms):
+            missing.append("(negation)")  # "are available" against "are not available"
         if s.check_code:
             missing += [m for m in unbacked_code(claim, blocks, passage) if m not in missing]
         if cross and s.cross_threshold is not None:  # a translation shares few terms
@@ -569,6 +726,9 @@ class Grounded:
         return self.grounding.to_json()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def ground(
     answer: str,
     context: Context,
@@ -594,8 +754,10 @@ def ground(
     ``uncited`` (claims left without any valid citation), ``attributed`` (claims that got their
     citation from the checker), ``reattributed`` (claims whose citation the checker replaced),
     ``claims`` (number of claims), ``verified_claims`` (claims with
-    at least one supporting citation).
+    at least one supporting citation). ``answer`` is read in Unicode NFC (passages are stored
+    so), lone surrogates (a JSON escape of a server) replaced by U+FFFD.
     """
+    answer = unicodedata.normalize("NFC", _SURROGATE.sub("\ufffd", answer))
     sources = {s.label: s for s in context.sources}
     parsed = parse_answer(answer, len(context.sources))
     labels_of = {ci: list(c.labels) for ci, c in enumerate(parsed.claims)}
@@ -759,6 +921,7 @@ def _rewrite(
             if claim.start <= start < claim.end:
                 claim_of.setdefault(mi, ci)
     placed: set[int] = set()
+    last_end: dict[int, int] = {}  # where each claim's previous marker ends
     for mi, (start, end, _) in enumerate(parsed.markers):
         owner = claim_of.get(mi)
         if owner in gone:
@@ -767,6 +930,10 @@ def _rewrite(
         if owner is not None and owner not in placed:
             placed.add(owner)
             replacement = "".join(f"[{renumber[lab]}]" for lab in keep[owner] if lab in renumber)
+        elif owner is not None and _SEPARATOR.fullmatch(text, last_end[owner], start):
+            start = last_end[owner]  # "[1], [3]": the comma between the markers goes too
+        if owner is not None:
+            last_end[owner] = end
         edits.append((start, end, replacement))
     for ci in sorted(attributed or ()):
         if ci in placed or ci in gone:  # its marker (out of range: trial 25, "[1] [1]") took it
@@ -780,6 +947,9 @@ def _rewrite(
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
     return _tidy(text)
+
+
+_SEPARATOR = re.compile(r"\s*(?:[,;]|\by\b|\band\b)?\s*")
 
 
 def _lead_in(text: str, claim: Claim) -> bool:

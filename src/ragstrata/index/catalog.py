@@ -232,8 +232,10 @@ def read_manifest(index_dir: Path) -> Manifest:
     """Load ``manifest.json``; raises IndexNotFoundError when there is no index at ``index_dir``."""
     path = index_dir / MANIFEST
     if not path.is_file():
+        where = index_dir if index_dir.is_absolute() else f"{index_dir} ({index_dir.absolute()})"
+        # the absolute path too: an MCP server's folder is not its client's (trial 28)
         raise IndexNotFoundError(
-            f"no index at {index_dir} (missing {MANIFEST}); run `ragstrata ingest PATH --index "
+            f"no index at {where} (missing {MANIFEST}); run `ragstrata ingest PATH --index "
             f"{index_dir}` first (without --index, ingest and ask use the default index)"
         )
     try:

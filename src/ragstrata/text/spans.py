@@ -13,6 +13,8 @@ from dataclasses import dataclass
 __all__ = [
     "TABLE_DELIMITER",
     "Fence",
+    "after_abbreviation",
+    "continues_sentence",
     "find_fences",
     "inline_code_spans",
     "join_split_code",
@@ -79,7 +81,7 @@ def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     out = []
     pos = start
     for m in _SENTENCE_END.finditer(text, start, end):
-        if _continues(text, m.start(), m.end(), end):
+        if continues_sentence(text, m.start(), m.end(), end):
             continue
         a, b = strip_span(text, pos, m.end())
         if a < b:
@@ -91,7 +93,7 @@ def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
-def _continues(text: str, stop: int, after: int, end: int) -> bool:
+def continues_sentence(text: str, stop: int, after: int, end: int) -> bool:
     """Whether the sentence goes on past the stop before ``text[stop]`` (``after``: where the
     next sentence would start): a period or ellipsis followed by a lower-case letter, or a
     period after an abbreviation (:data:`_ABBREVIATIONS`, or :data:`_NUMBER_ABBREVIATIONS`
@@ -109,6 +111,16 @@ def _continues(text: str, stop: int, after: int, end: int) -> bool:
         return False
     before = word.group(1).lower()
     return before in _ABBREVIATIONS or (following.isdigit() and before in _NUMBER_ABBREVIATIONS)
+
+
+def after_abbreviation(text: str, start: int) -> bool:
+    """Whether ``text[start]`` follows an abbreviation's period and spaces ("Dra. |Marta",
+    "Mr. |Smith"): a capitalized word there goes on the sentence, it does not start one."""
+    stop = len(text[:start].rstrip())
+    if stop == start or stop == 0 or text[stop - 1] != ".":
+        return False
+    word = _WORD_BEFORE.search(text, max(0, stop - 12), stop)
+    return word is not None and word.group(1).lower() in _ABBREVIATIONS
 
 
 def find_fences(text: str) -> list[Fence]:

@@ -444,3 +444,167 @@ def test_remove_mode_takes_a_dropped_sentences_code_and_keeps_headings(
     )
     removed = ground(answer, ctx, checker, unsupported="remove")
     assert removed.text == "The installer needs Python 3.11 [1].\n\n## Configuración del puerto"
+
+
+# --- review 29 (2026-12-06): the answer's sentence split, numbers, negation, markers, names
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Las aprueba la Dra. Marta López, directora de personas [1].",
+        "Refunds are handled by the sales team, e.g. by Mr. John Smith [1].",
+        "El fármaco redujo la mortalidad un 50 %, p. ej. en el ensayo clínico [1].",
+        "La sede está en EE. UU. desde 2019 [1].",
+        "The U.S. government funded it, i.e. the agency did [1].",
+        "Se aplica a pedidos, devoluciones, etc. y a las facturas [1].",
+    ],
+)
+def test_an_abbreviation_does_not_end_a_claim(answer: str) -> None:
+    """The passages' sentence rule (``continues_sentence``): one claim, its marker where the
+    model put it; before, each abbreviation cut the sentence and only its tail was checked."""
+    parsed = parse_answer(answer, 1)
+    assert len(parsed.claims) == 1 and parsed.claims[0].labels == (1,)
+    assert parsed.claims[0].text == answer.replace(" [1]", "")
+
+
+def test_a_wrong_name_after_a_title_is_caught(checker: CitationChecker) -> None:
+    source = "Las solicitudes de más de 10 días las aprueba la Dra. Marta López."
+    assert checker.check("Las aprueba la Dra. Marta López.", source).verified
+    wrong = checker.check("Las aprueba la Dra. Ana López.", source)
+    assert not wrong.verified and "Ana" in wrong.missing
+    assert "Bob" in claim_names("Refunds are handled by Mr. Bob Smith.")
+    assert "Then" not in claim_names("It is done. Then it stops.")
+
+
+@pytest.mark.parametrize(
+    ("claim", "source"),
+    [
+        ("Install v2.2.0 of the package.", "Install v2.1.0 of the package."),
+        ("The image needs Python3.12 to build.", "The image needs Python3.11 to build."),
+        ("The server needs 8GB of memory.", "The server needs 4GB of memory."),
+        ("Requests time out after 500ms.", "Requests time out after 100ms."),
+        ("El servidor necesita 16GB de RAM.", "El servidor necesita 8GB de RAM."),
+    ],
+)
+def test_numbers_written_against_letters_are_checked(
+    checker: CitationChecker, claim: str, source: str
+) -> None:
+    assert not checker.check(claim, source).verified
+    assert checker.check(source, source).verified
+
+
+@pytest.mark.parametrize(
+    ("claim", "source"),
+    [
+        ("The API allows 1000 requests per minute.", "The API allows 1,000 requests per minute."),
+        ("La API admite 1000 peticiones por minuto.", "La API admite 1.000 peticiones por minuto."),
+        ("The API allows 1,000 requests per minute.", "The API allows 1000 requests per minute."),
+        ("Backups run at 2:00 every night.", "Backups run at 02:00 every night."),
+        ("Backups run at 02:00 every night.", "Backups run at 2:00 every night."),
+    ],
+)
+def test_a_number_written_another_way_is_the_same_number(
+    checker: CitationChecker, claim: str, source: str
+) -> None:
+    assert checker.check(claim, source).verified
+    assert not checker.check(claim, source.replace("1", "7").replace("2", "3")).verified
+
+
+@pytest.mark.parametrize(
+    ("claim", "source"),
+    [
+        ("Refunds are available after 30 days.", "Refunds are not available after 30 days."),
+        ("Refunds aren’t available after 30 days.", "Refunds are available after 30 days."),
+        (
+            "El plan gratuito incluye soporte telefónico.",
+            "El plan gratuito no incluye soporte telefónico.",
+        ),
+        ("Se pueden acumular vacaciones de un año.", "No se pueden acumular vacaciones de un año."),
+    ],
+)
+def test_a_claim_that_drops_or_adds_the_sources_negation_is_not_verified(
+    checker: CitationChecker, claim: str, source: str
+) -> None:
+    check = checker.check(claim, source)
+    assert not check.verified and "(negation)" in check.missing
+
+
+def test_a_negation_elsewhere_in_the_source_sentence_does_not_deny_the_claim(
+    checker: CitationChecker,
+) -> None:
+    source = "El plan gratuito incluye tres proyectos y no incluye soporte telefónico."
+    assert checker.check("El plan gratuito incluye tres proyectos.", source).verified
+    # a claim that negates with "without"/"sin" is not the opposite of a negated source
+    assert (
+        checker.check(
+            "The setup runs without root access.", "The setup does not need root access."
+        ).missing
+        == ()
+    )
+    assert checker.check(
+        "Refunds aren’t available after 30 days.", "Refunds aren't available after 30 days."
+    ).verified
+
+
+@pytest.mark.parametrize(
+    ("marker", "labels"),
+    [
+        ("[1-3]", [1, 2, 3]),
+        ("[2–4]", [2, 3, 4]),
+        ("[Fuente 1-2]", [1, 2]),
+        ("[1-500]", list(range(1, 21))),
+    ],
+)
+def test_a_range_marker_stands_for_each_label(marker: str, labels: list[int]) -> None:
+    assert marker_labels(marker) == labels
+    parsed = parse_answer(f"Tienes 23 días de vacaciones al año {marker}.", 30)
+    assert parsed.claims[0].labels == tuple(labels)
+    assert parsed.claims[0].text == "Tienes 23 días de vacaciones al año."
+
+
+def test_a_list_of_markers_is_rewritten_without_its_commas(checker: CitationChecker) -> None:
+    hits = [
+        make_hit("db", "The service uses PostgreSQL 15 and Redis for its queues.", 1),
+        make_hit("other", "Invoices are emailed monthly.", 2),
+        make_hit("db2", "The service uses PostgreSQL 15 and Redis.", 3),
+    ]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
+    out = ground("The service uses PostgreSQL 15 and Redis [1], [3].", ctx, checker)
+    assert out.text == "The service uses PostgreSQL 15 and Redis [1][2]."
+    assert parse_answer("It uses Redis [1], [3].", 3).claims[0].text == "It uses Redis."
+
+
+def test_names_match_without_accents_and_in_any_unicode_form(checker: CitationChecker) -> None:
+    source = "La empresa la fundó en 2019 José Muñoz en Málaga."
+    assert (
+        checker.check("The company was founded in 2019 by Jose Munoz in Malaga.", source).missing
+        == ()
+    )
+    hits = [make_hit("es", source, 1)]
+    ctx = assemble(hits, counter=WORDS, budget_tokens=1000)
+    decomposed = "La empresa la fundó en 2019 Jose\u0301 Mun\u0303oz en Ma\u0301laga [1]."
+    out = ground(decomposed, ctx, checker)
+    assert out.citations[0].verified and "José Muñoz" in out.text
+    # a lone surrogate (a JSON escape from a server) is replaced, not a crash
+    assert ground("La empresa la fundó en 2019 \ud800 José Muñoz [1].", ctx, checker).citations
+
+
+@pytest.mark.parametrize(
+    ("claim", "source", "verified"),
+    [
+        ("The free plan includes five projects.", "The free plan includes three projects.", False),
+        (
+            "El plan gratuito incluye cinco proyectos.",
+            "El plan gratuito incluye tres proyectos.",
+            False,
+        ),
+        ("The free plan includes 3 projects.", "The free plan includes three projects.", True),
+        ("The free plan includes three projects.", "The free plan includes 3 projects.", True),
+        ("El plan incluye tres proyectos.", "El plan incluye 3 proyectos.", True),
+    ],
+)
+def test_numbers_written_as_words_are_checked(
+    checker: CitationChecker, claim: str, source: str, verified: bool
+) -> None:
+    assert checker.check(claim, source).verified is verified

@@ -241,6 +241,17 @@ def test_the_shared_manifest_is_parsed_again_only_when_the_file_changes(tmp_path
         catalog.read_manifest_shared(tmp_path / "missing")
 
 
+def test_a_missing_relative_index_is_named_absolute_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 28: an MCP server's RS501 named ``rel/idx``, relative to a folder its client
+    cannot see."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(IndexNotFoundError) as raised:
+        catalog.read_manifest(Path("rel/idx"))
+    assert f"no index at rel/idx ({tmp_path / 'rel' / 'idx'})" in str(raised.value)
+
+
 def test_a_taken_index_lock_names_its_holder(tmp_path: Path) -> None:
     """Trial 24 (2026-12-06): a command-line search of an index that ``ragstrata serve`` holds
     said "another process (an ingest, or a search/ask still running) has it open; try again

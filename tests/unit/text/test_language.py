@@ -22,12 +22,37 @@ from ragstrata.text.language import (
         ("Parámetros de consulta y validaciones de strings", "es"),
         ("How do I declare a path parameter", "en"),
         ("Request Body", "en"),  # no cue: py3langid es/en decides
+        ("Tutorial avanzado", "es"),  # no cue either
         ("Cuerpo - Múltiples Parámetros", "es"),
         ("Dependencias en decoradores de path operation", "es"),
     ],
 )
 def test_query_language(query: str, lang: str) -> None:
     assert query_language(query) == lang
+
+
+def test_one_language_model_serves_documents_chunks_and_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process that ingests and searches (the service, MCP, ``eval``) holds one copy of
+    py3langid's model (about 75 MB), not one per use."""
+    from ragstrata.text import language
+
+    built: list[object] = []
+    real = language._new_identifier
+
+    def counted() -> object:
+        built.append(real())
+        return built[-1]
+
+    monkeypatch.setattr(language, "_new_identifier", counted)
+    for cached in [f for f in vars(language).values() if hasattr(f, "cache_clear")]:
+        cached.cache_clear()  # what loads now stays cached for the next tests
+    assert language.detect_language("The cat sat on the mat and looked at the sea.") == "en"
+    assert query_language("Tutorial avanzado") == "es"
+    spanish = "Esta sección explica cómo se declara un parámetro de ruta en la aplicación."
+    assert chunk_language(spanish, "en") == "es"
+    assert len(built) == 1
 
 
 def test_hint_language_is_none_without_cues() -> None:
