@@ -56,9 +56,11 @@ from ragstrata.types import Citation, Grounding, UnsupportedClaim
 _WORD = r"(?:fuentes?|sources?|src|refs?|documentos?|docs?|citas?)"
 _BRACKET_LABEL = rf"(?:{_WORD}\s*[-#:]?\s*)?\d{{1,3}}(?:\s*[-–]\s*\d{{1,3}})?"
 _PAREN_LABEL = rf"{_WORD}\s*[-#:]?\s*\d{{1,3}}"
+_AND = r"(?:\s*[,;]\s*(?:y\s+|and\s+)?|\s+(?:y|and)\s+)"
+"""Between two labels of one marker: "1, 2", "1; 2", "1, y 2", "1 and 2", "1 y 2"."""
 MARKER = re.compile(
-    rf"(?<!\w)\[\s*{_BRACKET_LABEL}(?:\s*[,;]\s*(?:y\s+|and\s+)?{_BRACKET_LABEL})*\s*\]"
-    rf"|\(\s*{_PAREN_LABEL}(?:\s*[,;]\s*(?:y\s+|and\s+)?{_PAREN_LABEL})*\s*\)",
+    rf"(?<!\w)\[\s*{_BRACKET_LABEL}(?:{_AND}{_BRACKET_LABEL})*\s*\]"
+    rf"|\(\s*{_PAREN_LABEL}(?:{_AND}{_PAREN_LABEL})*\s*\)",
     re.IGNORECASE,
 )
 """One citation marker; its labels are the integers inside it, a range ``[1-3]`` (hyphen or en

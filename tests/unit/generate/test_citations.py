@@ -31,6 +31,8 @@ WORDS = FunctionCounter(lambda t: t.split())
         ("Both say so (Source-2, Source-4).", [(2, 4)]),
         ("Ambas lo dicen [Fuente 1; Fuente 3].", [(1, 3)]),
         ("Claim one.[1] Claim two. [2]", [(1,), (2,)]),
+        ("Ambas fuentes lo dicen [1 y 2].", [(1, 2)]),
+        ("Both sources say so [Source 1 and Source 3].", [(1, 3)]),
     ],
 )
 def test_parses_every_marker_form(text: str, labels: list[tuple[int, ...]]) -> None:
