@@ -20,7 +20,7 @@ from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.embed.cache import CachedEmbedder
-from ragstrata.errors import IndexNotFoundError, StoreError
+from ragstrata.errors import IndexNotFoundError, RetrievalError, StoreError
 from ragstrata.generate.evidence import EvidenceRule, LearnedRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog, snapshots
@@ -351,7 +351,9 @@ class Ragstrata:
                 query, top_k=top_k, mode=mode, filters=filters, candidates=candidates
             )
         cfg = self.config.rerank
-        k = top_k or cfg.top_k
+        k = cfg.top_k if top_k is None else top_k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise RetrievalError(f"top_k must be a whole number >= 1, not {top_k!r}")
         result = self.retriever.search(
             query, top_k=max(k, cfg.candidates), mode=mode, filters=filters, candidates=candidates
         )

@@ -80,6 +80,26 @@ def test_editing_one_section_embeds_only_the_changed_chunks(
         assert hit.chunk.source.endswith("doc1.md") and "weighted RRF" in hit.chunk.text
 
 
+def test_a_renamed_file_reuses_its_vectors(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    """Review 27: a renamed file (a new document id) was embedded again in full."""
+    corpus = _write_corpus(tmp_path / "corpus")
+    with _engine(tmp_path / "home", minilm, chunking=ChunkerConfig(max_tokens=96)) as engine:
+        engine.ingest([corpus])
+        (corpus / "doc1.md").rename(corpus / "manual-1.md")
+        (corpus / "sub").mkdir()
+        (corpus / "doc2.md").rename(corpus / "sub" / "doc2.md")
+        report = engine.ingest([corpus], prune=True)
+        assert (report.added, report.pruned, report.unchanged) == (2, 2, 1)
+        assert report.chunks > 0 and report.embedded == 0
+        hit = engine.search("fused with RRF", mode="dense").hits[0]
+        assert hit.chunk.source.endswith(("manual-1.md", "doc2.md", "doc0.md"))
+        assert {e.source.rsplit("/", 1)[-1] for e in engine.manifest().documents.values()} == {
+            "doc0.md",
+            "manual-1.md",
+            "doc2.md",
+        }
+
+
 def test_chunker_change_reuses_vectors_of_identical_chunks(
     tmp_path: Path, minilm: MiniLMEmbedder
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,7 +62,19 @@ def check_filters(
             )
         if not key.startswith("meta."):
             checked[key] = _text_values(key, checked[key])
+        if key == "title" or key.startswith("meta."):  # stored NFC (a source path is as on disk)
+            checked[key] = _nfc(checked[key])
     return checked
+
+
+def _nfc(value: FilterValue) -> FilterValue:
+    """Text of a filter value in Unicode NFC, as titles and front matter are stored (review 30:
+    a decomposed "María Núñez" matched nothing)."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, list):
+        return [unicodedata.normalize("NFC", v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def _text_values(key: str, value: FilterValue) -> FilterValue:

@@ -540,8 +540,9 @@ class IndexWriter:
         """Write ``batch`` (at most one slice per document) in one journaled commit; returns
         the chunks written and how many of them were embedded.
 
-        A chunk whose embedded text is identical to one of the document's stored chunks (same
-        :func:`embed_hash`) reuses that stored vector instead of being embedded again.
+        A chunk whose embedded text is identical to a stored chunk (same :func:`embed_hash`),
+        of its own document or another (a renamed or copied file), reuses that stored vector
+        instead of being embedded again.
         """
         manifest = self.manifest
         analyzer = self.analyzer
@@ -563,6 +564,12 @@ class IndexWriter:
                     total -= old.bm25_length
                 stored.update(zip(old.embed_hashes, old.chunk_ids, strict=False))
             carried.update(self._carry.get(piece.document.doc_id, {}))
+        needed = set(hashes) - stored.keys() - carried.keys()
+        if needed:  # the same text stored under another document: a renamed or copied file
+            for entry in manifest.documents.values():
+                for h, chunk_id in zip(entry.embed_hashes, entry.chunk_ids, strict=False):
+                    if h in needed:
+                        stored.setdefault(h, chunk_id)
         avgdl = total / docs if docs else 1.0
         sparse = self._bm25_weights(tfs, avgdl)
         vectors, embedded = self._vectors(texts, hashes, stored, carried, progress=progress)

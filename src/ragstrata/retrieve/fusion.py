@@ -72,6 +72,8 @@ def rrf(
     parts: dict[str, list[float]] = {}
     for name, own in best.items():
         weight = weights.get(name, 1.0)
+        if weight == 0.0:  # an arm switched off adds no items (they tied at 0, in id order)
+            continue
         for item_id, rank in own.items():
             parts.setdefault(item_id, []).append(weight / (k + rank))
     # fsum is correctly rounded, so equal fused scores tie whatever the retrievers' order

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -205,6 +206,17 @@ class HybridRetriever:
         filters: Filters | None = None,
         candidates: int | None = None,
     ) -> SearchResult:
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
+        ):
+            raise RetrievalError(f"top_k must be a whole number >= 1, not {top_k!r}")
+        if candidates is not None and (
+            isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
+        ):
+            raise RetrievalError(f"candidates must be a whole number >= 1, not {candidates!r}")
+        # as documents are stored: a decomposed "parámetros" (macOS, some keyboards) was the
+        # BM25 term "metro" (review 30)
+        query = unicodedata.normalize("NFC", query)
         if not query.replace("\x00", "").strip():  # NUL bytes alone are no query either
             raise RetrievalError("the query is empty; pass a question or keywords")
         if not any(ch.isalnum() for ch in query):  # "...", "???!!!": no term, a vector of noise
@@ -390,7 +402,8 @@ class HybridRetriever:
         per_doc: int,
         limit: int,
     ) -> list[tuple[str, float]]:
-        """``ranking`` capped to ``per_doc`` chunks per document, first ``limit`` kept. The
+        """``ranking`` capped to ``per_doc`` chunks per document, first ``limit`` kept (when
+        the whole ranking holds fewer, the chunks over the cap follow in rank order). The
         documents of chunks not seen before are read from the store in blocks of ``limit``
         until ``limit`` are kept (chunks read are added to ``chunks``), so a list in which no
         document passes the cap costs at most one read of ``limit`` chunks."""
@@ -412,8 +425,19 @@ class HybridRetriever:
                 per_document=per_doc,
                 limit=limit,
             )
-            if len(kept) >= limit or read >= len(ranking):
+            if len(kept) >= limit:
                 return kept
+            if read >= len(ranking):
+                # too few documents to fill the list (a search filtered to one): the chunks
+                # over the cap follow in rank order, demoted, not dropped (review 30: 8 hits
+                # for top_k 20)
+                taken = {item for item, _ in kept}
+                over = [
+                    (item, raw)
+                    for item, raw in ranking
+                    if item not in taken and (item in chunks or item in seen)
+                ]
+                return kept + over[: limit - len(kept)]
 
     def close(self) -> None:
         """Stop the worker thread."""
