@@ -212,6 +212,15 @@ def test_a_source_filter_takes_a_file_name_or_the_end_of_a_path(tmp_path: Path) 
         assert result.exit_code == 0, result.output
         hits = json.loads(result.stdout)["hits"]
         assert [h["source"] for h in hits] == [str(docs / "sub" / "b.md")], (value, hits)
+    # a folder: its documents (review 30: RS600 "no indexed document's path is or ends with it")
+    for value in (str(docs / "sub"), str(docs / "sub") + "/", str(tmp_path / "alias")):
+        result = _invoke(
+            "search", "canary", "--index", str(index), "--json", "--filter", f"source={value}"
+        )
+        assert result.exit_code == 0, result.output
+        sources = {h["source"] for h in json.loads(result.stdout)["hits"]}
+        expected = {str(docs / "sub" / "b.md")}
+        assert sources == (expected if "sub" in value else expected | {str(docs / "a.md")})
     missing = _invoke("search", "canary", "--index", str(index), "--filter", "source=c.md")
     assert missing.exit_code != 0 and "RS600" in missing.output and "c.md" in missing.output
     asked = _invoke(

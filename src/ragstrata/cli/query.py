@@ -18,6 +18,7 @@ from ragstrata.cli.options import ConfigOpt, FilterOpt, IndexOpt, JsonOpt
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, RagError, RetrievalError
 from ragstrata.index.base import Filters, check_filters
+from ragstrata.index.report import sources_under
 from ragstrata.paths import display_path
 from ragstrata.pipeline import Ragstrata
 from ragstrata.types import MAX_QUERY_CHARS, Answer, Hit
@@ -49,7 +50,8 @@ def parse_filters(items: list[str] | None) -> Filters | None:
 
 def _resolve_sources(engine: Ragstrata, filters: Filters | None) -> Filters | None:
     """``filters`` with each ``source`` value that is no indexed source read as a path from
-    the working directory, else as the end of indexed paths (a file name, ``docs/guide.md``):
+    the working directory, else as the end of indexed paths (a file name, ``docs/guide.md``),
+    else as a folder (every indexed document under it):
     the index stores absolute paths, and ``source=guide.md`` found nothing, silently (trial
     25). Raises RetrievalError (RS600) naming a value that matches no indexed document."""
     if not filters or "source" not in filters:
@@ -68,6 +70,8 @@ def _resolve_sources(engine: Ragstrata, filters: Filters | None) -> Filters | No
             continue
         tail = "/" + os.path.normpath(value).replace(os.sep, "/").lstrip("/")
         matched = sorted(s for s in known if s.replace(os.sep, "/").endswith(tail))
+        if not matched and value:  # a folder: its documents (review 30; `forget` takes one)
+            matched = sorted(filter(sources_under([value]), known))
         if not matched:
             example = min(known, default="")
             raise RetrievalError(
