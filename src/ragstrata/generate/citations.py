@@ -641,16 +641,29 @@ class CitationChecker:
         return out
 
     def _denies(self, evidence: str, terms: set[str]) -> bool:
-        """Whether ``evidence`` negates what a claim of analysed ``terms`` asserts: at least
-        :data:`DENIED_WORDS` of the :data:`DENIAL_SPAN` words right after one of its negation
-        words share a term with the claim ("Refunds are **not available after** 30 days"
+        """Whether ``evidence`` negates what a claim of analysed ``terms`` asserts: in one of
+        its sentences that holds at least half of the claim's terms, at least
+        :data:`DENIED_WORDS` of the :data:`DENIAL_SPAN` words right after a negation word share
+        a term with the claim ("Refunds are **not available after** 30 days"
         against "Refunds are available after 30 days"; "tres proyectos y no incluye soporte
         telefónico" does not deny "incluye tres proyectos": one shared word)."""
-        for m in _NEGATION.finditer(evidence):
-            after = evidence[m.end() :].split()[:DENIAL_SPAN]
-            shared = sum(1 for word in after if terms & set(self.analyzer.terms(word)))
-            if shared >= DENIED_WORDS:
-                return True
+        if not terms:
+            return False
+        sentences = [
+            line[a:b]
+            for line in evidence.split("\n")
+            for a, b in sentence_spans(line, 0, len(line))
+        ]  # a heading or a "/// tip" line is a sentence of its own
+        for sentence in sentences:
+            # the sentence says what the claim says (half its terms at least), not another
+            # thing next to it ("Notice that you are not passing the router itself")
+            if len(terms & set(self.analyzer.terms(sentence))) < len(terms) / 2:
+                continue
+            for m in _NEGATION.finditer(sentence):
+                after = sentence[m.end() :].split()[:DENIAL_SPAN]
+                shared = sum(1 for word in after if terms & set(self.analyzer.terms(word)))
+                if shared >= DENIED_WORDS:
+                    return True
         return False
 
     def _decide(

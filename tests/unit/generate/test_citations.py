@@ -610,3 +610,20 @@ def test_numbers_written_as_words_are_checked(
     checker: CitationChecker, claim: str, source: str, verified: bool
 ) -> None:
     assert checker.check(claim, source).verified is verified
+
+
+def test_a_negation_in_a_neighbouring_sentence_of_the_evidence_denies_nothing(
+    checker: CitationChecker,
+) -> None:
+    """Measured on eval-citations' sample: a copied sentence was refused for the tip after it,
+    "Notice that you are not passing the router itself ..." (two words shared after "not")."""
+    claim = (
+        "Now use the parameter `callbacks` in your decorator to pass the attribute `.routes` "
+        "of the router."
+    )
+    for source in (
+        claim + " Notice that you are not passing the router itself to `callbacks=`.",
+        claim[:-1] + ":\n\n/// tip\n\nNotice that you are not passing the router itself.",
+        "#### The router is not passed {/*not-passed*/}\n\n" + claim,
+    ):
+        assert "(negation)" not in checker.check(claim, source).missing, source
