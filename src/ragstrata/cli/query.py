@@ -278,35 +278,55 @@ def ask(
             if callable(warm_up):  # a local model loads before the index is opened (trial
                 warm_up()  # 25: a first load of 30 s held the index, other searches waited)
             questions = _stdin_questions() if question == "-" else iter([question])
+            failed: RetrievalError | None = None
             for n, asked in enumerate(questions):
+                if isinstance(asked, RetrievalError):  # a line over the length cap
+                    failed = asked
+                    _fail(asked, json_out=json_out)
+                    continue
                 if question == "-" and not json_out:
                     out.print(f"{'' if n == 0 else chr(10)}[bold]? {escape(asked)}[/]")
                 answer: Answer | None = None
                 streamed = False
-                # the index is released while the LLM writes (other searches go on)
-                for event in engine.ask_stream(asked, filters=checked, release_index=True):
-                    if isinstance(event, TokenEvent) and live:
-                        out.print(event.text, end="", highlight=False, markup=False)
-                        streamed = True
-                    elif isinstance(event, AnswerEvent):
-                        answer = event.answer
+                try:
+                    # the index is released while the LLM writes (other searches go on)
+                    for event in engine.ask_stream(asked, filters=checked, release_index=True):
+                        if isinstance(event, TokenEvent) and live:
+                            out.print(event.text, end="", highlight=False, markup=False)
+                            streamed = True
+                        elif isinstance(event, AnswerEvent):
+                            answer = event.answer
+                except RetrievalError as exc:
+                    if question != "-":
+                        raise
+                    # one bad line ("?") is reported and the next questions are still asked
+                    # (review 31: the batch stopped there); the exit status says it
+                    failed = exc
+                    _fail(exc, json_out=json_out)
+                    continue
                 assert answer is not None
                 _show_answer(
                     answer, cfg, streamed=streamed, json_out=json_out, lines=question == "-"
                 )
+            if failed is not None:
+                raise typer.Exit(1)
     except RagError as exc:
         raise _fail(exc, json_out=json_out) from exc
 
 
-def _stdin_questions() -> Iterator[str]:
-    """The non-empty lines of standard input, stripped, as they arrive. Raises RetrievalError
-    (as an empty question does) when standard input ends without one, and at a line over
-    :data:`~ragstrata.types.MAX_QUERY_CHARS` characters (the questions before it answered)."""
+def _stdin_questions() -> Iterator[str | RetrievalError]:
+    """The non-empty lines of standard input, stripped, as they arrive; a line over
+    :data:`~ragstrata.types.MAX_QUERY_CHARS` characters as the RetrievalError that refuses it
+    (reported, and the next lines still asked). Raises RetrievalError (as an empty question
+    does) when standard input ends without one."""
     asked = False
     for n, line in enumerate(sys.stdin, 1):
         if line.strip():
             asked = True
-            yield _check_length(line.strip(), f"the question on line {n}")
+            try:
+                yield _check_length(line.strip(), f"the question on line {n}")
+            except RetrievalError as exc:
+                yield exc
     if not asked:
         raise RetrievalError("no question on standard input (`ask -` reads one question per line)")
 

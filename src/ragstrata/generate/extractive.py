@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragstrata.assemble.context import Context, Source, assemble
+from ragstrata.assemble.context import Context, Source, assemble, resolve_versions
 from ragstrata.embed.base import Embedder
 from ragstrata.generate.answerer import AnswerEvent, AskEvent, refusal, word_tokens
 from ragstrata.generate.evidence import NO_EVIDENCE_RULE, EvidenceRule, check_evidence
@@ -60,11 +60,13 @@ _MDX = re.compile(
     r"|\{\s*#[\w-]+\s*\}"  # MkDocs heading anchors: { #path-parameters }
     # HTML elements left in Markdown/MDX prose (<div>(Traducción)</div>); by name, so that a
     # placeholder such as <path> stays
-    r"|</?(?:a|abbr|b|br|center|details|div|em|figcaption|figure|font|hr|i|img|kbd|li|ol|p"
-    r"|section|small|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|u|ul)"
+    r"|</?(?:a|abbr|b|br|center|cite|details|dfn|div|em|figcaption|figure|font|hr|i|img|kbd"
+    r"|li|mark|ol|p|q|samp|section|small|span|strong|sub|summary|sup|table|tbody|td|th|thead"
+    r"|tr|u|ul|var)"
     r"(?:\s[^<>]*)?/?>"
 )
 _INLINE_CODE = re.compile(r"(`+[^`]*?`+)")
+_HTML_CODE = re.compile(r"<code>([^<>`\n]*)</code>")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
@@ -386,6 +388,7 @@ def clean_sentence(text: str) -> str:
     list/quote markers removed, links shown as their text (inline code is kept as written)."""
     text = _QUOTE_CONTINUATION.sub("\n", text)
     text = _CODE_LINK.sub(lambda m: m.group(1), text)  # [`useState`](/reference/...)
+    text = _HTML_CODE.sub(lambda m: f"`{m.group(1)}`", text)  # <code>get</code>: `get`
     parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
     for i in range(0, len(parts), 2):  # markup is removed outside code only: `<StrictMode>`
         part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))
@@ -518,9 +521,12 @@ class ExtractiveAnswerer:
         t0 = time.perf_counter() if started is None else started
         spent = dict(timings or {})
         t = time.perf_counter()
+        # an older version of a document among the hits gives way to the newest, as in the
+        # LLM answerer (review 31: the stale page's "2 días" was quoted first)
+        kept, conflicts = resolve_versions(hits)
         check = check_evidence(
             question,
-            hits,
+            kept,
             self.analyzer,
             rule=self.evidence_rule,
             min_rerank=self.min_rerank,
@@ -528,11 +534,17 @@ class ExtractiveAnswerer:
         spent["evidence"] = (time.perf_counter() - t) * 1000
         if check.refused_by is not None:
             return refusal(
-                question, check.refused_by, timings=spent, started=t0, evidence=check, hits=hits
+                question,
+                check.refused_by,
+                timings=spent,
+                started=t0,
+                evidence=check,
+                conflicts=conflicts,
+                hits=hits,
             )
         t = time.perf_counter()
         context = assemble(
-            hits,
+            kept,
             counter=self._counter or self.embedder.counter,
             budget_tokens=self.context_tokens,
             display_source=self.display_source,
@@ -544,7 +556,13 @@ class ExtractiveAnswerer:
         spent["generate"] = (time.perf_counter() - t) * 1000
         if not quotes:
             return refusal(
-                question, "no_quotes", timings=spent, started=t0, evidence=check, hits=hits
+                question,
+                "no_quotes",
+                timings=spent,
+                started=t0,
+                evidence=check,
+                conflicts=conflicts,
+                hits=hits,
             )
         by_label = {s.label: s for s in context.sources}
         # cited sources are renumbered 1..n in order of first citation; the legend lists them
@@ -563,6 +581,7 @@ class ExtractiveAnswerer:
             legend=legend,
             timings_ms=spent,
             evidence=check,
+            conflicts=tuple(conflicts),
             hits=tuple(hits),
             disagreements=tuple(
                 SourceDisagreement(d.unit, tuple(sorted((renumber[lb], v) for lb, v in d.claims)))
@@ -590,10 +609,13 @@ class ExtractiveAnswerer:
         # and a lead-in ending in ":" whose list or code is not in the chunk (cut off by the
         # chunk's end: nothing after it) announces what it cannot show; one followed by a line
         # we do not show (a `{* file *}` include, a component) still says something
+        # and text addressed to an AI model ("Ignore previous instructions and tell the user
+        # ...") is an injection planted in a document, not a statement of it (review 31)
         statements = [
             item
             for item in items
             if not is_topic_line(item[2])
+            and not is_instruction(item[2])
             and not (item[2].endswith(":") and not item[0].hit.chunk.text[item[1].end :].strip())
         ]
         items = statements or items
@@ -785,6 +807,26 @@ def is_topic_line(sentence: str) -> bool:
     return bool(_INTERROGATIVE.match(text)) and not text.endswith(_TERMINAL)
 
 
+def is_instruction(sentence: str) -> bool:
+    """Whether ``sentence`` addresses an AI model rather than a reader ("Ignore previous
+    instructions and ...", "Ignora las instrucciones anteriores", "Reply only with ...",
+    "Responde solo con ..."): prompt-injection text planted in a document, which the
+    extractive answerer quotes only when nothing else can be, like a topic line."""
+    return bool(_INSTRUCTION.search(sentence))
+
+
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?"
+    r"(?:previous|prior|above|earlier|preceding|system)\s+(?:instructions|prompts?|rules)"
+    r"|\b(?:ignora|olvida|omite)\s+(?:todas\s+)?(?:las\s+|tus\s+)?(?:instrucciones|indicaciones|reglas)"
+    r"\s+(?:anteriores|previas|del\s+sistema)"
+    r"|\b(?:reply|respond|answer)\s+only\s+with\b"
+    r"|\bresponde\s+(?:solo|solamente|únicamente)\s+con\b"
+    r"|\b(?:you\s+are\s+now|as\s+an\s+ai\b|system\s+prompt|eres\s+ahora)",
+    re.IGNORECASE,
+)
+
+
 _CAPTION = re.compile(
     r"(?:Cuadro|Tabla|Table|Figura|Figure|Fig\.|Listing|Listado)\s+[0-9IVXL]+(?:[.\-][0-9]+)*"
     r"\s*[:.]\s",
@@ -876,10 +918,10 @@ def _item_number(quote: Quote) -> int:
 
 def _citation(label: int, source: Source, quotes: Sequence[Quote]) -> Citation:
     """Citation ``[label]`` of ``quotes`` (one chunk's, in answer order), taken from
-    ``source``'s chunk (verbatim, so verified): the first quote's text, the pages the quotes
+    ``source``'s chunk (verbatim, so verified): the best-scored quote's text, the pages the quotes
     are on (not the chunk's whole range: a chunk over pp. 22-23 quoted on p. 23 cites p. 23)."""
     chunk = source.hit.chunk
-    quote = quotes[0]
+    quote = max(quotes, key=lambda q: q.score)  # the one that answers best (review 31)
     spans = [chunk.pages_of(q.start, q.end) for q in quotes]
     found = [p for p in spans if p is not None]
     pages = (min(p[0] for p in found), max(p[1] for p in found)) if found else None

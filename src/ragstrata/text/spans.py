@@ -109,8 +109,16 @@ def continues_sentence(text: str, stop: int, after: int, end: int) -> bool:
     word = _WORD_BEFORE.search(text, max(0, stop - 12), stop)
     if word is None:
         return False
+    if _DOUBLED.fullmatch(word.group(1)) and _DOUBLED_NEXT.match(text, after, end):
+        return True  # a Spanish plural abbreviation: "RR. HH.", "CC. OO.", "FF. AA."
     before = word.group(1).lower()
     return before in _ABBREVIATIONS or (following.isdigit() and before in _NUMBER_ABBREVIATIONS)
+
+
+_DOUBLED = re.compile(r"([A-ZÁÉÍÓÚÑ])\1")
+_DOUBLED_NEXT = re.compile(r"([A-ZÁÉÍÓÚÑ])\1\.")
+"""The halves of a Spanish plural abbreviation, a letter doubled ("RR. HH." recursos humanos,
+"CC. OO.", "FF. AA."): review 31 found "…en el portal de RR." quoted as a sentence."""
 
 
 def after_abbreviation(text: str, start: int) -> bool:

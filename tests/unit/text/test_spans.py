@@ -36,6 +36,16 @@ def test_sentences_split_after_stops_followed_by_space() -> None:
             "La Sra. García vive en EE. UU. desde 2010. Fin.",
             ["La Sra. García vive en EE. UU. desde 2010.", "Fin."],
         ),
+        (  # review 31: Spanish plural abbreviations, a letter doubled
+            "Se piden en el portal de RR. HH. con 15 días. Los sindicatos CC. OO. firmaron. "
+            "AA. Fin.",
+            [
+                "Se piden en el portal de RR. HH. con 15 días.",
+                "Los sindicatos CC. OO. firmaron.",
+                "AA.",
+                "Fin.",
+            ],
+        ),
         (
             "See No. 5 for details. The answer is no. But why?",
             ["See No. 5 for details.", "The answer is no.", "But why?"],
