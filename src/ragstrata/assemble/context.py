@@ -290,8 +290,11 @@ def assemble(
 
 # ------------------------------------------------------------------------------- versions
 
-VERSION_KEYS = ("version", "date", "modified")
-"""Chunk metadata keys that date a document version, in order of preference."""
+VERSION_KEYS = ("version", "date")
+"""Chunk metadata keys that date a document version, in order of preference: front-matter
+keys a writer sets. Not ``modified``, every file's modification time: with it any two files of
+one title ("README", "Introduction" of two manuals) were versions and the older one's hits were
+dropped (noticed in review 31, when the extractive answerer started resolving versions)."""
 
 _NUM = re.compile(r"\d+")
 
@@ -322,7 +325,7 @@ def resolve_versions(
     ``hits``.
 
     Hits are grouped by ``family(chunk)`` (default: the title, else the source), among the
-    chunks that carry a version (``metadata`` ``version``, else ``date``, else ``modified``);
+    chunks that carry a version (``metadata`` ``version``, else ``date``: :data:`VERSION_KEYS`);
     in a group spanning several documents (``doc_id``) with different versions the newest
     version (:func:`version_key`) wins. Returns the kept hits in their original order, ranks
     unchanged, and one :class:`VersionConflict` per such group.

@@ -95,6 +95,11 @@ def test_resolve_versions_keeps_the_newest() -> None:
         [hit(old, 1), hit(chunk(18, 37, doc="old", meta={"version": "1.9"}, title="Limits"), 2)]
     )
     assert len(same) == 2 and not none
+    # a file's modification time is no version: two pages of one title are two pages
+    readme_a = chunk(0, 18, doc="a", meta={"modified": "2024-01-01T00:00:00"}, title="README")
+    readme_b = chunk(0, 18, doc="b", meta={"modified": "2025-01-01T00:00:00"}, title="README")
+    both, no_conflict = resolve_versions([hit(readme_a, 1), hit(readme_b, 2)])
+    assert len(both) == 2 and not no_conflict
 
 
 def _piece(text: str, start: int, end: int, *, parent: str = "s1") -> Chunk:
