@@ -288,7 +288,7 @@ _EN_NUMBERS = [
     "seven",
     "eight",
     "nine",
-    "ten",
+    "-",  # "ten": also Spanish ("ten en cuenta", keep in mind), 10 on every such claim
     "eleven",
     "twelve",
     "thirteen",
@@ -328,7 +328,8 @@ NUMBER_WORDS: dict[str, int] = {
     if word != "-"
 }
 """Numbers 2-20 written as English or Spanish words. "one"/"uno"/"una" (also a pronoun and
-articles) and Spanish "once" (English "once") are left out."""
+articles), Spanish "once" (English "once") and English "ten" (Spanish "ten en cuenta": the
+cross-lingual bench's Spanish claims all needed a 10) are left out."""
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
@@ -390,8 +391,8 @@ with one is not said to contradict a negated source sentence."""
 DENIAL_SPAN = 4
 """Words after a source's negation word read by the contradiction test (``_denies``)."""
 DENIED_WORDS = 2
-"""Of those, how many must share a term with a claim without negation for the source to deny
-it (review 29: "Refunds are available after 30 days" was verified by "Refunds are not
+"""Of those, how many distinct words a claim without negation must share a term with for the
+source to deny it (review 29: "Refunds are available after 30 days" was verified by "Refunds are not
 available after 30 days")."""
 
 
@@ -661,8 +662,9 @@ class CitationChecker:
                 continue
             for m in _NEGATION.finditer(sentence):
                 after = sentence[m.end() :].split()[:DENIAL_SPAN]
-                shared = sum(1 for word in after if terms & set(self.analyzer.terms(word)))
-                if shared >= DENIED_WORDS:
+                # distinct words: "no son JSON a JSON" shares one, not two
+                shared = {w.lower() for w in after if terms & set(self.analyzer.terms(w))}
+                if len(shared) >= DENIED_WORDS:
                     return True
         return False
 

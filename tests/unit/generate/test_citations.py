@@ -627,3 +627,15 @@ def test_a_negation_in_a_neighbouring_sentence_of_the_evidence_denies_nothing(
         "#### The router is not passed {/*not-passed*/}\n\n" + claim,
     ):
         assert "(negation)" not in checker.check(claim, source).missing, source
+
+
+def test_spanish_ten_is_no_number_and_a_repeated_word_denies_nothing(
+    checker: CitationChecker,
+) -> None:
+    """The cross-lingual bench: "Ten en cuenta que ..." (keep in mind) needed a 10; "no son JSON
+    a JSON" denied "Converting non-JSON bodies to JSON" with one term counted twice."""
+    assert claim_numbers("Ten en cuenta que la lista no se revisa.") == set()
+    assert claim_numbers("It takes ten minutes and twelve steps.") == {"12"}
+    claim = "Convierte cuerpos de request a JSON con `msgpack`."
+    source = "Convierte cuerpos de request que no son JSON a JSON con `msgpack`."
+    assert "(negation)" not in checker.check(claim, source).missing
