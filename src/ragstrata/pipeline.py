@@ -20,7 +20,7 @@ from ragstrata.chunking.splitter import Chunker
 from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.embed.cache import CachedEmbedder
-from ragstrata.errors import IndexNotFoundError, RetrievalError, StoreError
+from ragstrata.errors import IndexNotFoundError, StoreError
 from ragstrata.generate.evidence import EvidenceRule, LearnedRule, evidence_rule_for
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog, snapshots
@@ -33,7 +33,13 @@ from ragstrata.index.writer import IndexWriter, index_signature, new_manifest
 from ragstrata.indexing import parse_paths
 from ragstrata.paths import display_path
 from ragstrata.rerank.base import Reranker, rerank_result
-from ragstrata.retrieve.hybrid import HybridRetriever, Mode, Retriever, SearchResult
+from ragstrata.retrieve.hybrid import (
+    HybridRetriever,
+    Mode,
+    Retriever,
+    SearchResult,
+    check_count,
+)
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.types import Answer, Chunk, Document, IngestFailure
 
@@ -352,8 +358,7 @@ class Ragstrata:
             )
         cfg = self.config.rerank
         k = cfg.top_k if top_k is None else top_k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise RetrievalError(f"top_k must be a whole number >= 1, not {top_k!r}")
+        check_count("top_k", k)
         result = self.retriever.search(
             query, top_k=max(k, cfg.candidates), mode=mode, filters=filters, candidates=candidates
         )

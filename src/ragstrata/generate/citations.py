@@ -355,7 +355,7 @@ def claim_capitalized(text: str) -> set[str]:
         for m in _NAME.finditer(stripped)
         if m.start() > 0
         and (
-            not _SENTENCE_START.search(stripped, 0, m.start())
+            not _SENTENCE_START.search(stripped, max(0, m.start() - 2), m.start())
             or after_abbreviation(stripped, m.start())
         )
     }

@@ -50,7 +50,7 @@ from ragstrata.text.spans import (
     strip_span,
 )
 from ragstrata.text.tokens import TokenCounter
-from ragstrata.types import Answer, Citation, Hit, SourceDisagreement
+from ragstrata.types import Answer, Citation, Hit, RefusalReason, SourceDisagreement
 
 if TYPE_CHECKING:
     from ragstrata.generate.reader import Reader
@@ -532,16 +532,20 @@ class ExtractiveAnswerer:
             min_rerank=self.min_rerank,
         )
         spent["evidence"] = (time.perf_counter() - t) * 1000
-        if check.refused_by is not None:
+
+        def refuse(reason: RefusalReason) -> Answer:
             return refusal(
                 question,
-                check.refused_by,
+                reason,
                 timings=spent,
                 started=t0,
                 evidence=check,
                 conflicts=conflicts,
                 hits=hits,
             )
+
+        if check.refused_by is not None:
+            return refuse(check.refused_by)
         t = time.perf_counter()
         context = assemble(
             kept,
@@ -555,15 +559,7 @@ class ExtractiveAnswerer:
         quotes = picked.quotes
         spent["generate"] = (time.perf_counter() - t) * 1000
         if not quotes:
-            return refusal(
-                question,
-                "no_quotes",
-                timings=spent,
-                started=t0,
-                evidence=check,
-                conflicts=conflicts,
-                hits=hits,
-            )
+            return refuse("no_quotes")
         by_label = {s.label: s for s in context.sources}
         # cited sources are renumbered 1..n in order of first citation; the legend lists them
         renumber = {old: new for new, old in enumerate(quoted_labels(quotes), 1)}

@@ -105,6 +105,14 @@ def query_sparse_vector(analyzer: Analyzer, query: str) -> dict[int, float]:
     return vector
 
 
+def check_count(name: str, value: object) -> None:
+    """Raise :class:`~ragstrata.errors.RetrievalError` unless ``value`` is a whole number >= 1
+    (not a bool): a search's ``top_k`` or ``candidates`` (review 30: 0 meant the default, -1
+    gave no hits, 2.5 a TypeError)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RetrievalError(f"{name} must be a whole number >= 1, not {value!r}")
+
+
 class HybridRetriever:
     """Dense + BM25 over one :class:`VectorStore`, fused with weighted RRF.
 
@@ -206,14 +214,9 @@ class HybridRetriever:
         filters: Filters | None = None,
         candidates: int | None = None,
     ) -> SearchResult:
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
-        ):
-            raise RetrievalError(f"top_k must be a whole number >= 1, not {top_k!r}")
-        if candidates is not None and (
-            isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
-        ):
-            raise RetrievalError(f"candidates must be a whole number >= 1, not {candidates!r}")
+        for name, count in (("top_k", top_k), ("candidates", candidates)):
+            if count is not None:
+                check_count(name, count)
         # as documents are stored: a decomposed "parámetros" (macOS, some keyboards) was the
         # BM25 term "metro" (review 30)
         query = unicodedata.normalize("NFC", query)

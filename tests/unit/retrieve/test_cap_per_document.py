@@ -4,6 +4,7 @@ and its use by the hybrid retriever over the real embedded store."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,15 @@ def _retriever(tmp_path: Path, max_chunks_per_doc: int) -> tuple[HybridRetriever
     return HybridRetriever(store, embedder, analyzer, config), store
 
 
+@pytest.fixture
+def capped(tmp_path: Path) -> Iterator[HybridRetriever]:
+    """The retriever of :func:`_retriever` with a cap of 2, closed after the test."""
+    retriever, store = _retriever(tmp_path, 2)
+    yield retriever
+    retriever.close()
+    store.close()
+
+
 @pytest.mark.parametrize("cap", [0, 1, 2])
 def test_hybrid_cap_lets_another_document_into_the_fusion(tmp_path: Path, cap: int) -> None:
     retriever, store = _retriever(tmp_path, cap)
@@ -87,51 +97,38 @@ def test_hybrid_cap_lets_another_document_into_the_fusion(tmp_path: Path, cap: i
         store.close()
 
 
-def test_a_search_filtered_to_one_document_returns_top_k_of_its_chunks(tmp_path: Path) -> None:
+def test_a_search_filtered_to_one_document_returns_top_k_of_its_chunks(
+    capped: HybridRetriever,
+) -> None:
     """Review 30: the cap dropped its chunks past the eighth, whatever top_k said."""
-    retriever, store = _retriever(tmp_path, 2)
-    try:
-        query = "release timeout settings server changed"
-        for mode in ("hybrid", "dense", "bm25"):
-            found = retriever.search(query, top_k=10, mode=mode, filters={"doc_id": "changelog"})
-            assert len(found.hits) == 10, mode
-    finally:
-        retriever.close()
-        store.close()
+    query = "release timeout settings server changed"
+    for mode in ("hybrid", "dense", "bm25"):
+        found = capped.search(query, top_k=10, mode=mode, filters={"doc_id": "changelog"})
+        assert len(found.hits) == 10, mode
 
 
 @pytest.mark.parametrize("top_k", [0, -1, 2.5, "3", True])
-def test_a_bad_top_k_is_refused(tmp_path: Path, top_k: object) -> None:
+def test_a_bad_top_k_is_refused(capped: HybridRetriever, top_k: object) -> None:
     """Review 30: 0 meant the default, -1 gave no hits, 2.5 and "3" raised TypeError."""
     from ragstrata.errors import RetrievalError
 
-    retriever, store = _retriever(tmp_path, 2)
-    try:
-        with pytest.raises(RetrievalError, match="top_k"):
-            retriever.search("server timeout", top_k=top_k)  # type: ignore[arg-type]
-        with pytest.raises(RetrievalError, match="candidates"):
-            retriever.search("server timeout", candidates=-1)
-    finally:
-        retriever.close()
-        store.close()
+    with pytest.raises(RetrievalError, match="top_k"):
+        capped.search("server timeout", top_k=top_k)  # type: ignore[arg-type]
+    with pytest.raises(RetrievalError, match="candidates"):
+        capped.search("server timeout", candidates=-1)
 
 
-def test_a_decomposed_query_finds_what_its_composed_form_finds(tmp_path: Path) -> None:
+def test_a_decomposed_query_finds_what_its_composed_form_finds(capped: HybridRetriever) -> None:
     """Review 30: NFD "parámetros" was the BM25 term "metro"."""
     import unicodedata
 
-    retriever, store = _retriever(tmp_path, 2)
-    try:
-        composed = "configuración del servidor: parámetros"
-        decomposed = unicodedata.normalize("NFD", composed)
-        assert decomposed != composed
-        a = retriever.search(composed, top_k=5, mode="bm25")
-        b = retriever.search(decomposed, top_k=5, mode="bm25")
-        assert [h.chunk.chunk_id for h in a.hits] == [h.chunk.chunk_id for h in b.hits]
-        assert a.query == b.query
-    finally:
-        retriever.close()
-        store.close()
+    composed = "configuración del servidor: parámetros"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed
+    a = capped.search(composed, top_k=5, mode="bm25")
+    b = capped.search(decomposed, top_k=5, mode="bm25")
+    assert [h.chunk.chunk_id for h in a.hits] == [h.chunk.chunk_id for h in b.hits]
+    assert a.query == b.query
 
 
 def test_config_refuses_a_negative_cap() -> None:
