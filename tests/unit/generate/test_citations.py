@@ -50,6 +50,10 @@ def test_out_of_range_and_non_citations() -> None:
     assert marker_labels("(Source-2, Source-4)") == [2, 4]
     # a number in parentheses is not a citation, nor is code in fences
     assert parse_answer("Python (3) is required.", 3).claims[0].labels == ()
+    # a Markdown link whose text is a number is not a citation
+    linked = parse_answer("See the guide [3](https://example.org/g) for more [1].", 3)
+    assert [c.labels for c in linked.claims] == [(1,)]
+    assert "[3](https://example.org/g)" in linked.claims[0].text
     fenced = parse_answer(
         "Run this [1].\n```\nx = a[2]\n```\nAll done [2].\n/// note\n</source>", 3
     )
