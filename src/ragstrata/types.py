@@ -44,11 +44,17 @@ class Block:
 
 
 WarningKind = Literal[
-    "replaced_bytes", "mixed_encoding", "legacy_encoding", "mojibake", "html_depth"
+    "replaced_bytes",
+    "mixed_encoding",
+    "legacy_encoding",
+    "mojibake",
+    "html_depth",
+    "front_matter",
 ]
 """What an :class:`IngestWarning` is about: undecodable bytes replaced by U+FFFD, lines in a
 legacy encoding inside a UTF-8 file, UTF-8 text that was once read as cp1252/Latin-1 ("mÃ¡s"),
-or HTML nested too deep (tags removed, text kept)."""
+HTML nested too deep (tags removed, text kept), or Markdown front matter that could not be read
+(ignored, the text kept)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,8 +60,7 @@ def serve(
 
             raise MissingDependencyError(exc.name or "fastapi", "service") from exc
         service_app = create_app(cfg)
-        state = service_app.state.service
-        _claim_data_dir(state.data_dir)
+        state = service_app.state.service  # it holds the data directory (serve.lock)
         _check_port_free(cfg.service.host, cfg.service.port)
         warm_up = getattr(state.registry.embedder, "warm_up", None)
         if callable(warm_up):
@@ -116,38 +115,6 @@ def _check_port_free(host: str, port: int) -> None:
                 f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
                 "on that port? choose one with --port or service.port)"
             ) from exc
-
-
-_DATA_DIR_LOCKS: list[Any] = []
-"""Open lock files of the data directories this process serves (held until it exits)."""
-
-
-def _claim_data_dir(data_dir: Path) -> None:
-    """Hold ``data_dir/serve.lock`` for the life of the process, so a second ``serve`` on the
-    same data directory stops at once: two servers would share job records and take each
-    other's collection locks (every ask answered 503). Raises ConfigError naming the other
-    server's process id."""
-    import fcntl
-    import os
-
-    from ragstrata.errors import ConfigError
-
-    handle = open(data_dir / "serve.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        handle.seek(0)
-        other = handle.read().strip() or "unknown"
-        handle.close()
-        raise ConfigError(
-            f"another ragstrata serve (process {other}) already serves the data directory "
-            f"{data_dir}; stop it, or give this one another --data-dir"
-        ) from exc
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    _DATA_DIR_LOCKS.append(handle)
 
 
 def mcp(

@@ -19,11 +19,14 @@ one blank line. Rendering:
   task-list items get ``[ ]``/``[x]``);
 * ``blockquote`` -> quote block with ``> `` prefixes; ``hr`` -> rule ``---``.
 
-Boilerplate is dropped: ``script``, ``style``, ``nav``, ``header``, ``footer``, ``head``,
-``template``, hidden elements (``hidden``, ``aria-hidden="true"``, inline ``display: none`` or
-``visibility: hidden``), ARIA navigation/banner/contentinfo roles, and navigation
+A page with one ``<main>`` (or ``role="main"``) element is that element: what is outside it
+is not rendered. Boilerplate is dropped: ``script``, ``style``, ``nav``, ``footer``, ``head``,
+``template``, a ``header`` outside ``article``/``main``/``section`` (inside one it holds the
+page's title), hidden elements (``hidden``, ``aria-hidden="true"``, inline ``display: none`` or
+``visibility: hidden``), ARIA navigation/banner/contentinfo/search/dialog roles, navigation
 classes (DocBook ``navheader``/``navfooter``, tables of contents ``toc``/``toc-macro`` and lists
-of tables/figures, ``breadcrumb``...). Text in no recognised element is kept as paragraphs.
+of tables/figures, ``breadcrumb``, ``sidebar``...) and cookie or consent banners (a class or id
+with ``cookie``, ``consent`` or ``gdpr``). Text in no recognised element is kept as paragraphs.
 
 Cleaning: every block goes through :func:`~ragstrata.ingest.text.normalize_text` (Unicode NFC,
 LF line ends, control characters removed); inline whitespace runs (NBSP included) become one
@@ -214,6 +217,24 @@ class HtmlRenderer:
             self._add("table", rendered)
 
 
+def _main(tree: LexborHTMLParser) -> LexborNode | None:
+    """The page's one main content element (``<main>`` or ``role="main"``, the outermost when
+    nested), or ``None`` when it has none or several: what is outside it (sidebars, banners,
+    site menus without a ``nav``) is no content (review 32)."""
+    found = tree.css("main, [role=main]")
+    outer = [n for n in found if not any(_contains(other, n) for other in found if other != n)]
+    return outer[0] if len(outer) == 1 else None
+
+
+def _contains(ancestor: LexborNode, node: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
 def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
     """Parse an HTML document into markdown-like text with block offsets.
 
@@ -232,7 +253,7 @@ def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
     title_node = tree.css_first("title")
     title = collapse(title_node.text()) if title_node is not None else ""
     renderer = HtmlRenderer()
-    root = tree.body or tree.root
+    root = _main(tree) or tree.body or tree.root
     if root is not None:
         renderer.render(root)
     blocks = renderer.blocks

@@ -40,7 +40,7 @@ __all__ = [
 
 _SKIP_TAGS = frozenset(
     {
-        "script", "style", "noscript", "template", "nav", "header", "footer", "head",
+        "script", "style", "noscript", "template", "nav", "footer", "head",
         "title", "meta", "link", "svg", "math", "iframe", "object", "embed", "canvas",
         "button", "select", "input", "textarea", "img", "colgroup", "col", "-comment",
         "-doctype",
@@ -51,9 +51,21 @@ _SKIP_CLASSES = frozenset(
         "navheader", "navfooter", "navigation", "navbar", "nav", "breadcrumb", "breadcrumbs",
         "toc", "toc-macro", "list-of-tables", "list-of-figures", "list-of-examples",
         "list-of-equations", "skip-link", "skiplink", "visually-hidden", "sr-only",
+        "sidebar", "side-bar", "sidenav",
     }
 )  # fmt: skip
-_SKIP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_SKIP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "dialog", "alertdialog"})
+_CONSENT_CLASS_RE = re.compile(r"cookie|consent|gdpr", re.IGNORECASE)
+"""A class naming a cookie or consent banner ("cookie-consent", "CookieConsent",
+"gdpr-notice"): review 32 found "Utilizamos cookies propias..." as a page's first chunk."""
+_CONSENT_ID_RE = re.compile(
+    r"(?:cookie|consent|gdpr)\w*?[-_]?(?:banner|notice|bar|popup|modal|dialog|overlay)"
+    r"|cookiebot|onetrust",
+    re.IGNORECASE,
+)
+"""An id naming such a banner ("cookie-banner", "CybotCookiebotDialog"): an id alone may be a
+section's, written from its title ("consentimiento-informado"), so it must name a banner."""
+_SECTIONING = frozenset({"article", "main", "section"})
 _HIDDEN_STYLE_RE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
 BLOCK_TAGS = frozenset(
     {
@@ -158,7 +170,13 @@ def node_classes(node: LexborNode) -> set[str]:
 
 
 def is_boilerplate(node: LexborNode, tag: str) -> bool:
+    """Whether ``node`` (its tag ``tag``) is no content: a skipped tag, a ``header`` outside an
+    ``article``/``main``/``section`` (a site banner; inside one it holds the page's title and
+    lead: review 32), a hidden element, a navigation, banner or dialog role, a navigation class
+    or a cookie/consent banner."""
     if tag in _SKIP_TAGS:
+        return True
+    if tag == "header" and not _inside(node, _SECTIONING):
         return True
     attrs = node.attrs
     if "hidden" in attrs or attrs.get("aria-hidden") == "true":
@@ -168,7 +186,22 @@ def is_boilerplate(node: LexborNode, tag: str) -> bool:
         return True
     if (attrs.get("role") or "").lower() in _SKIP_ROLES:
         return True
+    if tag not in HEADING_LEVEL and (
+        _CONSENT_CLASS_RE.search(attrs.get("class") or "")
+        or _CONSENT_ID_RE.search(attrs.get("id") or "")
+    ):
+        return True
     return not _SKIP_CLASSES.isdisjoint(node_classes(node))
+
+
+def _inside(node: LexborNode, tags: frozenset[str]) -> bool:
+    """Whether an ancestor of ``node`` is one of ``tags``."""
+    parent = node.parent
+    while parent is not None:
+        if (parent.tag or "") in tags:
+            return True
+        parent = parent.parent
+    return False
 
 
 def node_children(node: LexborNode) -> list[LexborNode]:
@@ -203,12 +236,40 @@ def code_language(pre: LexborNode) -> str:
 def code_block(pre: LexborNode) -> str:
     """A ``pre`` as a fenced code block (language from :func:`code_language`; the fence is
     longer than any backtick run inside), or ``""`` when it holds only white space."""
-    code = pre.text(deep=True).strip("\n").rstrip()
+    code = _pre_text(pre).strip("\n").rstrip()
     if not code.strip():
         return ""
     longest = max((len(m) for m in _BACKTICKS_RE.findall(code)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{code_language(pre)}\n{code}\n{fence}"
+
+
+def _pre_text(pre: LexborNode) -> str:
+    """The text of a ``pre`` with its line breaks, also those written as ``<br>`` or as one
+    block element per line (``<div>``/``<p>``/``<li>``, as some highlighters and wikis write
+    code): ``text(deep=True)`` ran such lines together (review 32: "sudo apt updatesudo apt
+    install nginx")."""
+    parts: list[str] = []
+    stack: list[LexborNode | str] = [pre]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if parts and not parts[-1].endswith("\n"):
+                parts.append(item)
+            continue
+        tag = item.tag or ""
+        if tag == "-text":
+            parts.append(item.text_content or "")
+        elif tag == "br":
+            parts.append("\n")
+        elif tag and not tag.startswith("-"):
+            block = item is not pre and tag in BLOCK_TAGS
+            if block:
+                stack.append("\n")  # after it: a line break unless one ends it already
+                if parts and not parts[-1].endswith("\n"):
+                    parts.append("\n")
+            stack.extend(reversed(node_children(item)))
+    return "".join(parts)
 
 
 def flat_text(node: LexborNode, *, skip_child_blocks: bool = False) -> str:

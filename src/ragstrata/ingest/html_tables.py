@@ -289,8 +289,20 @@ def _task_marker(item: LexborNode, *, task_list: bool) -> str:
     return ""
 
 
+def _int_attr(node: LexborNode, name: str, default: int) -> int:
+    """The integer attribute ``name`` of ``node`` (``default`` when absent or not a number;
+    kept within 0..1,000,000)."""
+    value = (node.attrs.get(name) or "").strip()
+    try:
+        return max(0, min(int(value), 1_000_000)) if value else default
+    except ValueError:
+        return default
+
+
 def list_lines(node: LexborNode, *, indent: int) -> list[str]:
-    """``- item`` / ``1. item`` lines of a ``ul``/``ol``; nested lists indented two spaces.
+    """``- item`` / ``1. item`` lines of a ``ul``/``ol``; nested lists indented two spaces. An
+    ``ol``'s numbers start at its ``start`` attribute, and an item's ``value`` sets its own
+    (review 32: a procedure split by a code block was numbered as two step 1s).
 
     An item's own text (everything but its nested lists and code) is folded onto one line;
     a ``pre`` in the item follows that line as a fenced code block (at the margin, so that
@@ -299,7 +311,7 @@ def list_lines(node: LexborNode, *, indent: int) -> list[str]:
     ordered = node.tag == "ol"
     task_list = "inline-task-list" in node_classes(node)
     lines: list[str] = []
-    number = 0
+    number = _int_attr(node, "start", 1) - 1  # <ol start="3">: a procedure split by code
     pad = "  " * indent
     for item in node.iter(include_text=True):
         if item.tag == "-text":
@@ -315,7 +327,7 @@ def list_lines(node: LexborNode, *, indent: int) -> list[str]:
                 if text:
                     lines.append(f"{pad}- {text}")
             continue
-        number += 1
+        number = _int_attr(item, "value", number + 1)  # <li value="7">
         nested: list[str] = []
         for child in item.iter():
             if child.tag in ("ul", "ol"):

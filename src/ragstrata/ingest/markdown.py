@@ -14,7 +14,6 @@ the unchanged input text. Invariants (checked by property tests and over the sha
 
 from __future__ import annotations
 
-import logging
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from markdown_it.rules_block.html_block import HTML_SEQUENCES, html_block
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ragstrata.ingest.text import ParsedText, split_paragraphs
-from ragstrata.types import Block, BlockKind
+from ragstrata.types import Block, BlockKind, IngestWarning
 
 if TYPE_CHECKING:
     from markdown_it.rules_block import StateBlock
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["clean_heading_title", "parse_markdown"]
 
-logger = logging.getLogger(__name__)
 
 _KIND_BY_TOKEN: dict[str, BlockKind] = {
     "heading_open": "heading",
@@ -155,18 +153,24 @@ _TEXT_KEYS = ("version",)
 """Front-matter keys whose numeric-looking values stay text (``1.10`` is not ``1.1``)."""
 
 
-def _front_matter(content: str) -> dict[str, Any]:
-    """Front matter as a dict; invalid YAML or a non-mapping yields ``{}`` (logged)."""
+def _front_matter(content: str) -> tuple[dict[str, Any], str]:
+    """Front matter as a dict, and ``""``; invalid YAML or a non-mapping yields ``{}`` and what
+    was wrong (reported as a ``front_matter`` warning naming the file: review 32 found
+    ``title: Guía: instalación rápida`` dropped with a log line that named no file)."""
     try:
         data = yaml.safe_load(content)
     except yaml.YAMLError as exc:
-        logger.warning("ignoring invalid YAML front matter: %s", exc)
-        return {}
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 2} of the file" if mark is not None else ""  # after ---
+        return {}, (
+            f"front matter is not valid YAML ({problem}{where}): ignored, so its keys (title, "
+            "version...) were not read; quote a value that holds ': '"
+        )
     if data is None:
-        return {}
+        return {}, ""
     if not isinstance(data, dict):
-        logger.warning("ignoring front matter that is not a mapping: %r", type(data).__name__)
-        return {}
+        return {}, (f"front matter is a {type(data).__name__}, not a mapping of keys: ignored")
     out = {str(key): value for key, value in data.items()}
     if any(type(out.get(key)) in (int, float) for key in _TEXT_KEYS):
         # YAML reads `version: 1.10` as the float 1.1; keep the text as written
@@ -175,7 +179,7 @@ def _front_matter(content: str) -> dict[str, Any]:
             for key_node, value_node in node.value:
                 if key_node.value in _TEXT_KEYS and isinstance(value_node, yaml.ScalarNode):
                     out[key_node.value] = value_node.value
-    return out
+    return out, ""
 
 
 def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
@@ -190,7 +194,8 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
     Returns:
         ``ParsedText`` whose blocks have kinds heading (with ``level`` 1-6 and cleaned
         ``title``), paragraph, code (fenced or indented, fence lines included), table, list
-        (a whole top-level list), quote, html and rule. ``metadata`` is the front matter.
+        (a whole top-level list), quote, html and rule. ``metadata`` is the front matter;
+        ``warnings`` holds a ``front_matter`` warning (path empty) when it could not be read.
     """
     tokens = _parser().parse(text)
     starts = _line_starts(text)
@@ -200,6 +205,7 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
         return starts[min(line, n_lines)]
 
     metadata: dict[str, Any] = {}
+    warnings: list[IngestWarning] = []
     blocks: list[Block] = []
     covered_to = 0  # character offset up to which the source is claimed by a token
     first_h1 = ""
@@ -209,7 +215,9 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
         line_start, line_end = token.map
         raw_start, raw_end = offset(line_start), offset(line_end)
         if token.type == "front_matter":
-            metadata = _front_matter(token.content)
+            metadata, problem = _front_matter(token.content)
+            if problem:
+                warnings.append(IngestWarning("", "front_matter", problem))
             covered_to = max(covered_to, raw_end)
             continue
         if raw_start > covered_to:  # lines no token claims, e.g. link reference definitions
@@ -238,4 +246,5 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
         blocks=tuple(blocks),
         title=title or first_h1 or fallback_title,
         metadata=metadata,
+        warnings=tuple(warnings),
     )

@@ -47,9 +47,9 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 
 # Non-ASCII characters that Western (Spanish, French, German...) text is made of.
-_WESTERN_EXTRA = set("¡¿«»°ºª€…–—‘’‚“”„•·§©®±×÷¢£¥¬¨´¸µ¶¹²³¼½¾ ")
+_WESTERN_EXTRA = set("¡¿«»°ºª€…–—‘’‚“”„•·§©®±×÷¢£¥¬¨´¸µ¶¹²³¼½¾ ™‰†‡‹›ˆ˜")
 _USUAL_LEGACY = set("áéíóúüñçàèìòùâêîôûäëïöãõåæøœßÁÉÍÓÚÜÑÇÀÈÌÒÙÂÊÎÔÛÄËÏÖÅÆØŒ") | (
-    _WESTERN_EXTRA - set("×÷¦¬¨´¸µ¶¹²³¼½¾¤")
+    _WESTERN_EXTRA - set("×÷¦¬¨´¸µ¶¹²³¼½¾¤ˆ˜")
 )
 """Non-ASCII characters of ordinary Western-European text read as cp1252; a file read as cp1252
 that holds others (``ÿ``, ``þ``, ``Ã``, ``Â``: what stray bytes in an ASCII file become) gets a
@@ -103,32 +103,63 @@ class DecodedText:
 
 
 def normalize_text(s: str) -> str:
-    """Normalize decoded text: strip a leading BOM, CRLF/CR -> LF, drop control characters
-    (all C0/C1 controls and DEL except ``\\n`` and ``\\t``), then Unicode NFC.
+    """Normalize decoded text: CRLF/CR -> LF, drop control characters (all C0/C1 controls and
+    DEL except ``\\n`` and ``\\t``) and invisible format characters (:data:`_INVISIBLE_RE`,
+    a BOM included, wherever it is; a soft hyphen ending a line joins the word it cuts), then
+    Unicode NFC.
 
     Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
     """
-    s = s.removeprefix("\ufeff")
     s = s.replace("\r\n", "\n").replace("\r", "\n")
     s = _CONTROL_RE.sub("", s)
+    s = _SOFT_BREAK_RE.sub("", s)
+    s = _INVISIBLE_RE.sub("", s)
     return unicodedata.normalize("NFC", s)
+
+
+_INVISIBLE_RE = re.compile("[\u00ad\u200b\u2060\ufeff]")
+"""Invisible format characters that split words for BM25 and the tokenizer: soft hyphen, zero
+width space, word joiner, a BOM inside the text (two files pasted together). Review 32:
+"configu\u00adración" was indexed as "configu" and "racion", "contra\u200bseña" as "sena"
+("contra" a stop word), "\ufeff# Uso" was no heading. (Zero-width joiners stay: emoji.)"""
+_SOFT_BREAK_RE = re.compile("\u00ad[ \t]*\n[ \t]*" + r"(?=[^\W\d_])")
+"""A soft hyphen at a line's end: the word goes on on the next line ("configu\u00ad" /
+"ración")."""
+
+
+_WORD_RE = re.compile(r"[^\W\d_]+")
+_MAX_FOREIGN_WORDS = 0.2
+"""Share of the words with a non-ASCII letter that may be mostly non-ASCII in text read as
+cp1252 (:func:`_looks_western`)."""
 
 
 def _looks_western(text: str) -> bool:
     """Whether ``text`` (decoded as cp1252) reads like Latin-script prose: every non-ASCII
-    character is a Latin letter or common Western punctuation, and they are a minority."""
-    letters = 0
-    non_ascii = 0
+    character is a Latin letter or common Western punctuation (``™``, ``‰`` and ``‹›`` among
+    them), and they are a minority of the letters, or at most :data:`_MAX_FOREIGN_WORDS` of the
+    words holding a non-ASCII letter are mostly made of them ("Año", "señaló": one in three or
+    fewer; Cyrillic or Greek bytes read as cp1252: "Ïðèâåò", all of them). Until review 32
+    the first rule was the only one, and a short accent-dense Spanish file ("Año\nNiño\nSeñal")
+    failed it: it went to charset-normalizer, which read it as cp1006 ("Aﮦo")."""
+    letters = non_ascii_chars = 0
     for ch in text:
         if ch.isascii():
             letters += ch.isalpha()
             continue
-        non_ascii += 1
+        non_ascii_chars += 1
         if ch in _WESTERN_EXTRA:
             continue
         if not ch.isalpha() or "LATIN" not in unicodedata.name(ch, ""):
             return False
-    return non_ascii == 0 or non_ascii <= 0.3 * max(letters, 1)
+    if non_ascii_chars <= 0.3 * max(letters, 1):  # a few (stray bytes in an ASCII file: "ÿþÃ")
+        return True
+    accented = foreign = 0
+    for word in _WORD_RE.findall(text):
+        non_ascii = sum(not ch.isascii() for ch in word)
+        if non_ascii:
+            accented += 1
+            foreign += 2 * non_ascii > len(word)
+    return foreign <= _MAX_FOREIGN_WORDS * accented
 
 
 def _decode_detected(data: bytes, *, path: str) -> DecodedText:

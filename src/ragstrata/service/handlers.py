@@ -23,6 +23,7 @@ from ragstrata.service.errors import (
     MalformedBodyError,
     MethodNotAllowedError,
     NotFoundError,
+    PayloadTooLargeError,
     RateLimitedError,
     ServiceError,
     UnsupportedMediaTypeError,
@@ -86,6 +87,10 @@ def install_error_handlers(app: FastAPI) -> None:
             error: RagError = NotFoundError(f"no route {request.url.path[:200]!r}")
         elif exc.status_code == 405:
             error = MethodNotAllowedError(f"{request.method} is not allowed on this route")
+        elif isinstance(exc.__cause__, PayloadTooLargeError):
+            # a chunked JSON body over the limit: FastAPI's body reader wraps the limit's
+            # error as 400 "There was an error parsing the body" (review 33)
+            return _rag_error(exc.__cause__)
         elif isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's "error parsing the body"
             at = exc.__cause__.start
             error = MalformedBodyError(

@@ -728,9 +728,11 @@ class JobManager:
     ) -> None:
         """After an ingest slice failed as a whole (an error, not a bad file): each of its
         files is listed, ``indexed`` when the index holds the job's bytes of it (committed
-        before the failure), else ``failed`` with the slice's error; ``uploads/`` is put back
-        as the index holds it (an earlier version restored, a new file removed). Before,
-        the job listed no file at all and ``uploads/`` kept bytes the index did not hold."""
+        before the failure), else ``failed`` with the slice's error, and so is each file of
+        the job that no slice reached (``failed``, the same code: upload it again);
+        ``uploads/`` is put back as the index holds it (an earlier version restored, a new
+        file removed). Before, the job listed no file at all and ``uploads/`` kept bytes the
+        index did not hold."""
         job, collection = pending.job, pending.collection
         if pending.dropped:  # cancelled with its collection: listed already, nothing to settle
             return
@@ -748,12 +750,26 @@ class JobManager:
         except Exception:
             logger.exception("job %s: putting back its uploaded files", job.job_id)
         indexed = {o.name for o in held}
+        # the files no slice reached are listed too (review 33: a job of 4 one-file slices
+        # failing at the second listed 2 files and called all 4 done); their staged copies
+        # go with the job
+        untouched = [p.name for p in pending.files]
         with self._lock:
             job.outcomes.extend(held)
             job.outcomes.extend(
                 FileOutcome(name, "failed", code, message)
                 for name in expected
                 if name not in indexed
+            )
+            job.outcomes.extend(
+                FileOutcome(
+                    name,
+                    "failed",
+                    code,
+                    f"not ingested: the job stopped at an earlier failure ({message}); "
+                    "upload it again",
+                )
+                for name in untouched
             )
 
     def _drop(self, pending: _Pending) -> None:

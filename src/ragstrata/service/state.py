@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
 from ragstrata.config import RagConfig, resolve_embedder_name
+from ragstrata.config.service import ServiceConfig
 from ragstrata.embed.base import Embedder
-from ragstrata.errors import RagError
+from ragstrata.errors import ConfigError, RagError
 from ragstrata.pipeline import Ragstrata
 from ragstrata.service.jobs import JOBS_FILE, Job, JobLog, JobManager
 from ragstrata.service.keys import KEYS_FILE, KeyStore
@@ -31,22 +34,79 @@ class ServiceState:
     registry: TenantRegistry
     jobs: JobManager
     metrics: ServiceMetrics
+    data_lock: IO[str] | None = None
 
     def close(self) -> None:
-        """Stop running slices at their next group of chunks embedded, cancel what is left and
-        close every collection (idempotent)."""
+        """Stop running slices at their next group of chunks embedded, cancel what is left,
+        close every collection and release the data directory (idempotent)."""
         self.jobs.shutdown()
         self.registry.close()
+        if self.data_lock is not None and not self.data_lock.closed:
+            self.data_lock.close()  # closing the file releases its flock
+
+
+LOCK_FILE = "serve.lock"
+"""The data directory's lock file: held by one service for its life, it names its process."""
+
+
+def claim_data_dir(data_dir: Path) -> IO[str]:
+    """Hold ``data_dir/serve.lock`` (an exclusive ``flock``) and write this process's id in
+    it; the returned file holds the lock until it is closed. Taken before anything in
+    ``data_dir`` is touched: a second service on the same directory would delete the first
+    one's staged uploads and mark its queued and running jobs failed (review 33), then share
+    its job records and take its collections' locks.
+
+    Raises:
+        ConfigError: another service holds the directory (its process id named).
+    """
+    import fcntl
+
+    handle = open(data_dir / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 - held
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.seek(0)
+        other = handle.read().strip() or "unknown"
+        handle.close()
+        raise ConfigError(
+            f"another ragstrata serve (process {other}) already serves the data directory "
+            f"{data_dir}; stop it, or give this one another --data-dir"
+        ) from exc
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 def build_state(
     config: RagConfig, *, embedder: Embedder | None = None, data_dir: Path | None = None
 ) -> ServiceState:
-    """The service's shared state over ``data_dir`` (default ``config.service`` data path).
-    Nothing is loaded yet: the embedder loads on the first search or upload."""
+    """The service's shared state over ``data_dir`` (default ``config.service`` data path),
+    which it holds (:func:`claim_data_dir`) until :meth:`ServiceState.close`. Nothing is loaded
+    yet: the embedder loads on the first search or upload.
+
+    Raises:
+        ConfigError: another service holds ``data_dir``; nothing in it was touched.
+    """
     svc = config.service
     root = (data_dir or svc.data_path(config.home)).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    lock = claim_data_dir(root)
+    try:
+        return _build(config, svc, root, embedder, lock)
+    except BaseException:
+        lock.close()
+        raise
+
+
+def _build(
+    config: RagConfig,
+    svc: ServiceConfig,
+    root: Path,
+    embedder: Embedder | None,
+    lock: IO[str],
+) -> ServiceState:
     shutil.rmtree(root / "staging", ignore_errors=True)  # uploads whose job died with the server
     if (
         embedder is None
@@ -111,4 +171,5 @@ def build_state(
         registry=registry,
         jobs=jobs,
         metrics=metrics,
+        data_lock=lock,
     )

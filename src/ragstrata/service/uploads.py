@@ -8,6 +8,7 @@ files, no device names). The extension decides the format, as for ``ragstrata in
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from pathlib import PurePosixPath
@@ -16,6 +17,13 @@ from ragstrata.ingest.loader import FORMATS
 from ragstrata.service.errors import UnsupportedMediaTypeError
 
 MAX_NAME_CHARS = 120
+"""Characters a stored upload name keeps at most (its extension included)."""
+
+MAX_NAME_BYTES = 200
+"""UTF-8 bytes a stored upload name keeps at most: Linux file names hold 255 bytes, and 120
+CJK characters are 360 (review 33: such an upload was answered 500 and its other files lost)."""
+
+_NAME_HASH_CHARS = 8
 
 _ACCEPTED_TYPES: dict[str, frozenset[str]] = {
     "markdown": frozenset({"text/markdown", "text/x-markdown", "text/mdx", "text/plain"}),
@@ -35,7 +43,8 @@ def safe_filename(name: str) -> str:
 
     ``"../../etc/passwd.md"`` -> ``"passwd.md"``; ``"C:\\\\x\\\\a b.md"`` -> ``"a b.md"``;
     ``".env"`` -> ``"env"``; ``"...md"`` -> ``"upload.md"``; ``""`` -> ``"upload"``. The
-    result is NFC, at most :data:`MAX_NAME_CHARS` characters (the extension is kept), never
+    result is NFC, at most :data:`MAX_NAME_CHARS` characters and :data:`MAX_NAME_BYTES` UTF-8
+    bytes (a longer name is cut, its extension kept, a hash of the whole name added), never
     starts with ``.`` or ``-``, and contains no path separator or control character.
     """
     # the HTML form encoding escapes these three in a multipart file name (curl and browsers)
@@ -50,13 +59,27 @@ def safe_filename(name: str) -> str:
     stem = _UNSAFE.sub("_", base[: len(base) - len(suffix)]).lstrip(" .-_").rstrip(" .")
     stem = re.sub(r"\.{2,}", ".", stem)
     cleaned = ((stem or "upload") + _UNSAFE.sub("_", suffix)).rstrip(" .-_") or "upload"
-    if len(cleaned) > MAX_NAME_CHARS:
-        stem, dot, ext = cleaned.rpartition(".")
-        if dot and 0 < len(ext) <= 10:
-            cleaned = stem[: MAX_NAME_CHARS - len(ext) - 1] + "." + ext
-        else:
-            cleaned = cleaned[:MAX_NAME_CHARS]
+    if len(cleaned) > MAX_NAME_CHARS or len(cleaned.encode("utf-8")) > MAX_NAME_BYTES:
+        cleaned = _shortened(cleaned)
     return cleaned
+
+
+def _shortened(name: str) -> str:
+    """``name`` cut to :data:`MAX_NAME_CHARS` characters and :data:`MAX_NAME_BYTES` bytes, its
+    extension kept and ``-`` plus 8 hex digits of its SHA-256 before it: two long names that
+    differ only past the cut stay two documents (review 33: the second upload replaced the
+    first, "…-2023.md" and "…-2024.md" cut to one name)."""
+    stem, dot, ext = name.rpartition(".")
+    if not (dot and stem and 0 < len(ext) <= 10):
+        stem, ext = name, ""
+    tail = f"-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:_NAME_HASH_CHARS]}"
+    tail += f".{ext}" if ext else ""
+    chars = MAX_NAME_CHARS - len(tail)
+    room = MAX_NAME_BYTES - len(tail.encode("utf-8"))
+    kept = stem[:chars]
+    while len(kept.encode("utf-8")) > room:  # cut on a character boundary
+        kept = kept[:-1]
+    return kept.rstrip(" .-_") + tail
 
 
 def media_type(content_type: str | None) -> str:

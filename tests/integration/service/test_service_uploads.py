@@ -47,6 +47,17 @@ def test_body_over_the_limit_is_413_and_stores_nothing(service_factory: ServiceF
     assert response.status_code == 413
     message = response.json()["error"]["message"]
     assert "search and ask" in message and "upload" not in message
+    # and so do they sent chunked (review 33: 400 RS707 "There was an error parsing the body")
+    big = b'{"query": "' + b"x" * 1_100_000 + b'"}'
+    for route in ("search", "ask"):
+        response = service.client.post(
+            f"/v1/collections/docs/{route}",
+            headers=acme | {"Content-Type": "application/json"},
+            content=(big[i : i + 65_536] for i in range(0, len(big), 65_536)),
+        )
+        assert response.status_code == 413, (route, response.text)
+        assert response.json()["error"]["code"] == "RS704"
+        assert "search and ask" in response.json()["error"]["message"]
 
 
 def test_unsupported_content_types_are_415(service: Service) -> None:
@@ -276,3 +287,35 @@ def test_a_job_whose_ingest_fails_lists_its_files_and_puts_uploads_back(
     assert sorted(p.name for p in kb.uploads.iterdir()) == ["guide.md"]
     assert (kb.uploads / "guide.md").read_text(encoding="utf-8") == GUIDE
     assert not (kb.root / ".previous").exists()
+
+
+def test_a_job_failing_in_a_middle_slice_lists_the_files_no_slice_reached(
+    service_factory: ServiceFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 33: a job of four one-file slices failing at the second listed two files and
+    counted all four done; the two it never reached were gone from its record."""
+    from ragstrata.errors import IndexLockedError
+    from ragstrata.service.keys import Principal
+
+    service = service_factory(ingest_batch_files=1)
+    headers = service.key("acme")
+    assert service.upload_texts(headers, "kb", {"guide.md": GUIDE})["state"] == "succeeded"
+    kb = service.state.registry.collection(Principal("k", "acme", ("write",)), "kb")
+    real = kb._engine.ingest
+    calls: list[int] = []
+
+    def second_fails(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            raise IndexLockedError("cannot write the index: another process has it open")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kb._engine, "ingest", second_fails)
+    texts = {f"a{i}.md": f"# A{i}\n\nText number {i}." for i in range(4)}
+    job = service.upload_texts(headers, "kb", texts)
+    assert job["state"] == "failed"
+    listed = {f["name"]: (f["status"], f["code"]) for f in job["files"]}
+    assert set(listed) == set(texts), listed
+    assert list(listed.values()).count(("indexed", None)) == 1, listed
+    assert all(v == ("failed", "RS503") for v in listed.values() if v[0] != "indexed"), listed
+    assert job["progress"]["files_done"] == job["progress"]["files_total"] == 4

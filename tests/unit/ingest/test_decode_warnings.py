@@ -134,3 +134,50 @@ def test_a_mostly_garbled_file_with_clean_lines_still_goes_to_detection() -> Non
     noise = bytes(range(0x80, 0x100)) * 4 + b"\n"  # 512 bad bytes on one line
     with pytest.raises(DecodeError):
         decode_text(clean + noise, path="noise.md")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Guía de instalación de Microsoft Office™ en España.\nEl técnico señaló que no.\n",
+        "# Límites\n\nLa tasa máxima es 0,5 ‰ según la ley. Él señaló que había bebido poco.\n",
+        "Año\nNiño\nSeñal\n",  # short and accent-dense
+        "‹Nota› El niño dijo «sí» † y se fue.\n",
+    ],
+)
+def test_spanish_cp1252_files_are_read_as_cp1252(text: str) -> None:
+    """Review 32: one ™, ‰, † or ‹› in a Spanish ANSI file, or a short accent-dense one, sent
+    it to charset-normalizer, which read "España" as "Espańa" (cp1250) or "Año" as "Aﮦo"."""
+    decoded = decode_text(text.encode("cp1252"), path="es.txt")
+    assert decoded.text == text
+    assert decoded.warnings == ()
+
+
+def test_cyrillic_and_greek_legacy_files_are_not_read_as_cp1252() -> None:
+    for text, encoding in [
+        ("Привет, как дела? Это тест русского текста.", "cp1251"),
+        ("Hello world. Привет мир и ещё немного текста здесь.", "cp1251"),
+        ("Γειά σου κόσμε, αυτό είναι ένα τεστ.", "cp1253"),
+    ]:
+        decoded = decode_text(text.encode(encoding), path="x.txt")
+        assert decoded.text == text
+        assert [w.kind for w in decoded.warnings] == ["legacy_encoding"]
+
+
+def test_invalid_front_matter_is_a_warning_naming_the_file(tmp_path: Path) -> None:
+    """Review 32: an unquoted colon (``title: Guía: instalación rápida``) dropped the front
+    matter with a log line naming no file; ``ingest --json`` showed no warning."""
+    page = tmp_path / "guia.md"
+    page.write_text(
+        "---\ntitle: Guía: instalación rápida\nversion: 2\n---\n\n# Guía\n\nTexto.\n",
+        encoding="utf-8",
+    )
+    doc = load_document(page)
+    assert "title" not in doc.metadata and "Texto." in doc.text
+    [warning] = doc.warnings
+    assert warning.kind == "front_matter" and warning.path == doc.source
+    assert "not valid YAML" in warning.message and "line 2" in warning.message
+    page.write_text("---\n- a\n- b\n---\n\n# Guía\n", encoding="utf-8")
+    assert [w.kind for w in load_document(page).warnings] == ["front_matter"]
+    page.write_text("---\ntitle: 'Guía: instalación'\n---\n\n# Guía\n", encoding="utf-8")
+    assert load_document(page).warnings == ()

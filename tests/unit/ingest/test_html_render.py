@@ -124,3 +124,76 @@ def test_code_in_a_list_item_follows_its_step_as_a_code_block() -> None:
         "```\n$ ssh -q -X login@remote\nPassword:\n```\n"
         "2. Ejecute gitk.\n  - nested"
     )
+
+
+def test_an_articles_header_is_content_and_a_sites_header_is_not() -> None:
+    """Review 32: every ``header`` was dropped, and with an article's the page's h1 and lead."""
+    html = (
+        "<body><header><p>Mi Sitio · Inicio · Blog</p></header>"
+        "<article><header><h1>Cómo migrar a PostgreSQL 16</h1>"
+        "<p>Guía paso a paso para equipos pequeños.</p></header>"
+        "<h2>Requisitos</h2><p>Necesita acceso de superusuario.</p></article></body>"
+    )
+    parsed = parse_html(html, fallback_title="f")
+    assert [b.title for b in parsed.blocks if b.kind == "heading"] == [
+        "Cómo migrar a PostgreSQL 16",
+        "Requisitos",
+    ]
+    assert "Guía paso a paso" in parsed.text and "Mi Sitio" not in parsed.text
+
+
+def test_only_the_main_element_is_rendered_and_consent_banners_are_dropped() -> None:
+    """Review 32: a cookie banner and a sidebar menu were a page's first chunk."""
+    html = (
+        '<body><div id="cookie-banner" class="cookie-consent"><p>Utilizamos cookies propias '
+        "y de terceros. Aceptar todas</p></div>"
+        '<div class="sidebar"><ul><li>Instalación</li><li>Configuración</li></ul></div>'
+        "<main><h1>Configurar el proxy</h1><p>Edite el archivo /etc/proxy.conf.</p></main>"
+        "</body>"
+    )
+    assert _pieces(html) == [
+        ("heading", "# Configurar el proxy"),
+        ("paragraph", "Edite el archivo /etc/proxy.conf."),
+    ]
+    # no main element (or two): the body, consent banners and sidebars still dropped
+    no_main = html.replace("<main>", "<div>").replace("</main>", "</div>")
+    assert _pieces(no_main) == _pieces(html)
+    two = "<body><main><p>uno</p></main><main><p>dos</p></main></body>"
+    assert [text for _, text in _pieces(two)] == ["uno", "dos"]
+    # a section whose id comes from its title is no banner
+    privacy = (
+        '<section id="consentimiento-informado"><h2 id="gdpr">GDPR</h2><p>Texto.</p></section>'
+        '<div id="CybotCookiebotDialog"><p>Aceptar</p></div>'
+    )
+    assert [text for _, text in _pieces(privacy)] == ["## GDPR", "Texto."]
+
+
+def test_code_lines_written_as_br_or_one_element_per_line_stay_lines() -> None:
+    """Review 32: ``<pre>`` lines written with ``<br>`` or ``<div>`` ran together."""
+    html = (
+        "<pre>sudo apt update<br>sudo apt install nginx<br/>systemctl status nginx</pre>"
+        "<pre><div>make</div><div>make install</div></pre>"
+        '<pre><span class="l">x = 1\n</span><span class="l">y = 2</span></pre>'
+    )
+    assert [text for _, text in _pieces(html)] == [
+        "```\nsudo apt update\nsudo apt install nginx\nsystemctl status nginx\n```",
+        "```\nmake\nmake install\n```",
+        "```\nx = 1\ny = 2\n```",
+    ]
+
+
+def test_ordered_lists_keep_their_start_and_values() -> None:
+    """Review 32: ``<ol start="3">`` was numbered from 1: a procedure split by a code block
+    read as two step 1s."""
+    html = (
+        "<ol><li>Descargue.</li><li>Descomprima.</li></ol><pre>tar xf a.tgz</pre>"
+        '<ol start="3"><li>Ejecute el instalador.</li><li>Reinicie.</li></ol>'
+        '<ol><li value="7">Paso siete</li><li>Paso ocho</li></ol><ol start="x"><li>Uno</li></ol>'
+    )
+    lists = [text for kind, text in _pieces(html) if kind == "list"]
+    assert lists == [
+        "1. Descargue.\n2. Descomprima.",
+        "3. Ejecute el instalador.\n4. Reinicie.",
+        "7. Paso siete\n8. Paso ocho",
+        "1. Uno",
+    ]

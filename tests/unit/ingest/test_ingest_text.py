@@ -90,6 +90,17 @@ def test_normalize_line_ends_controls_nfc() -> None:
     assert normalize_text(raw) == "a\nb\nc\nd\tef" + "\u00e9"
 
 
+def test_invisible_characters_do_not_split_words() -> None:
+    """Review 32: soft hyphens and zero-width spaces survived in Markdown and text (HTML
+    dropped them), so BM25 indexed "configu" + "racion"; a BOM inside the text hid a heading."""
+    assert normalize_text("configu\u00adración contra\u200bseña a\u2060b") == (
+        "configuración contraseña ab"
+    )
+    assert normalize_text("uno\n\ufeff# Uso avanzado\n") == "uno\n# Uso avanzado\n"
+    assert normalize_text("una configu\u00ad\nración larga") == "una configuración larga"
+    assert normalize_text("emoji \U0001f468\u200d\U0001f4bb") == "emoji \U0001f468\u200d\U0001f4bb"
+
+
 def test_crlf_and_lf_decode_identically() -> None:
     lf = "uno\n\ndos\ntres\n"
     assert decode_bytes(lf.replace("\n", "\r\n").encode(), path="a") == lf
@@ -102,6 +113,7 @@ def test_normalize_is_idempotent_and_clean(s: str) -> None:
     assert normalize_text(once) == once
     assert "\r" not in once
     assert all(ch in "\n\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F) for ch in once)
+    assert not any(ch in "\u00ad\u200b\u2060\ufeff" for ch in once)
 
 
 def test_parse_text_paragraphs(check_blocks: Callable[..., None]) -> None:

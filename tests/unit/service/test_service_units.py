@@ -33,7 +33,12 @@ from ragstrata.service.errors import (
 from ragstrata.service.keys import KeyStore
 from ragstrata.service.ratelimit import FailureBudget, KeyRateLimiter
 from ragstrata.service.rwlock import RWLock
-from ragstrata.service.uploads import MAX_NAME_CHARS, check_file_type, safe_filename
+from ragstrata.service.uploads import (
+    MAX_NAME_BYTES,
+    MAX_NAME_CHARS,
+    check_file_type,
+    safe_filename,
+)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +68,7 @@ def test_safe_filename_examples(raw: str, safe: str) -> None:
 @given(st.text(max_size=300))
 def test_safe_filename_never_leaves_its_directory(raw: str) -> None:
     name = safe_filename(raw)
-    assert name and len(name) <= MAX_NAME_CHARS
+    assert name and len(name) <= MAX_NAME_CHARS and len(name.encode()) <= MAX_NAME_BYTES
     assert "/" not in name and "\\" not in name and "\x00" not in name
     assert name not in (".", "..") and not name.startswith((".", "-"))
     root = Path("/srv/uploads")
@@ -73,6 +78,19 @@ def test_safe_filename_never_leaves_its_directory(raw: str) -> None:
 def test_long_names_keep_their_extension() -> None:
     name = safe_filename("a" * 500 + ".markdown")
     assert len(name) == MAX_NAME_CHARS and name.endswith(".markdown")
+
+
+def test_long_names_fit_a_file_name_and_stay_distinct() -> None:
+    """Review 33: 120 CJK characters are 360 bytes, over Linux's 255 (the upload was answered
+    500); and two long names differing past the cut became one document."""
+    cjk = safe_filename("報告書" * 60 + ".md")
+    assert len(cjk.encode()) <= MAX_NAME_BYTES and cjk.endswith(".md")
+    assert cjk.startswith("報告書")
+    common = "informe-trimestral-de-ventas-" * 5
+    a, b = safe_filename(common + "2023.md"), safe_filename(common + "2024.md")
+    assert a != b and a.endswith(".md") and b.endswith(".md")
+    assert safe_filename(common + "2023.md") == a  # the same name, the same file
+    assert safe_filename("short.md") == "short.md"  # names that fit are kept as they are
 
 
 def test_file_types() -> None:
