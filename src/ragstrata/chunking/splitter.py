@@ -83,7 +83,7 @@ class Chunker(Protocol):
 
     @property
     def signature(self) -> str:
-        """The chunking policy and its settings (``structure-v8:max=256:...``): two chunkers
+        """The chunking policy and its settings (``structure-v9:max=256:...``): two chunkers
         with the same signature give the same chunks, so an index records it and re-chunks a
         document when it changes."""
         ...
@@ -236,7 +236,7 @@ class StructureChunker:
     def signature(self) -> str:
         """Policy version and settings; see :attr:`Chunker.signature`."""
         return (
-            f"structure-v8:max={self.max_tokens}:overlap={self.overlap_ratio}"
+            f"structure-v9:max={self.max_tokens}:overlap={self.overlap_ratio}"
             f":prefix={self.max_prefix_tokens}:chars={self.max_chars}"
         )
 

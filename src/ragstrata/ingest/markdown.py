@@ -27,6 +27,8 @@ from ragstrata.ingest.text import ParsedText, split_paragraphs
 from ragstrata.types import Block, BlockKind, IngestWarning
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from markdown_it.rules_block import StateBlock
     from markdown_it.token import Token
 
@@ -182,6 +184,39 @@ def _front_matter(content: str) -> tuple[dict[str, Any], str]:
     return out, ""
 
 
+def _list_around_tables(
+    text: str,
+    tokens: Sequence[Token],
+    index: int,
+    start: int,
+    end: int,
+    offset: Callable[[int], int],
+) -> list[Block]:
+    """The list block ``text[start:end]`` (opened by ``tokens[index]``), with each pipe table
+    inside one of its items as a table block of its own between list blocks: the chunker
+    repeats a table's header above each piece of it, and inside a list a long table's later
+    pieces were bare rows (review 32: "| opción-40 | ..." under no column names)."""
+    blocks: list[Block] = []
+    at = start
+    for token in tokens[index + 1 :]:
+        if token.level == 0:  # the list's own closing token: nothing of it follows
+            break
+        if token.type != "table_open" or token.map is None:
+            continue
+        t_start, t_end = _trim(text, offset(token.map[0]), offset(token.map[1]))
+        if not (at <= t_start < t_end <= end):
+            continue
+        before = _trim(text, at, t_start)
+        if before[0] < before[1]:
+            blocks.append(Block(kind="list", start=before[0], end=before[1]))
+        blocks.append(Block(kind="table", start=t_start, end=t_end))
+        at = t_end
+    rest = _trim(text, at, end)
+    if rest[0] < rest[1]:
+        blocks.append(Block(kind="list", start=rest[0], end=rest[1]))
+    return blocks
+
+
 def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
     """Parse Markdown/MDX ``text`` into blocks with offsets into ``text`` itself.
 
@@ -234,6 +269,8 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
             if level == 1 and not first_h1:
                 first_h1 = title
             blocks.append(Block(kind="heading", start=start, end=end, level=level, title=title))
+        elif kind == "list":
+            blocks.extend(_list_around_tables(text, tokens, index, start, end, offset))
         else:
             blocks.append(Block(kind=kind, start=start, end=end))
     if covered_to < len(text):

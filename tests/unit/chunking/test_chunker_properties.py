@@ -202,6 +202,24 @@ def test_oversized_table_repeats_header_and_code_reopens_fence() -> None:
         assert fence_lines(c.rendered) == 2
 
 
+def test_a_table_in_a_list_item_repeats_its_header_too() -> None:
+    """Review 32: a pipe table inside a list item was part of the list block, so its later
+    pieces were bare rows under no column names."""
+    rows = "\n".join(f"   | opción-{i} | valor número {i} de la opción |" for i in range(80))
+    text = (
+        "# Opciones\n\n1. Configure el servicio con estas opciones:\n\n"
+        "   | Opción | Descripción |\n   |---|---|\n" + rows + "\n2. Reinicie el servicio.\n"
+    )
+    parsed = parse_markdown(text)
+    assert [b.kind for b in parsed.blocks] == ["heading", "list", "table", "list"]
+    chunks = chunker(96).chunk(make_doc(text))
+    table_chunks = [c for c in chunks if "| opción-" in c.text]
+    assert len(table_chunks) > 2
+    for c in table_chunks:
+        assert c.rendered.startswith("| Opción | Descripción |\n") or "Configure" in c.text
+    assert any("Reinicie el servicio" in c.text for c in chunks)
+
+
 def test_table_header_wider_than_half_the_budget_is_not_repeated() -> None:
     # a wide export table: its header alone is over half a 64-token chunk
     cols = [f"column_{i}_label" for i in range(12)]
