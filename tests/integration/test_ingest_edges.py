@@ -196,6 +196,8 @@ def test_ctrl_c_stops_cleanly_without_worker_tracebacks(
             for j in range(6)
         )
         (corpus / f"manual{i:02d}.md").write_text(f"# Manual {i}\n\n{body}\n", encoding="utf-8")
+    # parsed first (the smallest): an interrupted run still names what it skipped (trial 34)
+    (corpus / "empty.md").write_text("", encoding="utf-8")
     index = tmp_path / "idx"
     env = {
         **os.environ,
@@ -239,6 +241,7 @@ def test_ctrl_c_stops_cleanly_without_worker_tracebacks(
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert "leaked semaphore" not in stderr, stderr
     assert "interrupted:" in stderr and "chunks committed" in stderr
+    assert "empty.md: [RS203]" in " ".join(stderr.split()), stderr
     # the summary is the last line: the progress display closed before it (a new user saw a
     # progress line after it)
     assert stderr.strip().splitlines()[-1].startswith("interrupted:"), stderr
@@ -248,8 +251,9 @@ def test_ctrl_c_stops_cleanly_without_worker_tracebacks(
     finish = subprocess.run(
         [*command, "--json"], env=env, capture_output=True, text=True, timeout=600
     )
-    assert finish.returncode == 0, finish.stderr
+    assert finish.returncode == 3, finish.stderr  # partial: the empty file
     data = json.loads(finish.stdout)
+    assert [Path(f["path"]).name for f in data["failures"]] == ["empty.md"]
     assert data["added"] + data["unchanged"] == 100 and data["unchanged"] > 0
     assert data["index"]["documents"] == 100 and catalog.read_journal(index) is None
 

@@ -163,7 +163,16 @@ def ingest(
                         lock_wait_s=WRITE_WAIT_S,
                     )
             except KeyboardInterrupt as exc:
-                # the progress display is closed (its last line printed): the summary ends
+                # the progress display is closed (its last line printed): what was skipped or
+                # warned about so far, then the summary ends
+                from ragstrata.index.writer import partial_report
+
+                partial = partial_report(exc)
+                if partial is not None:
+                    for warning in partial.warnings:
+                        _print_warning(warning)
+                    for failure in partial.failures:
+                        _print_failure(failure)
                 raise _interrupted(done, terminated=isinstance(exc, _Terminated)) from None
             try:
                 stats = engine.stats()

@@ -235,6 +235,16 @@ def _failure_source(entry: FailureEntry) -> str:
     return source_for(Path(entry.path))
 
 
+_PARTIAL_REPORT = "ragstrata_partial_report"
+
+
+def partial_report(exc: BaseException) -> IngestReport | None:
+    """The report :meth:`IndexWriter.add` had built when ``exc`` (an interrupt) stopped it;
+    ``None`` when the interrupt came before or after it."""
+    report = getattr(exc, _PARTIAL_REPORT, None)
+    return report if isinstance(report, IngestReport) else None
+
+
 class IndexWriter:
     """Writes documents into the index at ``index_dir`` (its ``store`` and ``manifest``) in
     journaled commits. The caller holds the index lock and has checked that the store fits the
@@ -308,8 +318,28 @@ class IndexWriter:
         (:class:`~ragstrata.index.catalog.FailureEntry`), a document that is taken drops its
         record, ``prune`` drops the records of files that are gone; the records are persisted
         with the next commit's manifest, or at the end when no commit follows.
+
+        Interrupted (Ctrl-C, or SIGTERM turned into :class:`KeyboardInterrupt`), it re-raises
+        with the report so far on the exception (:func:`partial_report`): the files skipped and
+        warned about before the interrupt are still said (trial 34: an interrupted ingest named
+        none of them, and the next run, finding them unchanged, did not either).
         """
         report = IngestReport()
+        try:
+            return self._add(report, documents, total, progress, prune, count_gone)
+        except KeyboardInterrupt as exc:
+            setattr(exc, _PARTIAL_REPORT, report)
+            raise
+
+    def _add(
+        self,
+        report: IngestReport,
+        documents: Iterable[Document | IngestFailure],
+        total: int | None,
+        progress: ProgressCallback | None,
+        prune: Callable[[str], bool] | None,
+        count_gone: Callable[[str], bool] | None,
+    ) -> IngestReport:
         manifest = self.manifest
         if not (self.index_dir / catalog.MANIFEST).exists():
             catalog.write_manifest(self.index_dir, manifest)
