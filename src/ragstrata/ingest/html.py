@@ -52,6 +52,7 @@ from ragstrata.ingest.html_clean import (
     BLOCK_TAGS,
     HEADING_LEVEL,
     MAX_DEPTH,
+    ancestors,
     cap_nesting_counted,
     close_self_closing,
     code_block,
@@ -222,17 +223,8 @@ def _main(tree: LexborHTMLParser) -> LexborNode | None:
     nested), or ``None`` when it has none or several: what is outside it (sidebars, banners,
     site menus without a ``nav``) is no content (review 32)."""
     found = tree.css("main, [role=main]")
-    outer = [n for n in found if not any(_contains(other, n) for other in found if other != n)]
+    outer = [n for n in found if not any(p in found for p in ancestors(n))]
     return outer[0] if len(outer) == 1 else None
-
-
-def _contains(ancestor: LexborNode, node: LexborNode) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent == ancestor:
-            return True
-        parent = parent.parent
-    return False
 
 
 def parse_html(raw: str, *, fallback_title: str) -> ParsedText:

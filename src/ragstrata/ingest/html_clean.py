@@ -19,7 +19,10 @@ by the renderer (:mod:`ragstrata.ingest.html`) and the tables and lists
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+from ragstrata.ingest.text import INVISIBLE_RE
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
@@ -29,6 +32,7 @@ __all__ = [
     "HEADING_LEVEL",
     "MAX_DEPTH",
     "SEPARATE_TAGS",
+    "ancestors",
     "cap_nesting",
     "cap_nesting_counted",
     "collapse",
@@ -78,7 +82,6 @@ BLOCK_TAGS = frozenset(
 HEADING_LEVEL = {f"h{i}": i for i in range(1, 7)}
 SEPARATE_TAGS = frozenset({"pre", "table", "ul", "ol", "blockquote", "hr"} | set(HEADING_LEVEL))
 _SPACE_RE = re.compile(r"\s+")
-_INVISIBLE_RE = re.compile("[\u200b\u00ad\u2060\ufeff]")
 MAX_DEPTH = 400
 """Element depth rendered as structure (deeper content becomes inline text), and the nesting
 :func:`cap_nesting` lets through to the HTML parser."""
@@ -162,7 +165,7 @@ def cap_nesting_counted(raw: str, max_depth: int = MAX_DEPTH) -> tuple[str, int]
 def collapse(text: str) -> str:
     """Whitespace runs (newlines and NBSP included) -> one space; invisible format characters
     removed; trimmed."""
-    return _SPACE_RE.sub(" ", _INVISIBLE_RE.sub("", text)).strip()
+    return _SPACE_RE.sub(" ", INVISIBLE_RE.sub("", text)).strip()
 
 
 def node_classes(node: LexborNode) -> set[str]:
@@ -176,7 +179,7 @@ def is_boilerplate(node: LexborNode, tag: str) -> bool:
     or a cookie/consent banner."""
     if tag in _SKIP_TAGS:
         return True
-    if tag == "header" and not _inside(node, _SECTIONING):
+    if tag == "header" and not any((p.tag or "") in _SECTIONING for p in ancestors(node)):
         return True
     attrs = node.attrs
     if "hidden" in attrs or attrs.get("aria-hidden") == "true":
@@ -194,14 +197,12 @@ def is_boilerplate(node: LexborNode, tag: str) -> bool:
     return not _SKIP_CLASSES.isdisjoint(node_classes(node))
 
 
-def _inside(node: LexborNode, tags: frozenset[str]) -> bool:
-    """Whether an ancestor of ``node`` is one of ``tags``."""
+def ancestors(node: LexborNode) -> Iterator[LexborNode]:
+    """``node``'s parent, its parent's parent, ... up to the document's root."""
     parent = node.parent
     while parent is not None:
-        if (parent.tag or "") in tags:
-            return True
+        yield parent
         parent = parent.parent
-    return False
 
 
 def node_children(node: LexborNode) -> list[LexborNode]:

@@ -104,7 +104,7 @@ class DecodedText:
 
 def normalize_text(s: str) -> str:
     """Normalize decoded text: CRLF/CR -> LF, drop control characters (all C0/C1 controls and
-    DEL except ``\\n`` and ``\\t``) and invisible format characters (:data:`_INVISIBLE_RE`,
+    DEL except ``\\n`` and ``\\t``) and invisible format characters (:data:`INVISIBLE_RE`,
     a BOM included, wherever it is; a soft hyphen ending a line joins the word it cuts), then
     Unicode NFC.
 
@@ -113,13 +113,14 @@ def normalize_text(s: str) -> str:
     s = s.replace("\r\n", "\n").replace("\r", "\n")
     s = _CONTROL_RE.sub("", s)
     s = _SOFT_BREAK_RE.sub("", s)
-    s = _INVISIBLE_RE.sub("", s)
+    s = INVISIBLE_RE.sub("", s)
     return unicodedata.normalize("NFC", s)
 
 
-_INVISIBLE_RE = re.compile("[\u00ad\u200b\u2060\ufeff]")
+INVISIBLE_RE = re.compile("[\u00ad\u200b\u2060\ufeff]")
 """Invisible format characters that split words for BM25 and the tokenizer: soft hyphen, zero
-width space, word joiner, a BOM inside the text (two files pasted together). Review 32:
+width space, word joiner, a BOM inside the text (two files pasted together); the HTML parser's
+:func:`~ragstrata.ingest.html_clean.collapse` removes the same. Review 32:
 "configu\u00adración" was indexed as "configu" and "racion", "contra\u200bseña" as "sena"
 ("contra" a stop word), "\ufeff# Uso" was no heading. (Zero-width joiners stay: emoji.)"""
 _SOFT_BREAK_RE = re.compile("\u00ad[ \t]*\n[ \t]*" + r"(?=[^\W\d_])")

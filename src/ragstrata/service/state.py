@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import IO
 
 from ragstrata.config import RagConfig, resolve_embedder_name
-from ragstrata.config.service import ServiceConfig
 from ragstrata.embed.base import Embedder
 from ragstrata.errors import ConfigError, RagError
 from ragstrata.pipeline import Ragstrata
@@ -94,19 +93,14 @@ def build_state(
     root.mkdir(parents=True, exist_ok=True)
     lock = claim_data_dir(root)
     try:
-        return _build(config, svc, root, embedder, lock)
+        return _build(config, root, embedder, lock)
     except BaseException:
         lock.close()
         raise
 
 
-def _build(
-    config: RagConfig,
-    svc: ServiceConfig,
-    root: Path,
-    embedder: Embedder | None,
-    lock: IO[str],
-) -> ServiceState:
+def _build(config: RagConfig, root: Path, embedder: Embedder | None, lock: IO[str]) -> ServiceState:
+    svc = config.service
     shutil.rmtree(root / "staging", ignore_errors=True)  # uploads whose job died with the server
     if (
         embedder is None
