@@ -139,9 +139,10 @@ def parse_paths(
                 progress("bytes", done, total_bytes)
             yield _remembered(path, item, config) if isinstance(item, IngestFailure) else item
 
-    roots = [p.resolve() for p in paths]
+    # in the form of indexed sources: a name's non-UTF-8 bytes as \xNN escapes (path_text)
+    roots = [Path(path_text(p.resolve())) for p in paths]
 
-    reported = [_reported_path(e.path) for e in errors]
+    reported = [Path(path_text(_reported_path(e.path))) for e in errors]
 
     def gone(source: str) -> bool:
         # not found by this discovery: the file is gone, or the rules now leave it out (a

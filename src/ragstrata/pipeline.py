@@ -273,12 +273,18 @@ class Ragstrata:
         ``lock_wait_s`` seconds).
         """
         writer = self._writer(lock_wait_s=lock_wait_s, create=False)
-        writer.recover()
-        removed = writer.delete(doc_ids)
-        if removed:
-            writer.reweight()
-            writer.optimize()
-        writer.store.flush()
+        try:
+            writer.recover()
+            removed = writer.delete(doc_ids)
+            if removed:
+                writer.reweight()
+                writer.optimize()
+            writer.store.flush()
+        finally:
+            # the reweight publishes a read snapshot; once the lock is released readers open
+            # the index itself (review 36: a whole copy of the shard stayed behind)
+            if writer.publisher is not None:
+                writer.publisher.retire()
         return removed
 
     def _writer(self, *, lock_wait_s: float, create: bool) -> IndexWriter:

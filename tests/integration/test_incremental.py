@@ -128,6 +128,33 @@ def test_embedder_change_is_refused(tmp_path: Path, minilm: MiniLMEmbedder) -> N
         engine.ingest([corpus])
 
 
+def test_a_stopped_reindex_for_a_new_analyzer_is_refused_until_finished(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Review 36: a re-index for a new BM25 analyzer writes the manifest's analyzer first; one
+    stopped after a few documents was searched without complaint, the re-indexed documents
+    topping every BM25 list since the others' vectors hold the old analyzer's term ids."""
+    corpus = _write_corpus(tmp_path / "corpus")
+    with _engine(tmp_path / "home", minilm) as engine:
+        engine.ingest([corpus])
+    index = RagConfig(home=tmp_path / "home").index_path
+    manifest = catalog.read_manifest(index)
+    # as a stopped migration leaves it: two documents still under the old analyzer
+    for doc_id in sorted(manifest.documents)[:2]:
+        entry = manifest.documents[doc_id]
+        chunker, _analyzer, k1, b = entry.signature.split("|")
+        manifest.documents[doc_id] = dataclasses.replace(
+            entry, signature="|".join([chunker, "v0:english:stop=1", k1, b])
+        )
+    catalog.write_manifest(index, manifest)
+    with _engine(tmp_path / "home", minilm) as engine:
+        with pytest.raises(EmbedderMismatchError, match="2 of 3 documents still carry"):
+            engine.search("TOML environment variables", mode="bm25")
+        again = engine.ingest([corpus])
+        assert (again.reindexed, again.unchanged, again.embedded) == (2, 1, 0)
+        assert "TOML" in engine.search("TOML environment variables", mode="bm25").hits[0].chunk.text
+
+
 def catalog_doc_id(engine: Ragstrata, path: Path) -> str:
     from ragstrata.ingest.loader import doc_id_for
 

@@ -265,3 +265,36 @@ def test_forget_removes_the_documents_of_a_moved_folder(tmp_path: Path) -> None:
         and "RS205" in nothing.output
         and "nothing was removed" in nothing.output
     )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file names are bytes")
+def test_a_folder_with_a_non_utf8_name_can_be_pruned_and_forgotten(tmp_path: Path) -> None:
+    """Review 36: sources keep a name's non-UTF-8 bytes as \\xNN escapes, but forget and
+    --prune compared them with the raw path: RS205 for the folder, a deleted file kept."""
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nThe canary runs for ten minutes.\n", "utf-8")
+    (folder / "b.md").write_text("# B\n\nThe canary runs for an hour.\n", "utf-8")
+    index = tmp_path / "idx"
+    assert _invoke("ingest", str(folder), "--index", str(index)).exit_code == 0
+    (folder / "b.md").unlink()
+    pruned = _invoke("ingest", str(folder), "--index", str(index), "--prune", "--json")
+    assert pruned.exit_code == 0 and json.loads(pruned.stdout)["pruned"] == 1, pruned.output
+    assert _hit_sources(index, "canary") == {path_text(folder / "a.md")}
+    done = _invoke("forget", str(folder), "--index", str(index), "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["removed"] == 1, done.output
+
+
+def test_forget_leaves_no_read_snapshot_behind(tmp_path: Path) -> None:
+    """Review 36: a forget that re-weighted BM25 published a read snapshot (a whole copy of
+    the shard) and left it, with readers/current pointing at it, until the next ingest."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    docs.mkdir()
+    (docs / "short.md").write_text("# Short\n\nThe canary is green.\n", "utf-8")
+    long = " ".join(["The canary runs for ten minutes on every release branch."] * 30)
+    (docs / "long.md").write_text(f"# Long\n\n{long}\n", "utf-8")
+    assert _invoke("ingest", str(docs), "--index", str(index)).exit_code == 0
+    done = _invoke("forget", str(docs / "short.md"), "--index", str(index), "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["removed"] == 1, done.output
+    assert not (index / "readers").exists(), sorted(p.name for p in (index / "readers").iterdir())
+    assert _hit_sources(index, "canary") == {str(docs / "long.md")}

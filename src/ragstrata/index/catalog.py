@@ -50,6 +50,13 @@ def index_signature(*, chunker: str, analyzer: str, k1: float, b: float) -> str:
     return f"{chunker}|{analyzer}|k1={k1}|b={b}"
 
 
+def signature_analyzer(signature: str) -> str | None:
+    """The analyzer part of an :func:`index_signature`; ``None`` for a signature of another
+    form (an entry written before signatures, ``""``)."""
+    parts = signature.split("|")
+    return parts[1] if len(parts) == 4 else None
+
+
 @dataclass(frozen=True, slots=True)
 class DocEntry:
     """What the index holds for one document.
@@ -378,6 +385,22 @@ def check_compatible(
             f"this version uses {analyzer!r}; run `ragstrata ingest` on the same paths again to "
             "re-index (stored vectors are reused, nothing is re-embedded)"
         )
+    if not writing:
+        # a re-index for a new analyzer writes the manifest's first and each document's as it
+        # reaches it: one stopped part-way leaves documents whose BM25 vectors the new analyzer
+        # cannot read (review 36: the few re-indexed documents topped every BM25 list)
+        stale = sum(
+            1
+            for entry in manifest.documents.values()
+            if (doc := signature_analyzer(entry.signature)) is not None and doc != analyzer
+        )
+        if stale:
+            raise EmbedderMismatchError(
+                f"the index at {index_dir} is part-way through re-indexing for BM25 analyzer "
+                f"{analyzer!r}: {stale} of {len(manifest.documents)} documents still carry "
+                "another one (the ingest that re-indexes them was stopped); run `ragstrata "
+                "ingest` on the same paths again to finish (stored vectors are reused)"
+            )
 
 
 def _write_holder(handle: IO[str]) -> None:

@@ -9,6 +9,7 @@ vector ``dense`` (cosine, HNSW), named sparse vector ``bm25`` with the IDF modif
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,30 @@ DENSE = "dense"
 SPARSE = "bm25"
 _BATCH = 512
 _INDEXED_FIELDS = ("doc_id", "source", "language")
+MIN_FREE_BYTES = 64 * 2**20
+"""Free space a write needs on the index's file system: Qdrant Edge's write-ahead log grows in
+memory-mapped 32 MiB segments, and a segment mapped on a full disk kills the process with
+SIGBUS at its first write (review 36: "Bus error", exit 135, no message), so two segments'
+worth is checked before creating a shard and before each write."""
+
+
+def ensure_free_space(path: Path, needed: int | None = None) -> None:
+    """Raise StoreError when the file system holding ``path`` (or its nearest existing parent)
+    has fewer than ``needed`` bytes free (default :data:`MIN_FREE_BYTES`)."""
+    needed = MIN_FREE_BYTES if needed is None else needed
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return  # nothing to measure with: the write reports its own error
+    if free < needed:
+        raise StoreError(
+            f"only {free / 2**20:.1f} MiB free on the disk holding {path}; writing the index "
+            f"needs at least {needed / 2**20:.0f} MiB free (its write-ahead log grows in 32 MiB "
+            "segments): free some space and run the command again (what is committed is kept)"
+        )
 
 
 def _quantization_config(qe: Any, quantization: str) -> Any:
@@ -158,12 +183,15 @@ class EdgeStore(ChunkReads):
             if path.is_dir() and any(path.iterdir()):
                 self._shard = qe.EdgeShard.load(str(path))
             else:
+                ensure_free_space(path)
                 path.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(path), config)
                 for name in _INDEXED_FIELDS:
                     self._shard.update(
                         qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
                     )
+        except StoreError:
+            raise
         except Exception as exc:
             raise StoreError(f"cannot open the Qdrant Edge shard at {path}: {exc}") from exc
 
@@ -227,6 +255,7 @@ class EdgeStore(ChunkReads):
             self._apply(self._qe.UpdateOperation.delete_points(ids))
 
     def _apply(self, operation: Any) -> None:
+        ensure_free_space(self.path)
         try:
             self._shard.update(operation)
         except Exception as exc:

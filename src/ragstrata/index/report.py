@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ragstrata.paths import path_text
 from ragstrata.types import Document, IngestFailure, IngestWarning
 
 if TYPE_CHECKING:
@@ -161,8 +162,8 @@ def sources_under(paths: Sequence[str | Path]) -> Callable[[str], bool]:
     """A test of an indexed source: it is one of ``paths`` or lies under one, each taken from
     the working directory as written and with its links resolved (sources are resolved POSIX
     paths); the paths need not exist (a folder moved or deleted since it was ingested)."""
-    roots = {
-        r.replace(os.sep, "/").rstrip("/")
+    roots = {  # sources hold a name's non-UTF-8 bytes as \xNN escapes (path_text)
+        path_text(r).replace(os.sep, "/").rstrip("/")
         for p in paths
         for r in (os.path.abspath(p), os.path.realpath(p))
     }

@@ -13,7 +13,8 @@ import pytest
 
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.config import BM25Config
-from ragstrata.index import catalog
+from ragstrata.errors import StoreError
+from ragstrata.index import catalog, edge
 from ragstrata.index.bm25 import term_id
 from ragstrata.index.edge import EdgeStore
 from ragstrata.index.writer import REWEIGHT_TOLERANCE, IndexWriter, new_manifest, recover
@@ -184,4 +185,27 @@ def test_entries_without_a_recorded_average_are_reweighted_once(tmp_path: Path) 
     assert report.reweighted == writer.store.count()
     assert bm25_scores(writer, "server install") == pytest.approx(expected)
     assert writer.add(docs).reweighted == 0
+    assert_consistent(writer)
+
+
+def test_a_full_disk_is_a_store_error_and_loses_no_commit(
+    writer: IndexWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 36: on a full disk the store's memory-mapped write-ahead log killed the process
+    with SIGBUS (exit 135, no message); a write now checks the free space first. The disk is
+    made "full" by asking for more than it has."""
+    import shutil
+
+    writer.add([doc("a", A)])
+    monkeypatch.setattr(edge, "MIN_FREE_BYTES", shutil.disk_usage(tmp_path).free + 2**40)
+    with pytest.raises(StoreError, match=r"MiB free on the disk holding .*free some space"):
+        writer.add([doc("b", B)])
+    with pytest.raises(StoreError, match="MiB free"):
+        EdgeStore(tmp_path / "new-shard", dim=DIM)
+    assert not (tmp_path / "new-shard").exists()
+    monkeypatch.undo()
+    recover(writer.index_dir, writer.store, writer.manifest)
+    assert set(writer.manifest.documents) == {"a"}
+    assert_consistent(writer)
+    assert writer.add([doc("b", B)]).added == 1
     assert_consistent(writer)
