@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -93,6 +94,26 @@ def _check_length(text: str, what: str) -> str:
     return text
 
 
+_HEADING_LINE = re.compile(r"\s{0,3}#{1,6}(?:\s|$)")
+_FENCE_LINE = re.compile(r"\s{0,3}(`{3,}|~{3,})")
+
+
+def _body_lines(text: str) -> list[str]:
+    """The lines of a chunk's ``text`` but its Markdown headings (already on the hit's source
+    line); a line inside a code fence is code, kept whatever it starts with (trial 37: a
+    preview showed an empty fence for ``# dmesg -n3``)."""
+    kept: list[str] = []
+    fence = ""
+    for line in text.splitlines():
+        opener = _FENCE_LINE.match(line)
+        if opener and (not fence or opener.group(1).startswith(fence)):
+            fence = "" if fence else opener.group(1)[:3]
+        elif not fence and _HEADING_LINE.match(line):
+            continue
+        kept.append(line)
+    return kept
+
+
 def search(
     query: Annotated[str, typer.Argument(help="Search query.")],
     index: IndexOpt = None,
@@ -154,9 +175,8 @@ def search(
                 if e is not None or name != "rerank":
                     shown = f"{e.rank} / {e.score:.3f}" if e else "-"
                     score += f"\n[dim]{name} {shown}[/]"
-        # heading lines are already on the source line
-        body = [ln for ln in hit.chunk.text.splitlines() if not ln.lstrip().startswith("#")]
-        snippet = " ".join(" ".join(body).split()) or " ".join(hit.chunk.text.split())
+        snippet = " ".join(" ".join(_body_lines(hit.chunk.text)).split())
+        snippet = snippet or " ".join(hit.chunk.text.split())
         snippet = snippet[:160] + ("…" if len(snippet) > 160 else "")
         where = _hit_where(hit, width)
         also = _copies_line(hit)

@@ -68,6 +68,10 @@ _MDX = re.compile(
 _INLINE_CODE = re.compile(r"(`+[^`]*?`+)")
 _HTML_CODE = re.compile(r"<code>([^<>`\n]*)</code>")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_EMPHASIS_ONE = re.compile(r"(?<![\w*\\])([*_])(?=[^\s*_])([^\n]+?)(?<=[^\s*_\\])\1(?![\w*])")
+"""Single emphasis ``_keys_``, ``*word*`` (not inside a word: ``snake_case`` stays)."""
+_EMPHASIS_CODE = re.compile(r"(?<![\w*])([*_])(`[^`\n]+`)\1(?![\w*])")
+"""Emphasis around inline code, ``_`key`_``: the code without it."""
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
 _NUMBER_UNIT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s*(%|[^\W\d_]{3,})")
@@ -389,11 +393,13 @@ def clean_sentence(text: str) -> str:
     text = _QUOTE_CONTINUATION.sub("\n", text)
     text = _CODE_LINK.sub(lambda m: m.group(1), text)  # [`useState`](/reference/...)
     text = _HTML_CODE.sub(lambda m: f"`{m.group(1)}`", text)  # <code>get</code>: `get`
+    text = _EMPHASIS_CODE.sub(lambda m: m.group(2), text)  # _`key`_: `key` (trial 37)
     parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
     for i in range(0, len(parts), 2):  # markup is removed outside code only: `<StrictMode>`
         part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))
         part = _LINK.sub(lambda m: m.group(1) or m.group(2), part)
-        parts[i] = _EMPHASIS.sub(lambda m: m.group(2), part)
+        part = _EMPHASIS.sub(lambda m: m.group(2), part)
+        parts[i] = _EMPHASIS_ONE.sub(lambda m: m.group(2), part)  # _keys_ (trial 37)
     prose = parts[0::2]
     if sum(p.count("**") for p in prose) % 2 == 0:  # bold around code: **No uses `useId`**
         parts[0::2] = [p.replace("**", "") for p in prose]

@@ -64,6 +64,22 @@ def test_clean_sentence_strips_markup_but_keeps_placeholders() -> None:
     )
 
 
+def test_clean_sentence_drops_single_emphasis_but_not_code_or_words() -> None:
+    """Trial 37: answers showed "_keys_" and "_`key`_" as written."""
+    assert clean_sentence("Las _keys_ le permiten a React identificar.") == (
+        "Las keys le permiten a React identificar."
+    )
+    assert clean_sentence("Usa _`key`_ y *muy* bien.") == "Usa `key` y muy bien."
+    for kept in (
+        "snake_case_name y my_file.py quedan.",
+        "Use *args and **kwargs here.",
+        "Files *.md and *.txt match.",
+        "2 * 3 * 4 = 24",
+        "Llama a `_private_` así.",
+    ):
+        assert clean_sentence(kept) == kept
+
+
 def test_render_renumbers_the_markers_and_not_the_quoted_text() -> None:
     quotes = [
         Quote(2, 0, 24, "Write `[1] [2]` to cite.", 0.9),
