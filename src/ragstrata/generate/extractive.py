@@ -353,6 +353,27 @@ def _windows(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
+SHORT_CODE_LINES = 2
+"""A fenced block of at most this many lines right after the last sentence of a paragraph is
+that sentence's, whatever the sentence ends with: a command shown under the sentence that says
+what it does ("El mensaje de error que se muestra en la consola se determina mediante la
+configuración de su nivel de umbral." above ``# dmesg -n3``, trial 37) was never quoted, since
+code is no sentence and no lead-in announced it."""
+
+
+def _short_code_after(text: str, end: int, fences: Sequence[Fence]) -> int:
+    """End of the closed fenced block of at most :data:`SHORT_CODE_LINES` non-empty lines
+    that follows ``text[:end]`` after nothing but white space; ``end`` when none does."""
+    rest = text[end:]
+    at = end + len(rest) - len(rest.lstrip())
+    for fence in fences:
+        if fence.open_start == at and fence.close_start < len(text):
+            code = text[fence.open_end : fence.close_start]
+            lines = [line for line in code.split("\n") if line.strip()]
+            return fence.close_end if 0 < len(lines) <= SHORT_CODE_LINES else end
+    return end
+
+
 def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -> int:
     """End of the code block or list that the sentence ``text[start:end]`` announces with a
     final ``:`` or with words such as "as shown" / "como se muestra" before its stop (``end``
@@ -362,7 +383,7 @@ def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -
     if not sentence.endswith(":") and not (
         sentence.endswith(".") and _ANNOUNCES.search(sentence) is not None
     ):
-        return end
+        return _short_code_after(text, end, fences)
     rest = text[end:]
     skipped = len(rest) - len(rest.lstrip())
     at = end + skipped

@@ -689,6 +689,26 @@ def test_a_sentence_saying_as_shown_takes_the_command_after_it(onnx_embedder: An
     assert last.block_end == last.end  # a stop without announcing words takes nothing
 
 
+def test_a_short_code_block_ending_a_paragraph_comes_with_its_last_sentence(
+    onnx_embedder: Any,
+) -> None:
+    """Trial 37: "El mensaje de error que se muestra en la consola se determina mediante la
+    configuración de su nivel de umbral." then ``# dmesg -n3`` in a fence; the answer quoted
+    the sentence without the command (code is no sentence, and nothing announced it)."""
+    text = (
+        "El mensaje de error que se muestra en la consola se determina mediante la "
+        "configuración de su nivel de umbral.\n\n```\n# dmesg -n3\n```\n\n"
+        "Primero lea el registro de cambios entero. Después compile el programa con make.\n\n"
+        "```\nmake\nmake check\nmake install\n```\n"
+    )
+    hit = source("ch03", text, 1, language="es")
+    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
+    umbral, lea, compile_ = _candidates(ctx.sources[0])
+    assert text[umbral.end : umbral.block_end].strip() == "```\n# dmesg -n3\n```"
+    assert lea.block_end == lea.end  # not the paragraph's last sentence
+    assert compile_.block_end == compile_.end  # three lines: more than a command
+
+
 def test_a_run_without_stops_is_cut_into_short_candidates(onnx_embedder: Any) -> None:
     """A 1.2 MB one-line text file gave a new user a 4,200-character quote."""
     words = " ".join(f"palabra{i}" for i in range(600)) + " the quokka password is wallaby"
