@@ -614,6 +614,11 @@ class Ragstrata:
         """Documents, chunks, embedder, analyzer and on-disk size of the index."""
         return catalog.index_stats(self.index_dir)
 
+    def listing(self) -> dict[str, list[dict[str, Any]]]:
+        """The indexed documents and the failed files the index remembers, one by one
+        (:func:`~ragstrata.index.catalog.index_listing`)."""
+        return catalog.index_listing(self.index_dir)
+
     def __enter__(self) -> Ragstrata:
         return self
 

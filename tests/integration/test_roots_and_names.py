@@ -298,3 +298,26 @@ def test_forget_leaves_no_read_snapshot_behind(tmp_path: Path) -> None:
     assert done.exit_code == 0 and json.loads(done.stdout)["removed"] == 1, done.output
     assert not (index / "readers").exists(), sorted(p.name for p in (index / "readers").iterdir())
     assert _hit_sources(index, "canary") == {str(docs / "long.md")}
+
+
+def test_stats_lists_the_documents_and_the_remembered_failures(tmp_path: Path) -> None:
+    """Trial 37: `stats` gave totals only; which documents an index holds and which files
+    failed could not be listed from the command line (the HTTP service could)."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    docs.mkdir()
+    (docs / "guia.md").write_text("# Guía\n\nEl canario dura diez minutos.\n", "utf-8")
+    (docs / "vacio.md").write_text("", "utf-8")
+    assert _invoke("ingest", str(docs), "--index", str(index)).exit_code == EXIT_PARTIAL
+    listed = _invoke("stats", "--index", str(index), "--documents", "--json")
+    assert listed.exit_code == 0, listed.output
+    data = json.loads(listed.stdout)
+    [doc] = data["document_list"]
+    assert doc["source"] == str(docs / "guia.md") and doc["title"] == "Guía"
+    assert doc["chunks"] == data["chunks"] == 1 and doc["complete"]
+    [failure] = data["failures"]
+    assert failure["path"] == str(docs / "vacio.md") and failure["code"] == "RS203"
+    text = _invoke("stats", "--index", str(index), "--documents")
+    assert text.exit_code == 0
+    assert "guia.md (1 chunk) Guía" in text.stdout
+    assert "1 failed file:" in text.stdout and "vacio.md: [RS203]" in text.stdout
+    assert "document_list" not in _invoke("stats", "--index", str(index), "--json").stdout

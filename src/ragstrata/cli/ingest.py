@@ -29,6 +29,7 @@ from ragstrata.cli.options import ConfigOpt, IndexOpt, JsonOpt
 from ragstrata.cli.progress import DEFAULT_PROGRESS_EVERY_S, IngestProgress, show_progress
 from ragstrata.config import RagConfig
 from ragstrata.errors import IndexNotFoundError, RagError
+from ragstrata.paths import display_path
 
 if TYPE_CHECKING:
     from ragstrata.types import IngestFailure, IngestWarning
@@ -388,14 +389,30 @@ def forget(
         out.print(f"  {escape(_term(source))}", highlight=False)
 
 
-def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+def stats(
+    index: IndexOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    documents: Annotated[
+        bool,
+        typer.Option(
+            "--documents",
+            help="Also list each indexed document (path, chunks, title) and each file that "
+            "failed and is remembered (path, error code, reason).",
+        ),
+    ] = False,
+) -> None:
     """Show what the index holds."""
     try:
         engine = _engine(index, config)
         data = engine.stats()
+        listing = engine.listing() if documents else None
     except RagError as exc:
         raise _fail(exc, json_out=json_out) from exc
     if json_out:
+        if listing is not None:
+            data["document_list"] = listing["documents"]
+            data["failures"] = listing["failures"]
         print(json.dumps(data, indent=2))
         return
     bm25 = data["bm25"]
@@ -415,6 +432,24 @@ def stats(index: IndexOpt = None, config: ConfigOpt = None, json_out: JsonOpt = 
         f"size:      {data['size_bytes'] / 1e6:.1f} MB",
     ]
     out.print("\n".join(lines), highlight=False)
+    if listing is None:
+        return
+    out.print(f"\n{_count(len(listing['documents']), 'document')}:", highlight=False)
+    for doc in listing["documents"]:
+        partial = "" if doc["complete"] else ", only partly indexed"
+        out.print(
+            f"  {escape(_term(display_path(doc['source'])))} "
+            f"({_count(doc['chunks'], 'chunk')}{partial}) {escape(_term(doc['title']))}",
+            highlight=False,
+        )
+    if listing["failures"]:
+        out.print(f"\n{_count(len(listing['failures']), 'failed file')}:", highlight=False)
+    for failure in listing["failures"]:
+        out.print(
+            f"  {escape(_term(display_path(failure['path'])))}: [{failure['code']}] "
+            f"{escape(_term(failure['reason']))}",
+            highlight=False,
+        )
 
 
 def _count(n: int, noun: str) -> str:

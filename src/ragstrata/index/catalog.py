@@ -306,6 +306,39 @@ def index_stats(index_dir: Path) -> dict[str, Any]:
     }
 
 
+def index_listing(index_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """What :func:`index_stats` counts, one by one: ``documents`` (``doc_id``, ``source``,
+    ``title``, ``chunks``, ``complete``, ``indexed_at``) and the remembered ``failures`` (files
+    that failed and are reported again while unchanged: ``doc_id``, ``path``, ``code``,
+    ``reason``, ``failed_at``), each by path; IndexNotFoundError without an index."""
+    manifest = read_manifest(index_dir)
+    documents = [
+        {
+            "doc_id": doc_id,
+            "source": entry.source,
+            "title": entry.title,
+            "chunks": len(entry.chunk_ids),
+            "complete": entry.complete,
+            "indexed_at": entry.indexed_at,
+        }
+        for doc_id, entry in manifest.documents.items()
+    ]
+    failures = [
+        {
+            "doc_id": doc_id,
+            "path": entry.path,
+            "code": entry.code,
+            "reason": entry.reason,
+            "failed_at": entry.failed_at,
+        }
+        for doc_id, entry in manifest.failures.items()
+    ]
+    return {
+        "documents": sorted(documents, key=lambda d: str(d["source"])),
+        "failures": sorted(failures, key=lambda f: str(f["path"])),
+    }
+
+
 def _walk_files(root: Path) -> Iterator[Path]:
     """Files of the index at ``root``, without the read snapshots an ingest publishes."""
     for dirpath, dirs, names in os.walk(root):
