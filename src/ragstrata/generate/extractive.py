@@ -361,16 +361,23 @@ configuración de su nivel de umbral." above ``# dmesg -n3``, trial 37) was neve
 code is no sentence and no lead-in announced it."""
 
 
+_INCLUDE_LINE = re.compile(r"\s*\{([!*]).*\1\}\s*$")
+"""A file include of the MkDocs sources (``{!../../docs_src/app.py!}``, ``{* app.py *}``):
+no code a reader can see."""
+
+
 def _short_code_after(text: str, end: int, fences: Sequence[Fence]) -> int:
     """End of the closed fenced block of at most :data:`SHORT_CODE_LINES` non-empty lines
-    that follows ``text[:end]`` after nothing but white space; ``end`` when none does."""
+    that follows ``text[:end]`` after nothing but white space; ``end`` when none does, or when
+    the block only includes a file (:data:`_INCLUDE_LINE`)."""
     rest = text[end:]
     at = end + len(rest) - len(rest.lstrip())
     for fence in fences:
         if fence.open_start == at and fence.close_start < len(text):
             code = text[fence.open_end : fence.close_start]
             lines = [line for line in code.split("\n") if line.strip()]
-            return fence.close_end if 0 < len(lines) <= SHORT_CODE_LINES else end
+            shown = [line for line in lines if not _INCLUDE_LINE.match(line)]
+            return fence.close_end if shown and len(lines) <= SHORT_CODE_LINES else end
     return end
 
 
@@ -815,18 +822,25 @@ _INTERROGATIVE = re.compile(
     r"para qué|how|what|which|when|where|why)\b",
     re.IGNORECASE,
 )
-_TERMINAL = (".", "!", ":", ";", "…", ")", "]")
+_STOPS = (".", "!", ":", ";", "…")
+_TERMINAL = (*_STOPS, ")", "]")
+_SECTION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)*\.?\s+\S")
+"""A section number of two levels or more ("2.7.", "3.2.1") opening a line: with no closing
+stop, the line is a section title that a PDF or a plain-text file gives as a line of text."""
 
 
 def is_topic_line(sentence: str) -> bool:
     """Whether ``sentence`` (as quoted) is a question (ends in ``?``), a caption ("Cuadro 3.4:
-    ...", "Figure 2. ...") or a topic line: it opens with an interrogative word (Spanish or
+    ...", "Figure 2. ..."), a numbered section title without a stop ("2.7. Configurar
+    dh_make", at most 12 words) or a topic line: it opens with an interrogative word (Spanish or
     English: "Cómo ...", "How to ...") and does not end as a statement does (``.``, ``!``,
     ``:``, ``;``). Such lines name a subject (headings written as list items, learning goals,
     FAQ questions, what a table shows); they do not answer it."""
     text = sentence.strip()
     if text.endswith("?") or _CAPTION.match(text):
         return True
+    if _SECTION_NUMBER.match(text) and len(text.split()) <= 12:
+        return not text.endswith(_STOPS)  # a PDF's "2.7. Configurar dh_make" (trial 37)
     return bool(_INTERROGATIVE.match(text)) and not text.endswith(_TERMINAL)
 
 

@@ -466,6 +466,12 @@ def test_a_sentence_quoting_the_question_is_not_its_answer(onnx_embedder: Any) -
         ("Cuadro 3.4: Relación de herramientas de recuperación de datos", True),
         ("Figure 2. Throughput of the two embedders", True),
         ("Tabla 1 muestra los resultados del segundo experimento.", False),
+        # a PDF's numbered section titles (trial 37 quoted "2.7. Configurar dh_make [1]")
+        ("2.7. Configurar dh_make", True),
+        ("3.2.1 El nombre del equipo (hostname)", True),
+        ("2.7. Configure dh_make with the variables DEBEMAIL and DEBFULLNAME.", False),
+        ("1. Ejecute el instalador", False),
+        ("Version 2.7 adds the lifespan parameter", False),
     ],
 )
 def test_questions_and_topic_lines_are_not_statements(sentence: str, topic: bool) -> None:
@@ -699,14 +705,17 @@ def test_a_short_code_block_ending_a_paragraph_comes_with_its_last_sentence(
         "El mensaje de error que se muestra en la consola se determina mediante la "
         "configuración de su nivel de umbral.\n\n```\n# dmesg -n3\n```\n\n"
         "Primero lea el registro de cambios entero. Después compile el programa con make.\n\n"
-        "```\nmake\nmake check\nmake install\n```\n"
+        "```\nmake\nmake check\nmake install\n```\n\n"
+        "La plantilla enlaza la hoja de estilos del sitio.\n\n"
+        '```jinja hl_lines="4"\n{!../../docs_src/templates/item.html!}\n```\n'
     )
     hit = source("ch03", text, 1, language="es")
     ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
-    umbral, lea, compile_ = _candidates(ctx.sources[0])
+    umbral, lea, compile_, plantilla = _candidates(ctx.sources[0])
     assert text[umbral.end : umbral.block_end].strip() == "```\n# dmesg -n3\n```"
     assert lea.block_end == lea.end  # not the paragraph's last sentence
     assert compile_.block_end == compile_.end  # three lines: more than a command
+    assert plantilla.block_end == plantilla.end  # a file include shows no code
 
 
 def test_a_run_without_stops_is_cut_into_short_candidates(onnx_embedder: Any) -> None:
