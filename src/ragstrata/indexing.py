@@ -224,9 +224,12 @@ def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> 
     return UnsupportedFormatError(where, reason)
 
 
-_NOT_REMEMBERED = frozenset({"RS204", "RS205"})
-"""Failure codes not worth remembering: found by a ``stat`` alone (too large), or saying
-nothing about the file's bytes (unreadable: permissions, a race)."""
+_NOT_REMEMBERED = frozenset({"RS200", "RS204", "RS205"})
+"""Failure codes not worth remembering: found by a ``stat`` alone (too large), saying nothing
+about the file's bytes (unreadable: permissions, a race), or a parser that crashed or raised
+unexpectedly (RS200: the machine's out-of-memory killer, a script without its ``__main__``
+guard, a parser bug; remembered, it was reported again while the file stayed the same, until
+``--retry-failed``, after its cause was gone: review 36)."""
 
 
 def _retry_key(file_hash: str, config: IngestConfig) -> str:

@@ -45,3 +45,19 @@ def test_smallest_first_is_a_stable_sort_by_size(tmp_path_factory, sizes: list[i
     for a, b in itertools.pairwise(ordered):  # ties keep their discovery order
         if a.stat().st_size == b.stat().st_size:
             assert a.name < b.name
+
+
+def test_a_parser_crash_is_not_remembered_but_a_bad_file_is(tmp_path: Path) -> None:
+    """Review 36: a crashed parser (RS200: the out-of-memory killer, a script without its
+    ``__main__`` guard) was remembered like an unreadable file, so the next runs reported the
+    same crash without trying again, until ``--retry-failed``."""
+    from ragstrata.indexing import _remembered
+    from ragstrata.types import IngestFailure
+
+    path = tmp_path / "nota.md"
+    path.write_text("# Nota\n\nTexto.\n", encoding="utf-8")
+    config = IngestConfig(workers=0)
+    crash = _remembered(path, IngestFailure(str(path), "RS200", "crashed (SIGKILL)"), config)
+    assert crash.doc_id and not crash.retry_key  # named, with a kept-version note, not recorded
+    empty = _remembered(path, IngestFailure(str(path), "RS203", "empty"), config)
+    assert empty.doc_id and empty.retry_key
