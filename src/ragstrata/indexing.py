@@ -224,12 +224,20 @@ def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> 
     return UnsupportedFormatError(where, reason)
 
 
-_NOT_REMEMBERED = frozenset({"RS200", "RS204", "RS205"})
-"""Failure codes not worth remembering: found by a ``stat`` alone (too large), saying nothing
-about the file's bytes (unreadable: permissions, a race), or a parser that crashed or raised
-unexpectedly (RS200: the machine's out-of-memory killer, a script without its ``__main__``
-guard, a parser bug; remembered, it was reported again while the file stayed the same, until
-``--retry-failed``, after its cause was gone: review 36)."""
+_NOT_REMEMBERED = frozenset({"RS204", "RS205"})
+"""Failure codes not worth remembering: found by a ``stat`` alone (too large), or saying
+nothing about the file's bytes (unreadable: permissions, a race). Nor is a parser process
+that died (RS200 with :data:`~ragstrata.ingest.pool.CRASH_REASON`: the out-of-memory killer or
+a script without its ``__main__`` guard is as likely a cause as the file; remembered, it was
+reported again while the file stayed the same, until ``--retry-failed``, after its cause was
+gone: review 36); a parser that raised on the file (RS200 ``parser failed: ...``) is."""
+
+
+def _crashed(code: str, reason: str) -> bool:
+    """Whether a failure is a parser process that died (:data:`_NOT_REMEMBERED`)."""
+    from ragstrata.ingest.pool import CRASH_REASON
+
+    return code == "RS200" and reason.startswith(CRASH_REASON)
 
 
 def _retry_key(file_hash: str, config: IngestConfig) -> str:
@@ -244,7 +252,7 @@ def _remembered(path: Path, failure: IngestFailure, config: IngestConfig) -> Ing
     records it under (and its path as the document's source), when it is worth remembering."""
     from ragstrata.ingest.loader import doc_id_for, source_for
 
-    if failure.code in _NOT_REMEMBERED:
+    if failure.code in _NOT_REMEMBERED or _crashed(failure.code, failure.reason):
         # not recorded (no retry key), but named: a version indexed before stays searchable,
         # and the report says so (review 27: RS204/RS205 lacked the note RS202/RS203 have)
         return dataclasses.replace(failure, doc_id=doc_id_for(path))
@@ -280,7 +288,12 @@ def _known_failures(
     for path in files:
         doc_id = doc_id_for(path)
         entry = manifest.failures.get(doc_id)
-        if entry is not None and entry.signature == wanted:
+        # a crash recorded by an earlier version is tried again (_NOT_REMEMBERED)
+        if (
+            entry is not None
+            and entry.signature == wanted
+            and not _crashed(entry.code, entry.reason)
+        ):
             file_hash = file_sha256(path)
             if file_hash and entry.retry_key == _retry_key(file_hash, config):
                 reason = f"unchanged since last failure ({entry.failed_at}): {entry.reason}"

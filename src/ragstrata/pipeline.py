@@ -256,8 +256,7 @@ class Ragstrata:
                     documents, total=total, progress=progress, prune=prune, count_gone=count_gone
                 )
             finally:
-                if writer.publisher is not None:
-                    writer.publisher.retire()
+                _retire(writer)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -281,10 +280,7 @@ class Ragstrata:
                 writer.optimize()
             writer.store.flush()
         finally:
-            # the reweight publishes a read snapshot; once the lock is released readers open
-            # the index itself (review 36: a whole copy of the shard stayed behind)
-            if writer.publisher is not None:
-                writer.publisher.retire()
+            _retire(writer)  # review 36: the reweight's snapshot, a whole shard copy, stayed
         return removed
 
     def _writer(self, *, lock_wait_s: float, create: bool) -> IndexWriter:
@@ -631,3 +627,10 @@ class Ragstrata:
             self._retriever.close()
             self._retriever = None
         self._index.close()
+
+
+def _retire(writer: IndexWriter) -> None:
+    """The writer is done: withdraw the read snapshots it published (readers open the index
+    itself once its lock is released)."""
+    if writer.publisher is not None:
+        writer.publisher.retire()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import pytest
@@ -128,12 +129,13 @@ def test_embedder_change_is_refused(tmp_path: Path, minilm: MiniLMEmbedder) -> N
         engine.ingest([corpus])
 
 
-def test_a_stopped_reindex_for_a_new_analyzer_is_refused_until_finished(
-    tmp_path: Path, minilm: MiniLMEmbedder
+def test_a_stopped_reindex_for_a_new_analyzer_is_named_until_finished(
+    tmp_path: Path, minilm: MiniLMEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Review 36: a re-index for a new BM25 analyzer writes the manifest's analyzer first; one
-    stopped after a few documents was searched without complaint, the re-indexed documents
-    topping every BM25 list since the others' vectors hold the old analyzer's term ids."""
+    stopped after a few documents was searched without a word, the others' BM25 vectors holding
+    the old analyzer's term ids. Readers now warn and `stats` counts them (not refused: a file
+    that now fails or is gone would block the index for good, review 38)."""
     corpus = _write_corpus(tmp_path / "corpus")
     with _engine(tmp_path / "home", minilm) as engine:
         engine.ingest([corpus])
@@ -147,12 +149,15 @@ def test_a_stopped_reindex_for_a_new_analyzer_is_refused_until_finished(
             entry, signature="|".join([chunker, "v0:english:stop=1", k1, b])
         )
     catalog.write_manifest(index, manifest)
+    assert catalog.index_stats(index)["stale_analyzer_documents"] == 2
     with _engine(tmp_path / "home", minilm) as engine:
-        with pytest.raises(EmbedderMismatchError, match="2 of 3 documents still carry"):
+        with caplog.at_level(logging.WARNING, logger="ragstrata.index.catalog"):
             engine.search("TOML environment variables", mode="bm25")
+        assert "2 of 3 documents" in caplog.text and "dense search only" in caplog.text
         again = engine.ingest([corpus])
         assert (again.reindexed, again.unchanged, again.embedded) == (2, 1, 0)
         assert "TOML" in engine.search("TOML environment variables", mode="bm25").hits[0].chunk.text
+    assert catalog.index_stats(index)["stale_analyzer_documents"] == 0
 
 
 def catalog_doc_id(engine: Ragstrata, path: Path) -> str:

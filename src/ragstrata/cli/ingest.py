@@ -423,6 +423,12 @@ def stats(
             f" ({data['partial_documents']} only partly indexed: run ingest on them again)"
             if data.get("partial_documents")
             else ""
+        )
+        + (
+            f" ({data['stale_analyzer_documents']} indexed with an older BM25 analyzer, found by "
+            "dense search only: run ingest on their paths again)"
+            if data.get("stale_analyzer_documents")
+            else ""
         ),
         f"chunks:    {data['chunks']}",
         f"embedder:  {data['embedder']} (dim {data['dim']})",

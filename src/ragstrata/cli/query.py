@@ -22,6 +22,7 @@ from ragstrata.index.base import Filters, check_filters
 from ragstrata.index.report import sources_under
 from ragstrata.paths import display_path
 from ragstrata.pipeline import Ragstrata
+from ragstrata.text.spans import find_fences
 from ragstrata.types import MAX_QUERY_CHARS, Answer, Hit
 
 
@@ -95,22 +96,21 @@ def _check_length(text: str, what: str) -> str:
 
 
 _HEADING_LINE = re.compile(r"\s{0,3}#{1,6}(?:\s|$)")
-_FENCE_LINE = re.compile(r"\s{0,3}(`{3,}|~{3,})")
 
 
 def _body_lines(text: str) -> list[str]:
     """The lines of a chunk's ``text`` but its Markdown headings (already on the hit's source
-    line); a line inside a code fence is code, kept whatever it starts with (trial 37: a
-    preview showed an empty fence for ``# dmesg -n3``)."""
+    line); a line inside a code fence (:func:`~ragstrata.text.spans.find_fences`) is code,
+    kept whatever it starts with (trial 37: a preview showed an empty fence for
+    ``# dmesg -n3``)."""
+    fenced = [(f.open_start, f.close_end) for f in find_fences(text)]
     kept: list[str] = []
-    fence = ""
-    for line in text.splitlines():
-        opener = _FENCE_LINE.match(line)
-        if opener and (not fence or opener.group(1).startswith(fence)):
-            fence = "" if fence else opener.group(1)[:3]
-        elif not fence and _HEADING_LINE.match(line):
-            continue
-        kept.append(line)
+    pos = 0
+    for line in text.removesuffix("\n").split("\n"):
+        start, pos = pos, pos + len(line) + 1
+        code = any(a <= start < b for a, b in fenced)
+        if code or not _HEADING_LINE.match(line):
+            kept.append(line)
     return kept
 
 

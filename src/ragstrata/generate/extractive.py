@@ -68,10 +68,13 @@ _MDX = re.compile(
 _INLINE_CODE = re.compile(r"(`+[^`]*?`+)")
 _HTML_CODE = re.compile(r"<code>([^<>`\n]*)</code>")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_EMPHASIS_ONE = re.compile(r"(?<![\w*\\])([*_])(?=[^\s*_])([^\n]+?)(?<=[^\s*_\\])\1(?![\w*])")
-"""Single emphasis ``_keys_``, ``*word*`` (not inside a word: ``snake_case`` stays)."""
-_EMPHASIS_CODE = re.compile(r"(?<![\w*])([*_])(`[^`\n]+`)\1(?![\w*])")
-"""Emphasis around inline code, ``_`key`_``: the code without it."""
+_OPENS = r"(?<![^\s(\[\"'¿¡])"  # the start, white space or an opening mark before
+_STAR = re.compile(_OPENS + r"\*(?=[^\W_])([^*\n]*?[^\s*\\])\*(?![\w*])")
+_UNDERSCORE = re.compile(_OPENS + r"_(?=[^\W_])([^_\n]*?[^\s_\\])_(?!\w)")
+"""Single emphasis ``*muy*``, ``_keys_``: opened after white space or an opening mark and
+closed before no word character, so ``snake_case``, ``a*b*c``, ``*args`` and the globs of
+``debian/*.install and debian/*.dirs`` stay as written (review 38)."""
+_CODE_EMPHASIS_OPEN = re.compile(_OPENS + r"([*_])$")
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)|\[([^\]\n]+)\]\[[^\]\n]*\]")
 _NUMBER_UNIT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s*(%|[^\W\d_]{3,})")
@@ -369,15 +372,17 @@ no code a reader can see."""
 def _short_code_after(text: str, end: int, fences: Sequence[Fence]) -> int:
     """End of the closed fenced block of at most :data:`SHORT_CODE_LINES` non-empty lines
     that follows ``text[:end]`` after nothing but white space; ``end`` when none does, or when
-    the block only includes a file (:data:`_INCLUDE_LINE`)."""
+    the block includes a file (:data:`_INCLUDE_LINE`)."""
     rest = text[end:]
     at = end + len(rest) - len(rest.lstrip())
     for fence in fences:
         if fence.open_start == at and fence.close_start < len(text):
             code = text[fence.open_end : fence.close_start]
             lines = [line for line in code.split("\n") if line.strip()]
-            shown = [line for line in lines if not _INCLUDE_LINE.match(line)]
-            return fence.close_end if shown and len(lines) <= SHORT_CODE_LINES else end
+            include = any(_INCLUDE_LINE.match(line) for line in lines)
+            return (
+                fence.close_end if lines and not include and len(lines) <= SHORT_CODE_LINES else end
+            )
     return end
 
 
@@ -415,19 +420,30 @@ def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -
     return block_end
 
 
+def _unwrap_code(parts: list[str]) -> list[str]:
+    """``parts`` (prose and inline code alternating, as split by ``_INLINE_CODE``) without the
+    emphasis markers around a code span, ``_`key`_`` → ``key`` in code (trial 37); a ``*``
+    between two code spans (`` `docs/*` and `*.md` ``) is no marker (review 38)."""
+    for i in range(1, len(parts) - 1, 2):
+        before, after = parts[i - 1], parts[i + 1]
+        opener = _CODE_EMPHASIS_OPEN.search(before)
+        if opener and after[:1] == opener.group(1) and not re.match(r".[\w*]", after[:2]):
+            parts[i - 1], parts[i + 1] = before[:-1], after[1:]
+    return parts
+
+
 def clean_sentence(text: str) -> str:
     """Sentence for display: MDX/MkDocs anchors and components, images, bold markers and
     list/quote markers removed, links shown as their text (inline code is kept as written)."""
     text = _QUOTE_CONTINUATION.sub("\n", text)
     text = _CODE_LINK.sub(lambda m: m.group(1), text)  # [`useState`](/reference/...)
     text = _HTML_CODE.sub(lambda m: f"`{m.group(1)}`", text)  # <code>get</code>: `get`
-    text = _EMPHASIS_CODE.sub(lambda m: m.group(2), text)  # _`key`_: `key` (trial 37)
-    parts = _INLINE_CODE.split(text)  # odd items: inline code, kept as written
+    parts = _unwrap_code(_INLINE_CODE.split(text))  # odd items: inline code, kept as written
     for i in range(0, len(parts), 2):  # markup is removed outside code only: `<StrictMode>`
         part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))
         part = _LINK.sub(lambda m: m.group(1) or m.group(2), part)
         part = _EMPHASIS.sub(lambda m: m.group(2), part)
-        parts[i] = _EMPHASIS_ONE.sub(lambda m: m.group(2), part)  # _keys_ (trial 37)
+        parts[i] = _UNDERSCORE.sub(r"\1", _STAR.sub(r"\1", part))  # _keys_ (trial 37)
     prose = parts[0::2]
     if sum(p.count("**") for p in prose) % 2 == 0:  # bold around code: **No uses `useId`**
         parts[0::2] = [p.replace("**", "") for p in prose]
@@ -824,9 +840,11 @@ _INTERROGATIVE = re.compile(
 )
 _STOPS = (".", "!", ":", ";", "…")
 _TERMINAL = (*_STOPS, ")", "]")
-_SECTION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)*\.?\s+\S")
-"""A section number of two levels or more ("2.7.", "3.2.1") opening a line: with no closing
-stop, the line is a section title that a PDF or a plain-text file gives as a line of text."""
+_SECTION_NUMBER = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s+[A-ZÁÉÍÓÚÑ][a-záéíóúñü]")
+"""A section number of two levels or more ("2.7.", "3.2.1") then a capitalized word opening a
+line: with no closing stop, the line is a section title that a PDF or a plain-text file gives
+as a line of text ("1.5 millones de personas", "3.11 or later", "2.4 GHz" are not, review
+38)."""
 
 
 def is_topic_line(sentence: str) -> bool:

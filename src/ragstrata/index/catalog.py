@@ -296,6 +296,8 @@ def index_stats(index_dir: Path) -> dict[str, Any]:
         # a large document interrupted between its slices: searchable in part until the next
         # ingest of its file finishes it
         "partial_documents": sum(not e.complete for e in manifest.documents.values()),
+        # a re-index for a new analyzer not finished: found by dense search only until then
+        "stale_analyzer_documents": stale_analyzer_documents(manifest, manifest.analyzer),
         "chunks": manifest.n_chunks,
         "embedder": manifest.embedder,
         "dim": manifest.dim,
@@ -405,7 +407,8 @@ def check_compatible(
 ) -> None:
     """Raise EmbedderMismatchError when the index was built with another embedder, or (for
     readers, ``writing=False``) another BM25 analyzer. A writer re-indexes documents whose
-    analyzer differs, so it only needs the same embedder."""
+    analyzer differs, so it only needs the same embedder. A reader is warned (log) when some
+    documents still carry another analyzer than the index's (a re-index not finished)."""
     if manifest.embedder != embedder or manifest.dim != dim:
         raise EmbedderMismatchError(
             f"the index at {index_dir} was built with embedder {manifest.embedder!r} "
@@ -419,21 +422,33 @@ def check_compatible(
             "re-index (stored vectors are reused, nothing is re-embedded)"
         )
     if not writing:
-        # a re-index for a new analyzer writes the manifest's first and each document's as it
-        # reaches it: one stopped part-way leaves documents whose BM25 vectors the new analyzer
-        # cannot read (review 36: the few re-indexed documents topped every BM25 list)
-        stale = sum(
-            1
-            for entry in manifest.documents.values()
-            if (doc := signature_analyzer(entry.signature)) is not None and doc != analyzer
-        )
+        stale = stale_analyzer_documents(manifest, analyzer)
         if stale:
-            raise EmbedderMismatchError(
-                f"the index at {index_dir} is part-way through re-indexing for BM25 analyzer "
-                f"{analyzer!r}: {stale} of {len(manifest.documents)} documents still carry "
-                "another one (the ingest that re-indexes them was stopped); run `ragstrata "
-                "ingest` on the same paths again to finish (stored vectors are reused)"
+            # a re-index for a new analyzer writes the manifest's first and each document's as
+            # it reaches it; one stopped part-way, or one that did not cover every folder the
+            # index came from, leaves documents whose BM25 vectors the new analyzer cannot read
+            # (review 36). Not refused: a file that now fails or is gone would block the index
+            # for good; their BM25 matches are lost (dense still finds them) until re-indexed.
+            logger.warning(
+                "%d of %d documents in %s were indexed with another BM25 analyzer than %r and "
+                "are found by dense search only: run `ragstrata ingest` on the paths they came "
+                "from to re-index them (stored vectors are reused), or `ragstrata forget` the "
+                "ones that are gone",
+                stale,
+                len(manifest.documents),
+                index_dir,
+                analyzer,
             )
+
+
+def stale_analyzer_documents(manifest: Manifest, analyzer: str) -> int:
+    """How many of ``manifest``'s documents were indexed with a BM25 analyzer other than
+    ``analyzer`` (by their :func:`index_signature`; entries of another form are not counted)."""
+    return sum(
+        1
+        for entry in manifest.documents.values()
+        if (doc := signature_analyzer(entry.signature)) is not None and doc != analyzer
+    )
 
 
 def _write_holder(handle: IO[str]) -> None:

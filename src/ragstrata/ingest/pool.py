@@ -355,6 +355,12 @@ def _over_memory(path: Path, max_memory_mb: int | None) -> IngestFailure:
     )
 
 
+CRASH_REASON = "the parser process crashed on this file"
+"""How the reason of a file whose parser process died begins (not remembered as a failed file:
+the machine's out-of-memory killer or a script without its ``__main__`` guard is as likely a
+cause as the file)."""
+
+
 def _crash_reason(exit_codes: Sequence[int | None]) -> str:
     """The reason reported for a file whose worker died, naming the signal when there is one."""
     import signal
@@ -366,17 +372,17 @@ def _crash_reason(exit_codes: Sequence[int | None]) -> str:
             except ValueError:
                 name = f"signal {-code}"
             if name != "SIGTERM":  # SIGTERM: a sibling stopped by _terminate
-                return f"the parser process crashed on this file ({name})"
+                return f"{CRASH_REASON} ({name})"
     statuses = sorted({code for code in exit_codes if code is not None and code > 0})
     if statuses:
         # a worker that exits with a status (no signal) died in Python, most often while
         # re-importing the calling script: the spawn start method runs its top-level code again
         return (
-            f"the parser process crashed on this file (exit status {statuses[0]}); "
+            f"{CRASH_REASON} (exit status {statuses[0]}); "
             "if ragstrata runs from a script, put the script's top-level code under "
             '`if __name__ == "__main__":` (worker processes import the script again)'
         )
-    return "the parser process crashed on this file"
+    return CRASH_REASON
 
 
 def _terminate(executor: ProcessPoolExecutor) -> list[int | None]:

@@ -76,8 +76,18 @@ def test_clean_sentence_drops_single_emphasis_but_not_code_or_words() -> None:
         "Files *.md and *.txt match.",
         "2 * 3 * 4 = 24",
         "Llama a `_private_` así.",
+        # review 38: globs, code spans with stars, products
+        "Include `docs/*` and `*.md` in the build.",
+        "The regex `.*` matches anything and `*` alone is an error.",
+        "Copy the files debian/*.install and debian/*.dirs to the package.",
+        "Edit /etc/apt/sources.list.d/*.list and /etc/*.conf files.",
+        "Compute a*b*c here.",
     ):
         assert clean_sentence(kept) == kept
+    assert clean_sentence("Use *args, **kwargs and *more* here.") == (
+        "Use *args, **kwargs and more here."
+    )
+    assert clean_sentence("Esto es (*muy*) importante.") == "Esto es (muy) importante."
 
 
 def test_render_renumbers_the_markers_and_not_the_quoted_text() -> None:
@@ -472,6 +482,10 @@ def test_a_sentence_quoting_the_question_is_not_its_answer(onnx_embedder: Any) -
         ("2.7. Configure dh_make with the variables DEBEMAIL and DEBFULLNAME.", False),
         ("1. Ejecute el instalador", False),
         ("Version 2.7 adds the lifespan parameter", False),
+        ("1.5 millones de personas viven allí", False),
+        ("3.11 or later is required", False),
+        ("10.000 personas asistieron al evento", False),
+        ("2.4 GHz Wi-Fi only", False),
     ],
 )
 def test_questions_and_topic_lines_are_not_statements(sentence: str, topic: bool) -> None:
@@ -707,7 +721,7 @@ def test_a_short_code_block_ending_a_paragraph_comes_with_its_last_sentence(
         "Primero lea el registro de cambios entero. Después compile el programa con make.\n\n"
         "```\nmake\nmake check\nmake install\n```\n\n"
         "La plantilla enlaza la hoja de estilos del sitio.\n\n"
-        '```jinja hl_lines="4"\n{!../../docs_src/templates/item.html!}\n```\n'
+        '```jinja hl_lines="4"\n# item.html\n{!../../docs_src/templates/item.html!}\n```\n'
     )
     hit = source("ch03", text, 1, language="es")
     ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)

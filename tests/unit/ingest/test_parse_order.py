@@ -57,7 +57,13 @@ def test_a_parser_crash_is_not_remembered_but_a_bad_file_is(tmp_path: Path) -> N
     path = tmp_path / "nota.md"
     path.write_text("# Nota\n\nTexto.\n", encoding="utf-8")
     config = IngestConfig(workers=0)
-    crash = _remembered(path, IngestFailure(str(path), "RS200", "crashed (SIGKILL)"), config)
+    from ragstrata.ingest.pool import _crash_reason
+
+    reason = _crash_reason([-9])
+    crash = _remembered(path, IngestFailure(str(path), "RS200", reason), config)
     assert crash.doc_id and not crash.retry_key  # named, with a kept-version note, not recorded
+    # a parser that raised on the file does so again: remembered (review 38), as a bad file is
+    raised = IngestFailure(str(path), "RS200", "parser failed: ValueError: bad table")
+    assert _remembered(path, raised, config).retry_key
     empty = _remembered(path, IngestFailure(str(path), "RS203", "empty"), config)
     assert empty.doc_id and empty.retry_key
