@@ -11,10 +11,10 @@ collection never run at once. Each tenant may have ``service.max_jobs_per_tenant
 or running; one more is refused with 429 (RS703) before anything is staged.
 
 Job records are kept in ``jobs.sqlite`` next to the tenants' indexes (:class:`JobLog`; the
-last :data:`MAX_JOBS_KEPT`), written when a job is accepted, after every slice and when it
-ends. A job that was queued or running when the server stopped is reported after the restart
-as ``failed`` with code RS710 and the files it had indexed (its staged files are gone: upload
-the rest again).
+last :data:`MAX_JOBS_KEPT` of each tenant), written when a job is accepted, after every slice
+and when it ends. A job that was queued or running when the server stopped is reported after
+the restart as ``failed`` with code RS710 and the files it had indexed (its staged files are
+gone: upload the rest again).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ from ragstrata.service.tenancy import Collection, FileOutcome
 
 logger = logging.getLogger(__name__)
 
-MAX_JOBS_KEPT = 1000
+MAX_JOBS_KEPT = 500
+"""Finished job records kept per tenant, in memory and in ``jobs.sqlite`` (the oldest go first).
+Counted per tenant: one tenant's uploads must not push another tenant's history out."""
 JOBS_FILE = "jobs.sqlite"
 JobState = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "partial", "failed", "cancelled"})
@@ -242,8 +244,9 @@ class Job:
 
 class JobLog:
     """Job records in a SQLite file (``<data_dir>/jobs.sqlite``): one row per job, its
-    :meth:`Job.record` as JSON, the newest :data:`MAX_JOBS_KEPT` kept. Thread-safe (one
-    connection behind a lock; WAL journal, so a write is durable when :meth:`save` returns)."""
+    :meth:`Job.record` as JSON, the newest :data:`MAX_JOBS_KEPT` of each tenant kept.
+    Thread-safe (one connection behind a lock; WAL journal, so a write is durable when
+    :meth:`save` returns)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -253,8 +256,24 @@ class JobLog:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "job_id TEXT UNIQUE NOT NULL, body TEXT NOT NULL)"
+            "job_id TEXT UNIQUE NOT NULL, body TEXT NOT NULL, tenant TEXT)"
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "tenant" not in columns:  # a file written before records were kept per tenant
+            self._add_tenant_column()
+        self._db.execute("CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs (tenant, seq)")
+
+    def _add_tenant_column(self) -> None:
+        rows = self._db.execute("SELECT seq, body FROM jobs").fetchall()
+        self._db.execute("BEGIN")
+        self._db.execute("ALTER TABLE jobs ADD COLUMN tenant TEXT")
+        for seq, body in rows:
+            try:
+                tenant = str(json.loads(body)["tenant"])
+            except (KeyError, TypeError, ValueError):
+                continue  # unreadable: load() logs and skips it
+            self._db.execute("UPDATE jobs SET tenant = ? WHERE seq = ?", (tenant, seq))
+        self._db.execute("COMMIT")
 
     def load(self) -> list[Job]:
         """Every readable record, oldest first (an unreadable row is logged and skipped)."""
@@ -269,16 +288,19 @@ class JobLog:
         return jobs
 
     def save(self, job: Job) -> None:
-        """Insert or replace ``job``'s record; drops the oldest beyond :data:`MAX_JOBS_KEPT`."""
+        """Insert or replace ``job``'s record; drops its tenant's oldest records beyond
+        :data:`MAX_JOBS_KEPT`."""
         body = json.dumps(job.record())
         with self._lock:
             self._db.execute(
-                "INSERT INTO jobs (job_id, body) VALUES (?, ?) "
+                "INSERT INTO jobs (job_id, body, tenant) VALUES (?, ?, ?) "
                 "ON CONFLICT(job_id) DO UPDATE SET body = excluded.body",
-                (job.job_id, body),
+                (job.job_id, body, job.tenant),
             )
             self._db.execute(
-                "DELETE FROM jobs WHERE seq <= (SELECT MAX(seq) FROM jobs) - ?", (MAX_JOBS_KEPT,)
+                "DELETE FROM jobs WHERE tenant = ? AND seq <= (SELECT seq FROM jobs "
+                "WHERE tenant = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                (job.tenant, job.tenant, MAX_JOBS_KEPT),
             )
 
     def close(self) -> None:
@@ -358,6 +380,7 @@ class JobManager:
         self._on_finish = on_finish
         self._on_failed = on_failed
         self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._kept: dict[str, OrderedDict[str, None]] = {}  # tenant -> its job ids, oldest first
         self._queues: dict[str, deque[_Pending]] = {}
         self._served: dict[str, int] = {}  # tenant -> turn it was last served (round robin)
         self._turn = 0
@@ -439,12 +462,17 @@ class JobManager:
             self._remember_locked(job)
 
     def _remember_locked(self, job: Job) -> None:
+        """Keep ``job``; forget its tenant's oldest finished jobs beyond :data:`MAX_JOBS_KEPT`
+        (a job still queued or running is never forgotten)."""
         self._jobs[job.job_id] = job
-        while len(self._jobs) > MAX_JOBS_KEPT:
-            oldest = next(iter(self._jobs.values()))
-            if oldest.state not in FINAL_STATES:
+        kept = self._kept.setdefault(job.tenant, OrderedDict())
+        kept[job.job_id] = None
+        while len(kept) > MAX_JOBS_KEPT:
+            oldest = next(iter(kept))
+            if self._jobs[oldest].state not in FINAL_STATES:
                 break
-            self._jobs.popitem(last=False)
+            kept.popitem(last=False)
+            del self._jobs[oldest]
 
     # ------------------------------------------------------------------ reading
     def get(self, principal: Principal, job_id: str) -> dict[str, Any]:
@@ -836,7 +864,7 @@ class JobManager:
                 job.finished = _now()
                 job.error = job.interrupt("the server stopped before this job finished")
                 log.save(job)
-            self._jobs[job.job_id] = job
+            self._remember_locked(job)
 
     def shutdown(self) -> None:
         """Stop the running slices at their next group of chunks embedded (what they committed

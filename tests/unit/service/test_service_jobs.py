@@ -135,6 +135,75 @@ def test_records_survive_and_unfinished_jobs_fail_after_restart(tmp_path: Path) 
         restarted.shutdown()
 
 
+def test_one_tenants_uploads_do_not_push_out_anothers_job_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from ragstrata.service import jobs
+
+    monkeypatch.setattr(jobs, "MAX_JOBS_KEPT", 3)
+    log_path = tmp_path / "jobs.sqlite"
+    # a jobs.sqlite of an earlier version (no tenant column) holds globex's one job
+    old = sqlite3.connect(log_path)
+    old.execute(
+        "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "job_id TEXT UNIQUE NOT NULL, body TEXT NOT NULL)"
+    )
+    old.commit()
+    old.close()
+    calls: list[tuple[str, list[str]]] = []
+    a = _Collection("acme", "kb", calls)
+    b = _Collection("globex", "kb", calls)
+    manager = JobManager(workers=1, batch_files=1, log=JobLog(log_path))
+    try:
+        manager.submit("g" * 16, b, _stage(tmp_path, "g", 1))  # type: ignore[arg-type]
+        _wait_idle(manager)
+        for i in range(6):  # acme uploads twice as many jobs as are kept
+            manager.submit(f"{i}" * 16, a, _stage(tmp_path, f"a{i}", 1))  # type: ignore[arg-type]
+            _wait_idle(manager)
+        time.sleep(0.2)  # the final records are written after the job leaves the queue
+        acme = [j["job_id"] for j in manager.for_tenant(Principal("k", "acme", ("read",)))]
+        globex = [j["job_id"] for j in manager.for_tenant(Principal("k", "globex", ("read",)))]
+    finally:
+        manager.shutdown()
+    assert acme == ["5" * 16, "4" * 16, "3" * 16]  # the newest three, newest first
+    assert globex == ["g" * 16]
+    kept = {j.job_id: j.tenant for j in JobLog(log_path).load()}
+    assert kept == {"g" * 16: "globex", "3" * 16: "acme", "4" * 16: "acme", "5" * 16: "acme"}
+    restarted = JobManager(workers=0, log=JobLog(log_path))
+    try:
+        assert restarted.get(Principal("k", "globex", ("read",)), "g" * 16)["state"] == "succeeded"
+    finally:
+        restarted.shutdown()
+
+
+def test_an_earlier_job_log_gets_its_tenants(tmp_path: Path) -> None:
+    import sqlite3
+
+    written = tmp_path / "written.sqlite"
+    manager = JobManager(workers=0, log=JobLog(written))
+    try:
+        manager.submit("o" * 16, _Collection("acme", "kb", []), _stage(tmp_path, "o", 1))  # type: ignore[arg-type]
+    finally:
+        manager.shutdown()
+    (body,) = sqlite3.connect(written).execute("SELECT body FROM jobs").fetchone()
+    log_path = tmp_path / "jobs.sqlite"  # as an earlier version wrote it: no tenant column
+    old = sqlite3.connect(log_path)
+    old.execute(
+        "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "job_id TEXT UNIQUE NOT NULL, body TEXT NOT NULL)"
+    )
+    old.execute("INSERT INTO jobs (job_id, body) VALUES (?, ?)", ("o" * 16, body))
+    old.execute("INSERT INTO jobs (job_id, body) VALUES (?, ?)", ("x" * 16, "not json"))
+    old.commit()
+    old.close()
+    assert [j.job_id for j in JobLog(log_path).load()] == ["o" * 16]  # unreadable: skipped
+    check = sqlite3.connect(log_path)
+    assert check.execute("SELECT tenant FROM jobs ORDER BY seq").fetchall() == [("acme",), (None,)]
+    check.close()
+
+
 def test_shutdown_finishes_the_running_slice_and_cancels_the_rest(tmp_path: Path) -> None:
     """A new user's run (2026-12-03): SIGTERM with two upload jobs queued ran both to the end
     (the server exited two minutes later): a worker that finished its slice picked the next
