@@ -369,21 +369,32 @@ _INCLUDE_LINE = re.compile(r"\s*\{([!*]).*\1\}\s*$")
 no code a reader can see."""
 
 
+def _fence_at(at: int, fences: Sequence[Fence]) -> Fence | None:
+    """The fenced block whose opening line holds offset ``at`` (its indent included: a fence
+    inside a list item opens after spaces), or None."""
+    for fence in fences:
+        if fence.open_start <= at <= fence.open_end:
+            return fence
+    return None
+
+
+def _after_space(text: str, end: int) -> int:
+    """Offset of the first character after ``text[end:]``'s leading white space."""
+    rest = text[end:]
+    return end + len(rest) - len(rest.lstrip())
+
+
 def _short_code_after(text: str, end: int, fences: Sequence[Fence]) -> int:
     """End of the closed fenced block of at most :data:`SHORT_CODE_LINES` non-empty lines
     that follows ``text[:end]`` after nothing but white space; ``end`` when none does, or when
     the block includes a file (:data:`_INCLUDE_LINE`)."""
-    rest = text[end:]
-    at = end + len(rest) - len(rest.lstrip())
-    for fence in fences:
-        if fence.open_start == at and fence.close_start < len(text):
-            code = text[fence.open_end : fence.close_start]
-            lines = [line for line in code.split("\n") if line.strip()]
-            include = any(_INCLUDE_LINE.match(line) for line in lines)
-            return (
-                fence.close_end if lines and not include and len(lines) <= SHORT_CODE_LINES else end
-            )
-    return end
+    fence = _fence_at(_after_space(text, end), fences)
+    if fence is None or fence.close_start >= len(text):
+        return end
+    code = text[fence.open_end : fence.close_start]
+    lines = [line for line in code.split("\n") if line.strip()]
+    include = any(_INCLUDE_LINE.match(line) for line in lines)
+    return fence.close_end if lines and not include and len(lines) <= SHORT_CODE_LINES else end
 
 
 def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -> int:
@@ -396,17 +407,13 @@ def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -
         sentence.endswith(".") and _ANNOUNCES.search(sentence) is not None
     ):
         return _short_code_after(text, end, fences)
-    rest = text[end:]
-    skipped = len(rest) - len(rest.lstrip())
-    at = end + skipped
+    at = _after_space(text, end)
     while wrapper := _LONE_TAG.match(text, at):  # <div class="termy"> around a console block
-        rest = text[wrapper.end() :]
-        at = wrapper.end() + len(rest) - len(rest.lstrip())
-    for fence in fences:
-        if fence.open_start <= at <= fence.open_end:
-            closed = fence.close_start < len(text)
-            lines = text.count("\n", fence.open_start, fence.close_end)
-            return fence.close_end if closed and lines <= _MAX_BLOCK_LINES else end
+        at = _after_space(text, wrapper.end())
+    if (fence := _fence_at(at, fences)) is not None:
+        closed = fence.close_start < len(text)
+        lines = text.count("\n", fence.open_start, fence.close_end)
+        return fence.close_end if closed and lines <= _MAX_BLOCK_LINES else end
     block_end, pos, lines = end, at, 0
     while pos < len(text) and lines < _MAX_BLOCK_LINES:
         line_end = text.find("\n", pos)
