@@ -49,8 +49,9 @@ def test_bm25_change_reindexes_without_embedding(tmp_path: Path, minilm: MiniLME
 
     with _engine(tmp_path / "home", minilm, chunking=small, bm25=BM25Config(k1=2.0)) as engine:
         again = engine.ingest([corpus])
-        assert (again.reindexed, again.unchanged, again.embedded) == (3, 0, 0)
-        assert again.chunks == first.chunks
+        # new BM25 weights from the stored text: no file re-chunked, nothing embedded
+        assert (again.reindexed, again.unchanged, again.embedded, again.chunks) == (0, 3, 0, 0)
+        assert again.reweighted == first.chunks
         manifest = engine.manifest()
         assert manifest.k1 == 2.0
         assert {e.signature for e in manifest.documents.values()} == {manifest.signature}
@@ -155,9 +156,49 @@ def test_a_stopped_reindex_for_a_new_analyzer_is_named_until_finished(
             engine.search("TOML environment variables", mode="bm25")
         assert "2 of 3 documents" in caplog.text and "dense search only" in caplog.text
         again = engine.ingest([corpus])
-        assert (again.reindexed, again.unchanged, again.embedded) == (2, 1, 0)
+        assert (again.reindexed, again.unchanged, again.embedded) == (0, 3, 0)
         assert "TOML" in engine.search("TOML environment variables", mode="bm25").hits[0].chunk.text
     assert catalog.index_stats(index)["stale_analyzer_documents"] == 0
+
+
+def test_a_new_analyzer_reaches_documents_whose_files_are_not_ingested(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Review 36: after an upgrade that changed the BM25 analyzer, a document was re-indexed
+    only when an ingest reached its file; one of a folder not given (or a file now failing or
+    gone) kept term ids the index's analyzer cannot match. Any ingest now analyses such
+    documents again from their stored text: the index equals one built with the new analyzer."""
+    from ragstrata.text.analyzer import Analyzer
+
+    corpus = _write_corpus(tmp_path / "corpus")
+    (corpus / "doc1.md").write_text(
+        "# Manual 1\n\n## Configuración\n\nLas configuraciones se leen de un archivo TOML y de "
+        "las variables de entorno del sistema.\n",
+        encoding="utf-8",
+    )
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "notes.md").write_text("# Notes\n\nA short note on logging levels.\n", "utf-8")
+    with _engine(tmp_path / "old", minilm) as engine:
+        engine._analyzer = Analyzer(("english",), stopwords=False)  # an earlier analyzer
+        engine.ingest([corpus])
+    with _engine(tmp_path / "old", minilm) as engine:
+        report = engine.ingest([later])  # the corpus's folder is not given
+        assert (report.added, report.embedded) == (1, report.chunks)
+        assert report.reweighted >= 3
+        migrated = engine.manifest()
+        found = [h.chunk.source for h in engine.search("configuraciones entorno", mode="bm25").hits]
+    with _engine(tmp_path / "new", minilm) as engine:
+        engine.ingest([corpus, later])
+        fresh = engine.manifest()
+        expected = [
+            h.chunk.source for h in engine.search("configuraciones entorno", mode="bm25").hits
+        ]
+    assert catalog.stale_analyzer_documents(migrated, migrated.analyzer) == 0
+    assert migrated.bm25_total_length == fresh.bm25_total_length
+    lengths = {e.source: e.bm25_length for e in migrated.documents.values()}
+    assert lengths == {e.source: e.bm25_length for e in fresh.documents.values()}
+    assert found[:1] == expected[:1] and found[0].endswith("doc1.md")
 
 
 def catalog_doc_id(engine: Ragstrata, path: Path) -> str:

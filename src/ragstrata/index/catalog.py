@@ -50,6 +50,13 @@ def index_signature(*, chunker: str, analyzer: str, k1: float, b: float) -> str:
     return f"{chunker}|{analyzer}|k1={k1}|b={b}"
 
 
+def signature_chunker(signature: str) -> str | None:
+    """The chunker part of an :func:`index_signature`; ``None`` for a signature of another
+    form (an entry written before signatures, ``""``)."""
+    parts = signature.split("|")
+    return parts[0] if len(parts) == 4 else None
+
+
 def signature_analyzer(signature: str) -> str | None:
     """The analyzer part of an :func:`index_signature`; ``None`` for a signature of another
     form (an entry written before signatures, ``""``)."""

@@ -22,6 +22,11 @@ commits, and the index's BM25 ranking, depended on which files came first and ho
 cut: :meth:`IndexWriter.reweight`, at the end of every ingest, recomputes the weights of each
 document weighted with an average more than :data:`REWEIGHT_TOLERANCE` away from the index's
 (:attr:`DocEntry.bm25_avgdl` records what each was weighted with).
+
+A new BM25 analyzer (or new ``k1``/``b``) needs no file: :meth:`IndexWriter.reanalyse`, at the
+start of every ingest, analyses again from its stored text each document chunked as the index
+chunks now, so a document whose file is not in that ingest (or is gone) is not left with term
+ids the index's analyzer cannot match.
 """
 
 from __future__ import annotations
@@ -347,6 +352,7 @@ class IndexWriter:
         self._adopt_configuration()
         if self.publisher is not None:
             self.publisher.publish_early(manifest)
+        report.reweighted = self.reanalyse(progress=progress)
         signature = self.signature
         pending: list[Slice] = []
         pending_chunks = 0
@@ -414,7 +420,7 @@ class IndexWriter:
         if count_gone is not None:
             gone_files = matching_documents(manifest, count_gone).values()
             report.stale, report.stale_sources = len(gone_files), sorted(gone_files)
-        report.reweighted = self.reweight(progress=progress)
+        report.reweighted += self.reweight(progress=progress)
         if failures_changed:  # no commit carried the failure records: persist them alone
             catalog.write_manifest(self.index_dir, manifest)
         if report.chunks or report.updated or report.pruned or report.reweighted:
@@ -461,6 +467,68 @@ class IndexWriter:
             done += len(chunks)
             for d in group:
                 manifest.documents[d] = replace(manifest.documents[d], bm25_avgdl=avgdl)
+            group, size = [], 0
+            if progress:
+                progress("reweight", done, total)
+        self.store.flush()
+        catalog.write_manifest(self.index_dir, manifest)
+        if self.publisher is not None:
+            self.publisher.publish(manifest)
+        return done
+
+    def reanalyse(self, *, progress: ProgressCallback | None = None) -> int:
+        """Analyse again, from their stored text, the BM25 terms of every document chunked as
+        the index chunks now (same chunker part of its :func:`index_signature`) but indexed with
+        another analyzer or other ``k1``/``b``; returns the chunks re-analysed.
+
+        An upgrade that changes the analyzer used to re-index each document only when an ingest
+        reached its file: one stopped part-way, given only some of the index's folders, or
+        whose file now fails or is gone, left documents whose BM25 vectors hold term ids the
+        index's analyzer cannot match (found by dense search only; review 36). Each document's
+        ``bm25_length`` and the manifest's ``bm25_total_length`` take the new lengths; its
+        sparse vectors are weighted with the average as it stands after its group
+        (:meth:`reweight` then evens the averages out). Nothing is embedded. A crash before the
+        manifest is written leaves entries with their old signature over new vectors: the next
+        run analyses them again (the result is the same). A document chunked otherwise must be
+        parsed again and is left to the ingest that reaches its file. ``progress`` gets
+        ``reweight`` events. Raises StoreError on a failed read or write.
+        """
+        manifest = self.manifest
+        chunker = chunker_signature(self.chunker)
+        stale = [
+            doc_id
+            for doc_id, entry in manifest.documents.items()
+            if entry.signature != self.signature
+            and catalog.signature_chunker(entry.signature) == chunker
+        ]
+        if not stale:
+            return 0
+        total = sum(len(manifest.documents[d].chunk_ids) for d in stale)
+        done = size = 0
+        group: list[str] = []
+        for at, doc_id in enumerate(stale):
+            group.append(doc_id)
+            size += len(manifest.documents[doc_id].chunk_ids)
+            if size < REWEIGHT_CHUNKS and at + 1 < len(stale):
+                continue
+            ids = [c for d in group for c in manifest.documents[d].chunk_ids]
+            chunks = self.store.get(ids)
+            tfs = [self.analyzer.term_frequencies(self.chunker.embedding_text(c)) for c in chunks]
+            lengths: Counter[str] = Counter()
+            for chunk, tf in zip(chunks, tfs, strict=True):
+                lengths[chunk.doc_id] += sum(tf.values())
+            for d in group:
+                manifest.bm25_total_length += lengths[d] - manifest.documents[d].bm25_length
+            avgdl = manifest.avgdl or 1.0
+            self.store.update_sparse([c.chunk_id for c in chunks], self._bm25_weights(tfs, avgdl))
+            for d in group:
+                manifest.documents[d] = replace(
+                    manifest.documents[d],
+                    signature=self.signature,
+                    bm25_length=lengths[d],
+                    bm25_avgdl=avgdl,
+                )
+            done += len(chunks)
             group, size = [], 0
             if progress:
                 progress("reweight", done, total)
