@@ -8,6 +8,7 @@ shows the file name inside the tenant's upload directory (never a server path).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,34 @@ SourceView = Callable[[str], str]
 
 def _same(source: str) -> str:
     return source
+
+
+_ANCHOR = re.compile(
+    r"[ \t]*\{/\*.*?\*/\}|[ \t]*\{[ \t]*#[^{}\s]*(?:[ \t][^{}\n]*)?\}[ \t]*$", re.M
+)
+"""Heading anchors: MDX comments ``{/*why-keys*/}`` (anywhere: a JSX comment shows nothing) and
+MkDocs attribute lists ``{ #first-steps }`` at a line's end, with the blanks before them."""
+
+
+def without_anchors(text: str, span: tuple[int, int] | None) -> tuple[str, tuple[int, int] | None]:
+    """``text`` for a reader, its heading anchors (:data:`_ANCHOR`) removed, and ``span``
+    (character offsets into ``text``, or None) moved to the same characters of the result.
+    The web page's passage box showed "### ¿Por qué React necesita keys? {/*why-keys*/}"
+    (trial 37); the chunk keeps them (an English anchor in a Spanish page is a term BM25
+    matches)."""
+    removed = [(m.start(), m.end()) for m in _ANCHOR.finditer(text)]
+    if not removed:
+        return text, span
+
+    def moved(offset: int) -> int:
+        return offset - sum(min(end, offset) - start for start, end in removed if start < offset)
+
+    kept, at = [], 0
+    for start, end in removed:
+        kept.append(text[at:start])
+        at = end
+    kept.append(text[at:])
+    return "".join(kept), None if span is None else (moved(span[0]), moved(span[1]))
 
 
 def hit_json(hit: Hit, *, source: SourceView = _same) -> dict[str, Any]:

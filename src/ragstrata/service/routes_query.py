@@ -148,7 +148,7 @@ def _answer_json(coll: Collection, outcome: AskOutcome) -> dict[str, Any]:
     for cited in data["citations"]:
         chunk = passages.get(cited["chunk_id"])
         passage = chunk.text if chunk is not None else cited["quote"]
-        span = quote_span(passage, cited["quote"])
+        passage, span = render.without_anchors(passage, quote_span(passage, cited["quote"]))
         cited["passage"] = passage
         cited["highlight_start"], cited["highlight_end"] = span or (None, None)
         cited["explain"] = ranks.get(cited["chunk_id"], {})
