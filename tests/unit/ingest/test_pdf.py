@@ -403,6 +403,54 @@ def test_a_heading_over_two_lines_is_de_hyphenated() -> None:
 
 
 # --------------------------------------------------------------------------- pages
+def test_a_paragraph_that_crosses_a_page_break_is_one_paragraph() -> None:
+    """Review 32: "configu-" at the foot of a page and "ración adicional" at the top of the
+    next stayed two paragraphs ("configu-" / "ración"), so BM25 never saw "configuración" and
+    a sentence crossing any page break was cut in two."""
+    first = Page().text(72, 720, "1. Red", size=18, font="F2")
+    first.lines(
+        72,
+        690,
+        [
+            "El administrador revisa la red antes de instalar el paquete y anota los cambios",
+            "en el registro. La instalación completa requiere una configu-",
+        ],
+        size=10,
+    )
+    second = Page().lines(
+        72,
+        720,
+        [
+            "ración adicional del cortafuegos, según el manual de la empresa, y se",
+            "reinicia el servicio.",
+        ],
+        size=10,
+    )
+    third = Page().lines(72, 720, ["una frase que empieza en minúscula tras un punto."], size=10)
+    parsed = parse(build_pdf([first, second, third]))
+    paragraphs = [flat(t) for t in block_texts(parsed, "paragraph")]
+    assert paragraphs == [
+        "El administrador revisa la red antes de instalar el paquete y anota los cambios en el "
+        "registro. La instalación completa requiere una configuración adicional del "
+        "cortafuegos, según el manual de la empresa, y se reinicia el servicio.",
+        "una frase que empieza en minúscula tras un punto.",  # after a stop: a new paragraph
+    ]
+    # page 2 starts inside the joined paragraph, at its first word
+    assert parsed.text[parsed.pages[1] :].startswith("ración adicional")
+    assert parsed.text[parsed.pages[2] :].startswith("una frase")
+
+
+def test_a_smaller_block_or_an_indented_line_after_a_page_break_starts_anew() -> None:
+    """A footnote-sized line or an indented first line is no continuation."""
+    open_end = Page().lines(72, 700, ["Este párrafo termina sin punto y la página se acaba"])
+    smaller = Page().lines(72, 720, ["nota al pie en letra más pequeña"], size=7)
+    indented = Page().lines(110, 720, ["sangría de un párrafo nuevo en minúscula que"])
+    indented.lines(72, 708, ["sigue en la línea siguiente hasta el final del párrafo."])
+    for page in (smaller, indented):
+        parsed = parse(build_pdf([open_end, page]))
+        assert len(block_texts(parsed, "paragraph")) == 2
+
+
 def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
     pages = [
         Page().lines(72, 700, [f"Page {name} holds the word {name}word.", *PROSE])

@@ -37,7 +37,10 @@ Pipeline, per page then per document:
 6. **Blocks**: headings (matched to the PDF outline when there is one, else by font size and
    boldness), fenced code (lines in a monospace font, indentation kept), lists (bullet lines),
    tables and paragraphs. A paragraph continues across a column break when the column's last line
-   does not end a sentence, so sentences that cross columns stay contiguous.
+   does not end a sentence, so sentences that cross columns stay contiguous; and across a page
+   break when the page's last block is a paragraph that does not end a sentence and the next
+   page's first block is a paragraph of the same size, not indented, that opens with a lowercase
+   letter (or the first ends with a hyphen or a comma), de-hyphenated by the rule below.
 
 De-hyphenation rule (paragraph lines only): a line ending in a letter followed by ``-`` (or
 PDFium's end-of-line hyphen marker, or a soft hyphen) is joined to the next line without a space.
@@ -48,8 +51,9 @@ other character) the hyphen is kept: "Hewlett-" + "Packard" -> "Hewlett-Packard"
 "19" -> "COVID-19", unless, before a letter, the joined word occurs written whole elsewhere in
 the document (4+ letters): "ELI-" + "MINADO" -> "ELIMINADO" where "eliminado" occurs.
 
-Pages: blocks never cross a page; ``pages[i]`` is the offset where page ``i + 1``'s text starts
-(non-decreasing; a page without text gets the offset of the next page's text).
+Pages: only a paragraph continued across a page break crosses a page; ``pages[i]`` is the offset
+where page ``i + 1``'s text starts (inside that paragraph when it continues one; non-decreasing; a
+page without text gets the offset of the next page's text).
 
 Modules, in the order the data flows: ``extract`` (step 1, the only module that imports
 pypdfium2; the caps), ``rows`` (step 2), ``running`` (step 3), ``tables`` (step 4), ``order``

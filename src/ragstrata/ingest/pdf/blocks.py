@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragstrata.ingest.pdf.model import LEADERS_RE, Item, Line, Stats, line_style
 from ragstrata.ingest.pdf.tables import joins_code
@@ -215,7 +215,8 @@ class _Blocks:
         else:
             body = _join_lines(entries[0], self.hyphenated, self.words)
         kind: BlockKind = "list" if is_list else "paragraph"
-        self.items.append(Item(kind, LEADERS_RE.sub(" … ", body), self.page))
+        edges = (first, prev) if kind == "paragraph" else (None, None)
+        self.items.append(Item(kind, LEADERS_RE.sub(" … ", body), self.page, 0, "", *edges))
         return j
 
 
@@ -239,8 +240,42 @@ def build_items(
     :func:`~ragstrata.ingest.pdf.headings.find_headings` gives."""
     items: list[Item] = []
     for page, lines in enumerate(lines_by_page):
-        items.extend(_Blocks(page, lines, headings, stats.hyphenated, stats.words).run())
+        page_items = _Blocks(page, lines, headings, stats.hyphenated, stats.words).run()
+        if items and page_items and _continues_page(items[-1], page_items[0], page):
+            items[-1], page_items[0] = _join_page_break(items[-1], page_items[0], stats)
+        items.extend(page_items)
     return items
+
+
+def _continues_page(prev: Item, item: Item, page: int) -> bool:
+    """Whether paragraph ``item``, the first block of ``page``, continues ``prev``, the last
+    block of the page before: the same prose size, ``prev`` leaves its sentence open (no
+    stop) and ``item`` opens with a lowercase letter (or ``prev`` ends with a hyphen or a
+    comma), not indented. A page break cut "configu-" / "ración adicional" (review 32) and
+    every sentence that crossed a page into two paragraphs."""
+    if prev.page != page - 1 or prev.kind != "paragraph" or item.kind != "paragraph":
+        return False
+    if prev.last is None or item.first is None:
+        return False
+    before, after = _text_size(prev.last, last=True), _text_size(item.first, last=False)
+    if before is None or after is None or abs(before - after) > 0.6:
+        return False
+    text, line = prev.text.rstrip(), item.first
+    if not text or _TERMINAL_RE.search(text) or line.x0 > line.col_x0 + 0.5 * max(after, 1.0):
+        return False
+    return item.text[:1].islower() or text.endswith(("-", ",", _SOFT_HYPHEN))
+
+
+def _join_page_break(prev: Item, item: Item, stats: Stats) -> tuple[Item, Item]:
+    """``prev`` and ``item`` joined as :func:`_join_lines` joins two lines: ``item`` gets the
+    separator (``joins``), ``prev`` loses a hyphen the rule drops."""
+    head = prev.text.rstrip()
+    joined = _join_lines([head, item.text], stats.hyphenated, stats.words)
+    if joined == f"{head} {item.text}":
+        return prev, replace(item, joins=" ")
+    if joined == head + item.text:
+        return prev, replace(item, joins="")
+    return replace(prev, text=head[:-1]), replace(item, joins="")  # "configu-" + "ración"
 
 
 def _bullet_text(line: Line) -> str:
@@ -256,13 +291,25 @@ def assemble(items: Sequence[Item], page_count: int) -> tuple[str, list[Block], 
     blocks: list[Block] = []
     starts: list[int | None] = [None] * page_count
     length = 0
+    joinable = False  # the last block written is a paragraph a page break may continue
     for item in items:
         text = normalize_text(item.text)
         if item.kind != "code":
             text = "\n".join(" ".join(ln.split()) for ln in text.split("\n"))
         text = text.strip()
         if not text:
+            joinable = False
             continue
+        if item.joins is not None and joinable:  # one paragraph across the page break
+            parts.append(item.joins)
+            length += len(item.joins)
+            if starts[item.page] is None:
+                starts[item.page] = length
+            parts.append(text)
+            length += len(text)
+            blocks[-1] = Block("paragraph", blocks[-1].start, length)
+            continue
+        joinable = item.kind == "paragraph"
         if parts:
             parts.append("\n\n")
             length += 2

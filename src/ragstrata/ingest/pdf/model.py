@@ -115,13 +115,18 @@ class OutlineEntry:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """A block before text assembly."""
+    """A block before text assembly. A paragraph keeps its ``first`` and ``last`` lines (for
+    the page-break rule); ``joins`` is the separator (``" "`` or ``""``) of a paragraph that
+    continues the previous page's last one, None otherwise."""
 
     kind: BlockKind
     text: str
     page: int
     level: int = 0
     title: str = ""
+    first: Line | None = None
+    last: Line | None = None
+    joins: str | None = None
 
 
 @dataclass(slots=True)
