@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from ragstrata.assemble.context import (
@@ -100,6 +101,35 @@ def test_resolve_versions_keeps_the_newest() -> None:
     readme_b = chunk(0, 18, doc="b", meta={"modified": "2025-01-01T00:00:00"}, title="README")
     both, no_conflict = resolve_versions([hit(readme_a, 1), hit(readme_b, 2)])
     assert len(both) == 2 and not no_conflict
+
+
+def test_two_products_pages_of_one_title_are_not_versions_of_one_page() -> None:
+    """Review 39: product A's and product B's "Installation" pages, each with its own
+    ``version``, were taken for two versions of one page, and the question about product B
+    (ranked first) was answered from product A's."""
+
+    def page(doc: str, source: str, version: str) -> Chunk:
+        c = chunk(0, 18, doc=doc, meta={"version": version}, title="Installation")
+        return dataclasses.replace(c, source=source)
+
+    b = page("b", "docs/productb/install.md", "1.4")
+    a = page("a", "docs/producta/install.md", "3.2")
+    kept, conflicts = resolve_versions([hit(b, 1), hit(a, 2)])
+    assert [h.chunk.doc_id for h in kept] == ["b", "a"] and not conflicts
+    # versions differ in their numbers or in an edition word, in the path or the title
+    for old_path, new_path in (
+        ("docs/v1/install.md", "docs/v2/install.md"),
+        ("guia-2023.md", "guia-2024.md"),
+        ("retention-old.md", "retention-new.md"),
+        ("manual-antiguo.md", "manual-nuevo.md"),
+    ):
+        old, new = page("o", old_path, "1.0"), page("n", new_path, "2.0")
+        kept, conflicts = resolve_versions([hit(old, 1), hit(new, 2)])
+        assert [h.chunk.doc_id for h in kept] == ["n"], (old_path, new_path)
+        assert conflicts[0].kept == "2.0"
+    # "newsletter" holds "new" but is no edition word
+    one, two = page("o", "newsletter.md", "1.0"), page("n", "oldsletter.md", "2.0")
+    assert len(resolve_versions([hit(one, 1), hit(two, 2)])[0]) == 2
 
 
 def _piece(text: str, start: int, end: int, *, parent: str = "s1") -> Chunk:
