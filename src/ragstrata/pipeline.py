@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -422,6 +423,10 @@ class Ragstrata:
         """
         from ragstrata.generate.answerer import AnswerEvent, word_tokens
 
+        # decomposed accents (macOS input, text copied from some PDFs): the search normalized
+        # the question, the refusal check and the quote choice did not, and "¿Qué es una
+        # función de ruta?" was refused in NFD, answered in NFC (review 39)
+        question = unicodedata.normalize("NFC", question)
         t0 = time.perf_counter()
         result = self.search(question, filters=filters)
         timings = dict(result.timings_ms)

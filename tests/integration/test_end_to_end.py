@@ -163,6 +163,19 @@ def demo_es(
     eng.close()
 
 
+def test_a_question_with_decomposed_accents_gets_the_same_answer(demo_es: Ragstrata) -> None:
+    """Review 39: only the search NFC-normalized the question; the refusal check and the quote
+    choice read the decomposed one ("función" as "funcio" + "n") and answers flipped to
+    refusals. macOS input and text copied from some PDFs are NFD."""
+    import unicodedata
+
+    for question in ("¿Qué es una variable de estado en React?", "¿Cómo se añade una variable?"):
+        nfc = demo_es.ask(question)
+        nfd = demo_es.ask(unicodedata.normalize("NFD", question))
+        assert (nfd.refusal, nfd.text) == (nfc.refusal, nfc.text)
+        assert diagnostics_json(nfd)["evidence"] == diagnostics_json(nfc)["evidence"]
+
+
 def _assert_refused(answer: Answer, language: Language) -> None:
     assert answer.refusal and not answer.citations and answer.legend == ()
     assert answer.text == REFUSALS[language]

@@ -13,6 +13,7 @@ renumbered and verified → :class:`~ragstrata.types.Answer`.
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from ragstrata.assemble.context import Context, ParentLookup, assemble, resolve_versions
@@ -97,6 +98,7 @@ class LLMAnswerer:
         timings: Mapping[str, float] | None = None,
         started: float | None = None,
     ) -> Iterator[AskEvent]:
+        question = unicodedata.normalize("NFC", question)  # as the index's text (review 39)
         t0 = time.perf_counter() if started is None else started
         spent = dict(timings or {})
         t = time.perf_counter()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -575,6 +576,7 @@ class ExtractiveAnswerer:
     ) -> Answer:
         """The quoted answer of ``question`` from ``hits``, or a refusal (``evidence``,
         ``rerank``, ``no_quotes``)."""
+        question = unicodedata.normalize("NFC", question)  # as the index's text (review 39)
         t0 = time.perf_counter() if started is None else started
         spent = dict(timings or {})
         t = time.perf_counter()

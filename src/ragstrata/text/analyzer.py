@@ -206,7 +206,10 @@ class Analyzer:
         return tuple(stems)
 
     def terms(self, text: str) -> list[str]:
-        """Analysed terms of ``text`` in order (with repeats)."""
+        """Analysed terms of ``text`` in order (with repeats). ``text`` is NFC-normalized first,
+        as ingested text is: a decomposed "parámetros" gave the terms of "para" and "metros"."""
+        if not unicodedata.is_normalized("NFC", text):
+            text = unicodedata.normalize("NFC", text)
         out: list[str] = []
         for match in _TOKEN.finditer(text):
             raw = match.group(0)
