@@ -15,6 +15,7 @@ tied.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
@@ -167,16 +168,27 @@ _EN_HINTS = frozenset(
 _WORD_RE = re.compile(r"[a-záéíóúüñ]+")
 
 
+_ES_QUESTION_HINTS = _ES_HINTS | {"de", "en"}
+"""The Spanish cues of a question: the passage cues and Spanish's two most frequent words,
+which English writes only in borrowings ("de facto", "en route"). Not for passages: a cue
+there re-tags chunks at ingest (:func:`passage_language`)."""
+
+
 def hint_language(text: str) -> Language | None:
     """``"es"``, ``"en"``, or ``None`` when the cues are tied (no function word, no accent).
 
-    ``¿``/``¡``/``ñ`` mean Spanish; otherwise Spanish function words plus twice the words with
-    an accented vowel are weighed against English function words."""
-    lowered = text.lower()
-    if any(ch in lowered for ch in "¿¡ñ"):
+    ``¿``/``¡`` mean Spanish; otherwise Spanish function words (:data:`_ES_QUESTION_HINTS`)
+    plus twice the words with an accented vowel or an ``ñ`` are weighed against English
+    function words. One ``ñ`` decided before: "How does the Muñoz team configure CORS
+    middleware?" was Spanish, searched as cross-lingual and answered "in Spanish" (review 39).
+    The text is NFC-normalized first (a decomposed "¿Qué" has no "é")."""
+    lowered = unicodedata.normalize("NFC", text).lower()
+    if any(ch in lowered for ch in "¿¡"):
         return "es"
     words = _WORD_RE.findall(lowered)
-    es = sum(w in _ES_HINTS for w in words) + 2 * sum(any(c in w for c in "áéíóú") for w in words)
+    es = sum(w in _ES_QUESTION_HINTS for w in words) + 2 * sum(
+        any(c in w for c in "áéíóúñ") for w in words
+    )
     en = sum(w in _EN_HINTS for w in words)
     if es == en:
         return None
@@ -304,9 +316,10 @@ def query_language(query: str) -> Language | None:
 
 
 def question_language(question: str) -> Language:
-    """``es`` or ``en`` for a question: :func:`hint_language`, English when tied (also for
-    other languages)."""
-    return hint_language(question) or "en"
+    """``es`` or ``en`` for a question: :func:`query_language` (the cues, py3langid when they
+    tie), English when neither decides (also for other languages). With the cues alone,
+    "Receta de paella valenciana" was refused in English (review 39)."""
+    return query_language(question) or "en"
 
 
 RELATION_HITS = 3

@@ -25,6 +25,11 @@ from ragstrata.text.language import (
         ("Tutorial avanzado", "es"),  # no cue either
         ("Cuerpo - Múltiples Parámetros", "es"),
         ("Dependencias en decoradores de path operation", "es"),
+        # one ñ is one cue, not a verdict; "de" and "en" are Spanish cues (review 39)
+        ("How does the Muñoz team configure CORS middleware?", "en"),
+        ("What is the capital of España?", "en"),
+        ("Uso de middleware CORS en FastAPI", "es"),
+        ("Webhooks de OpenAPI", "es"),
     ],
 )
 def test_query_language(query: str, lang: str) -> None:
@@ -73,6 +78,10 @@ def test_hint_language_is_none_without_cues() -> None:
         ("hola", "es"),
         ("donde esta el manual de instalacion", "es"),
         ("hello", "en"),
+        # no cue: py3langid decides, as for a search (review 39: refused in English)
+        ("Receta de paella valenciana", "es"),
+        ("Uso de middleware CORS en FastAPI", "es"),
+        ("How does the Muñoz team configure CORS middleware?", "en"),
     ],
 )
 def test_question_language(question: str, lang: str) -> None:
