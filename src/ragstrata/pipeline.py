@@ -525,6 +525,7 @@ class Ragstrata:
             checker=CitationChecker(self.read_embedder, self.analyzer),
             display_source=display_source,
             parents=parents,
+            min_rerank=self.config.rerank.min_score,
         )
 
     def ask(self, question: str, *, filters: Filters | None = None) -> Answer:

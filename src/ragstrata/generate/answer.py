@@ -43,8 +43,9 @@ class LLMAnswerer:
     """The :class:`~ragstrata.generate.answerer.Answerer` over a chat model: runs the steps
     above for one question over already retrieved hits.
 
-    ``evidence_rule``: the refusal rule of
-    :func:`~ragstrata.generate.evidence.check_evidence` (the extractive answerer's too);
+    ``evidence_rule``/``min_rerank``: the refusal rule and rerank threshold of
+    :func:`~ragstrata.generate.evidence.check_evidence` (the extractive answerer's too, so
+    ``rerank.min_score`` gates an LLM answer as it gates a quoted one, before any generation);
     ``checker``: citation verifier (``None`` skips verification); ``parents``: parent section
     lookup for context expansion (``None``: no expansion); ``display_source`` names the
     documents in the prompt and the legend.
@@ -60,8 +61,10 @@ class LLMAnswerer:
         checker: CitationChecker | None,
         display_source: Callable[[str], str] = str,
         parents: ParentLookup | None = None,
+        min_rerank: float | None = None,
     ) -> None:
         self.generator = generator
+        self.min_rerank = min_rerank
         self.analyzer = analyzer
         self.config = config
         self.evidence_rule = evidence_rule
@@ -103,7 +106,9 @@ class LLMAnswerer:
         spent = dict(timings or {})
         t = time.perf_counter()
         kept, conflicts = resolve_versions(hits)
-        check = check_evidence(question, kept, self.analyzer, rule=self.evidence_rule)
+        check = check_evidence(
+            question, kept, self.analyzer, rule=self.evidence_rule, min_rerank=self.min_rerank
+        )
         spent["evidence"] = (time.perf_counter() - t) * 1000
         name = self.generator.name
 

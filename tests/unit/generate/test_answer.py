@@ -54,6 +54,31 @@ def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
     assert answer_from_events(iter(run(answerer(gen), "Who won?", []))).refusal
 
 
+def test_rerank_min_score_refuses_before_calling_the_llm() -> None:
+    """Review 39: ``rerank.min_score`` refused the extractive answer and let the LLM answer
+    (the threshold never reached the LLM answerer's evidence check)."""
+    import dataclasses
+
+    from ragstrata.types import RetrieverHit
+
+    hit = make_hit("install", INSTALL, 1, dense=0.7)
+    reranked = dataclasses.replace(hit, explain=(*hit.explain, RetrieverHit("rerank", 1, 0.11)))
+    gen = ScriptedChatModel("It needs Python 3.11 [1].")
+    gated = LLMAnswerer(
+        gen,
+        Analyzer(),
+        LLMConfig(provider="local"),
+        evidence_rule=HandRule(0.5),
+        checker=None,
+        min_rerank=50.0,
+    )
+    answer = answer_from_events(iter(run(gated, "What does the installer need?", [reranked])))
+    assert answer.refusal and answer.refused_by == "rerank" and not gen.calls
+    gated.min_rerank = 0.0
+    answer = answer_from_events(iter(run(gated, "What does the installer need?", [reranked])))
+    assert not answer.refusal and gen.calls
+
+
 def test_llm_refusal_is_recognized() -> None:
     gen = ScriptedChatModel(REFUSALS["en"])
     hits = [make_hit("install", INSTALL, 1, dense=0.9)]
