@@ -885,17 +885,31 @@ def ground(
 
 
 def _citation(label: int, source: Source, support: Support | None, verified: bool) -> Citation:
+    """The citation of ``source``: its quote is the checker's evidence window in the chunk it
+    names, and its pages are the quote's (the chunk's whole range when the quote is not found
+    in the chunk's text)."""
     chunk = source.hit.chunk
     start, end = source.span
     body = source.body
+    pages = None
     if support is not None:
         a, b = support.evidence
-        quote = body[a:b].strip()
         if source.parts:  # an expanded section: the chunk that holds the quote (a review,
             chunk = source.chunk_at(a, b)  # 2026-12-06: the hit's, which did not hold it)
             start, end = chunk.start, chunk.end
+            at = next((pa for pa, _, c in source.parts if c.chunk_id == chunk.chunk_id), -1)
+            if at >= 0:  # a window over two parts is cut to the named chunk's (review 39:
+                a, b = max(a, at), min(b, at + len(chunk.text))  # the quote ran past it)
+        else:
+            at = body.find(chunk.text)  # the rendered passage: heading line, text, footer
+        quote = body[a:b].strip()
+        if at >= 0 and a < b:
+            inner = max(0, a - at), min(len(chunk.text), max(0, b - at))
+            pages = chunk.pages_of(*inner)
     else:
         quote = body.strip().split("\n", 1)[0][:300]
+    if pages is None and chunk.page_start is not None:  # review 39: LLM citations had none
+        pages = chunk.page_start, chunk.page_end or chunk.page_start
     return Citation(
         label=label,
         chunk_id=chunk.chunk_id,
@@ -908,6 +922,8 @@ def _citation(label: int, source: Source, support: Support | None, verified: boo
         quote=quote,
         verified=verified,
         support=support.score if support is not None else None,
+        page_start=pages[0] if pages else None,
+        page_end=pages[1] if pages else None,
     )
 
 

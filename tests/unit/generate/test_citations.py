@@ -643,3 +643,50 @@ def test_spanish_ten_is_no_number_and_a_repeated_word_denies_nothing(
     claim = "Convierte cuerpos de request a JSON con `msgpack`."
     source = "Convierte cuerpos de request que no son JSON a JSON con `msgpack`."
     assert "(negation)" not in checker.check(claim, source).missing
+
+
+def test_an_llm_citation_carries_the_pages_of_its_quote(checker: CitationChecker) -> None:
+    """Review 39: extractive citations named their pages, an LLM's never did (a PDF answer
+    showed no "p. N")."""
+    import dataclasses
+
+    text = (
+        "The backup runs every night at two in the morning. "
+        "Nightly backups are kept for thirty days on the archive server."
+    )
+    hit = make_hit("manual", text, 1)
+    paged = dataclasses.replace(
+        hit.chunk, page_start=3, page_end=4, page_breaks=(text.index("Nightly"),)
+    )
+    context = assemble([dataclasses.replace(hit, chunk=paged)], counter=WORDS, budget_tokens=500)
+    grounded = ground("Nightly backups are kept for thirty days [1].", context, checker)
+    (citation,) = grounded.citations
+    assert (citation.page_start, citation.page_end) == (4, 4)
+    unchecked = ground("Backups are kept [1].", context, None).citations[0]
+    assert (unchecked.page_start, unchecked.page_end) == (3, 4)  # the chunk's range
+
+
+def test_a_quote_over_two_chunks_of_a_section_is_cut_to_the_chunk_it_names() -> None:
+    """Review 39: in an expanded section the evidence window could straddle two chunks while
+    the citation named only the first."""
+    from ragstrata.assemble.context import Source
+    from ragstrata.generate.citations import Support, _citation
+
+    first, second = "Add the task with add_task.", "It takes the function and its arguments."
+    a = make_hit("tasks", first, 1).chunk
+    b = make_hit("tasks", second, 2, start=28).chunk
+    passage = f"{first} {second}"
+    source = Source(
+        1,
+        make_hit("tasks", first, 1),
+        passage,
+        passage,
+        0,
+        len(passage),
+        True,
+        "tasks.md",
+        ((0, len(first), a), (len(first) + 1, len(passage), b)),
+    )
+    support = Support(True, 0.9, 0.9, 1.0, (), (0, len(passage)))
+    citation = _citation(1, source, support, True)
+    assert citation.chunk_id == a.chunk_id and citation.quote == first
