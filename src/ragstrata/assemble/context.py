@@ -235,12 +235,13 @@ def assemble(
     one whose passage is the text of a better-ranked source, white space aside, whatever its
     document (a file saved twice, a backup folder: one source, cited once). With
     ``parents`` and ``parent_tokens > 0``, a hit is replaced by its whole parent section
-    (:func:`merge_section` of ``parents(chunk)``) when that section is longer than the chunk
-    and costs at most ``parent_tokens`` tokens; hits inside an expanded section are then
-    duplicates. Sources are added in rank order while the context *as ``render`` writes it*
-    (labels, wrappers, separators and legend included, counted with ``counter``) fits
-    ``budget_tokens``: each source costs what it adds rendered alone, and the whole rendering
-    is then counted and the lowest-ranked sources dropped until it fits, so
+    (:func:`merge_section` of ``parents(chunk)``) when that section is longer than the chunk,
+    costs at most ``parent_tokens`` tokens and fits what is left of the budget (else the chunk
+    alone is tried); hits inside an expanded section are then duplicates. Sources are added in
+    rank order while the context *as ``render`` writes it* (labels, wrappers, separators and
+    legend included, counted with ``counter``) fits ``budget_tokens``: each source costs what
+    it adds rendered alone, and the whole rendering is then counted and the lowest-ranked
+    sources dropped until it fits, so
     ``Context.tokens == counter.count(render(context)) <= budget_tokens`` unless the best hit
     alone is larger (it is always kept). ``order`` ``rank`` presents them best first,
     ``edges`` strongest first and last (:func:`edge_order`); labels ``1..n`` follow the
@@ -255,30 +256,35 @@ def assemble(
         if any(_overlap(span, s[3]) > max_overlap for s in chosen):
             continue
         heading = chunk.heading or chunk.title
-        passage = chunk.rendered
-        parts: tuple[Part, ...] = ()
+        # the whole parent section first when it is short enough, then the chunk alone
+        options: list[tuple[str, tuple[Part, ...], tuple[str, int, int]]] = []
         if parents is not None and parent_tokens > 0:
             section = [c for c in parents(chunk) if c.parent_id == chunk.parent_id]
             if len(section) > 1:
                 merged, start, end, found = _merge(section)
-                if counter.count(merged) <= parent_tokens:
-                    passage, parts = merged, found
-                    span = (chunk.doc_id, start, end)
-                    if any(_overlap(span, s[3]) > max_overlap for s in chosen):
-                        passage, parts = chunk.rendered, ()
-                        span = (chunk.doc_id, chunk.start, chunk.end)
-        copy = passage_key(passage)
-        if copy in copies:
-            continue  # the same text in another file (a copy, a backup) says nothing new
-        text = f"{heading}\n{passage}" if heading else passage
-        item = (hit, text, passage, span, parts, 0)
-        alone, legend_alone = _label_sources([item], "rank", display_source)
-        tokens = counter.count(render(Context(alone, legend_alone, 0)))
-        if chosen and used + tokens > budget_tokens:
-            continue
-        chosen.append((hit, text, passage, span, parts, tokens))
-        copies.add(copy)
-        used += tokens
+                wide = (chunk.doc_id, start, end)
+                if counter.count(merged) <= parent_tokens and not any(
+                    _overlap(wide, s[3]) > max_overlap for s in chosen
+                ):
+                    options.append((merged, found, wide))
+        options.append((chunk.rendered, (), span))
+        for n, (passage, parts, where) in enumerate(options, start=1):
+            copy = passage_key(passage)
+            if copy in copies:
+                break  # the same text in another file (a copy, a backup) says nothing new
+            text = f"{heading}\n{passage}" if heading else passage
+            item = (hit, text, passage, where, parts, 0)
+            alone, legend_alone = _label_sources([item], "rank", display_source)
+            tokens = counter.count(render(Context(alone, legend_alone, 0)))
+            # an expanded section must fit what is left, the best source's too (review 39:
+            # a 150-token budget gave a 323-token context where the best chunk fit); the
+            # best hit's own chunk is kept whatever it costs
+            if used + tokens > budget_tokens and (chosen or n < len(options)):
+                continue
+            chosen.append((hit, text, passage, where, parts, tokens))
+            copies.add(copy)
+            used += tokens
+            break
     while True:
         sources, legend = _label_sources(chosen, order, display_source)
         context = Context(sources, legend, 0)

@@ -83,6 +83,36 @@ def test_parent_expansion_when_it_fits_and_duplicates_dropped() -> None:
     assert not small.sources[0].expanded and small.sources[0].body == DOC[18:37]
 
 
+def test_a_section_over_the_budget_leaves_the_chunk_alone() -> None:
+    """Review 39: the best hit was replaced by its section whenever the section cost at most
+    ``parent_tokens``, whatever the budget: a 150-token budget gave a 228-token context where
+    the best chunk alone (148 tokens) fit."""
+    section = [chunk(0, 18), chunk(18, 37), chunk(37, 53), chunk(53, 71)]
+    other = chunk(0, 18, doc="x", parent="s9")
+
+    def parents(c: Chunk) -> list[Chunk]:
+        return section if c.doc_id == "d" else [c]
+
+    hits = [hit(section[1], 1), hit(other, 2)]
+    wide = assemble(hits[:1], counter=WORDS, budget_tokens=1000, parents=parents, parent_tokens=50)
+    chunk_alone = assemble(hits[:1], counter=WORDS, budget_tokens=1000)
+    assert wide.sources[0].expanded and wide.tokens > chunk_alone.tokens
+    for budget in (chunk_alone.tokens, wide.tokens - 1):
+        ctx = assemble(hits, counter=WORDS, budget_tokens=budget, parents=parents, parent_tokens=50)
+        assert not ctx.sources[0].expanded and ctx.tokens <= budget
+    # a later hit's section that no longer fits is read as its chunk, not dropped
+    both = assemble([hit(other, 1), hit(section[1], 2)], counter=WORDS, budget_tokens=1000)
+    later = assemble(
+        [hit(other, 1), hit(section[1], 2)],
+        counter=WORDS,
+        budget_tokens=both.tokens,
+        parents=parents,
+        parent_tokens=50,
+    )
+    assert [s.hit.chunk.doc_id for s in later.sources] == ["x", "d"]
+    assert not later.sources[1].expanded and later.tokens <= both.tokens
+
+
 def test_resolve_versions_keeps_the_newest() -> None:
     assert version_key("v1.10") > version_key("v1.9")
     assert version_key("2024-03-01") > version_key("2023-12-31")
