@@ -100,21 +100,31 @@ def render_sources(context: Context, display_source: Callable[[str], str] = str)
     return "Sources:\n\n" + "\n\n".join(blocks)
 
 
+_SOURCES_LACK = re.compile(
+    r"not enough information|no information (?:about|on|in)|no mention of|no encontr[ée]|"
+    r"información suficiente|no hay información|"
+    # the sources (not the subject of the question) say nothing
+    r"\b(?:sources?|documents?|documentation|context|passages?|texts?|provided information)"
+    r"(?: provided| given| above)? (?:do(?:es)?n't|do(?:es)? not) (?:contain|mention|say|"
+    r"provide|include|specify|cover)|"
+    r"\b(?:fuentes?|documentos?|documentación|contexto|pasajes?|textos?)(?: proporcionad[oa]s?|"
+    r" dad[oa]s?| anteriores?)? no (?:contienen?|mencionan?|dicen|dice|proporcionan?|incluyen?|"
+    r"especifican?|cubren?|tratan?)"
+)
+"""What an answer that declines says: the refusal sentences' words, or the *sources* (never a
+subject of the question) lacking the information. "FastAPI does not provide a built-in ORM."
+is an answer (review 39: it was taken for the model's refusal, while "FastAPI no proporciona
+un ORM integrado." was not)."""
+
+
 def is_refusal(text: str) -> bool:
     """Whether an LLM answer is (essentially) the refusal sentence of either language
-    (citation markers around it ignored), or says the sources lack the information without
-    citing any."""
+    (citation markers around it ignored), or says without citing any source that the sources
+    lack the information (:data:`_SOURCES_LACK`)."""
     normalized = re.sub(r"\s+", " ", text).strip().lower()
     unmarked = re.sub(r"\[[^\]]{0,20}\]", " ", normalized).strip().strip('"').strip()
     if any(unmarked.startswith(r.lower()[:40]) for r in REFUSALS.values()):
         return True
     if "[" in normalized:
         return False
-    return bool(
-        re.search(
-            r"(not enough information|no (?:contain|mention)|do(?:es)? not (?:contain|mention|"
-            r"say|provide)|no encontr[ée]|información suficiente|no (?:contienen|mencionan|"
-            r"dicen|proporcionan))",
-            normalized,
-        )
-    )
+    return _SOURCES_LACK.search(normalized) is not None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragstrata.assemble.context import assemble
 from ragstrata.generate.prompt import (
     REFUSALS,
@@ -20,6 +22,27 @@ def test_refusal_message_follows_the_question() -> None:
     assert is_refusal(REFUSALS["es"]) and is_refusal(f'"{REFUSALS["en"]}"')
     assert is_refusal("The sources do not contain this information.")
     assert not is_refusal("FastAPI uses Pydantic [1].")
+
+
+@pytest.mark.parametrize(
+    ("answer", "declines"),
+    [
+        ("The sources do not mention a built-in ORM.", True),
+        ("The provided documents don't specify the port.", True),
+        ("The context does not provide that information.", True),
+        ("Los documentos no mencionan un ORM integrado.", True),
+        ("Las fuentes proporcionadas no especifican el puerto.", True),
+        ("El contexto no contiene esa información.", True),
+        ("No encontré información suficiente en los documentos.", True),
+        # a negative answer about the question's subject is an answer (review 39)
+        ("FastAPI does not provide a built-in ORM.", False),
+        ("FastAPI no proporciona un ORM integrado.", False),
+        ("The installer does not contain a GUI.", False),
+        ("El instalador no incluye una interfaz gráfica.", False),
+    ],
+)
+def test_only_sources_that_lack_the_information_make_a_refusal(answer: str, declines: bool) -> None:
+    assert is_refusal(answer) is declines
 
 
 def test_sources_are_delimited_and_cannot_close_their_block() -> None:
