@@ -4,6 +4,7 @@ parameter and the error responses every ``/v1`` route documents."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from fastapi import Depends, Request, Security
@@ -35,7 +36,7 @@ def authenticate(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     api_key: Annotated[str | None, Security(_api_key)],
 ) -> Principal:
-    """The key's principal (:data:`Reader`); raises AuthenticationError (RS701, 401) without a
+    """The key's principal; raises AuthenticationError (RS701, 401) without a
     valid key, RateLimitedError (RS703, 429) over its rate limit or while the key id's or the
     client address's budget of wrong secrets is spent."""
     state = state_of(request)
@@ -54,9 +55,40 @@ def authenticate(
     if wait > 0:  # counted with every other 429 by the metrics middleware
         raise RateLimitedError(
             f"rate limit of {state.limiter.rate:g} requests/s (burst {state.limiter.burst}) "
-            f"exceeded for key {principal.key_id}; retry in {wait:.2f} s",
+            f"exceeded for key {principal.key_id}; retry in {max(1, math.ceil(wait))} s "
+            "(Retry-After)",
             retry_after_s=wait,
         )
+    return principal
+
+
+def _require(principal: Principal, request: Request, scopes: tuple[str, ...], what: str) -> None:
+    """PermissionDeniedError (RS702, 403) unless the key has one of ``scopes``."""
+    if not any(principal.can(scope) for scope in scopes):
+        state_of(request).metrics.auth_failures.labels("scope").inc()
+        needed = " or ".join(repr(s) for s in scopes)
+        raise PermissionDeniedError(
+            f"key {principal.key_id} (scopes: {', '.join(principal.scopes)}) may not {what}; "
+            f"use a key with {needed}"
+        )
+
+
+def require_reader(
+    principal: Annotated[Principal, Depends(authenticate)], request: Request
+) -> Principal:
+    """The principal of a key with ``read`` (:data:`Reader`): list, search, ask. Raises
+    PermissionDeniedError (RS702, 403) otherwise: a ``metrics`` key (a scraper's) read every
+    document of its tenant (trial 40)."""
+    _require(principal, request, ("read",), "list, search or ask")
+    return principal
+
+
+def require_job_reader(
+    principal: Annotated[Principal, Depends(authenticate)], request: Request
+) -> Principal:
+    """The principal of a key with ``read`` or ``write`` (:data:`JobReader`): an uploader
+    follows its own jobs. Raises PermissionDeniedError (RS702, 403) otherwise."""
+    _require(principal, request, ("read", "write"), "read ingestion jobs")
     return principal
 
 
@@ -65,9 +97,7 @@ def require_writer(
 ) -> Principal:
     """The principal of a key with ``write`` (:data:`Writer`); raises PermissionDeniedError (RS702,
     403) otherwise."""
-    if not principal.can("write"):
-        state_of(request).metrics.auth_failures.labels("scope").inc()
-        raise PermissionDeniedError(f"key {principal.key_id} is read-only; use a key with 'write'")
+    _require(principal, request, ("write",), "upload or delete")
     return principal
 
 
@@ -97,7 +127,8 @@ def require_metrics(
         )
 
 
-Reader = Annotated[Principal, Depends(authenticate)]
+Reader = Annotated[Principal, Depends(require_reader)]
+JobReader = Annotated[Principal, Depends(require_job_reader)]
 Writer = Annotated[Principal, Depends(require_writer)]
 CollectionName = Annotated[
     str, PathParam(pattern=f"^{_NAME}$", description="Collection name.", examples=["docs"])
@@ -108,7 +139,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, text in (
         (400, "malformed body (not parseable as JSON)"),
         (401, "missing, unknown or revoked API key"),
-        (403, "another tenant's collection, or a read-only key writing"),
+        (403, "another tenant's collection, or a key without the scope (read, write)"),
         (404, "no such collection, document or job"),
         (422, "invalid request"),
         (429, "rate limit exceeded (see Retry-After)"),

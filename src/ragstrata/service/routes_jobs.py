@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 
-from ragstrata.service.deps import ERROR_RESPONSES, HEX16, Reader, state_of
+from ragstrata.service.deps import ERROR_RESPONSES, HEX16, JobReader, state_of
 from ragstrata.service.schemas import JobOut, JobsResponse
 
 router = APIRouter()
 
 
 @router.get("/v1/jobs", response_model=JobsResponse, responses=ERROR_RESPONSES, tags=["jobs"])
-def list_jobs(request: Request, principal: Reader) -> dict[str, Any]:
+def list_jobs(request: Request, principal: JobReader) -> dict[str, Any]:
     """The caller's recent ingestion jobs, newest first."""
     return {"jobs": state_of(request).jobs.for_tenant(principal)}
 
@@ -22,7 +22,7 @@ def list_jobs(request: Request, principal: Reader) -> dict[str, Any]:
 @router.get("/v1/jobs/{job_id}", response_model=JobOut, responses=ERROR_RESPONSES, tags=["jobs"])
 def get_job(
     request: Request,
-    principal: Reader,
+    principal: JobReader,
     job_id: Annotated[str, PathParam(pattern=f"^{HEX16}$")],
 ) -> dict[str, Any]:
     """An ingestion job's state, progress and per-file outcome."""

@@ -104,6 +104,29 @@ def test_read_only_key_cannot_write(service: Service) -> None:
     assert search.status_code == 200
 
 
+def test_each_route_checks_its_scope(service: Service) -> None:
+    """Trial 40: the ``read`` scope was never checked, so a ``metrics`` key (a scraper's)
+    listed, searched and asked its tenant's documents. A ``write``-only key (an uploader)
+    follows its jobs but reads no document."""
+    writer = service.key("acme")
+    job = service.upload_texts(writer, "docs", {"guide.md": GUIDE})["job_id"]
+    c = service.client
+    for scopes, reads, follows_jobs in ((("metrics",), False, False), (("write",), False, True)):
+        key = service.key("acme", scopes=scopes)
+        for response in (
+            c.get("/v1/collections", headers=key),
+            c.get("/v1/collections/docs", headers=key),
+            c.get("/v1/collections/docs/documents", headers=key),
+            c.post("/v1/collections/docs/search", headers=key, json={"query": "rate"}),
+            c.post("/v1/collections/docs/ask", headers=key, json={"question": "What is the rate?"}),
+        ):
+            assert (response.status_code == 200) is reads, (scopes, response.text)
+            if not reads:
+                assert _error(response) == "RS702" and "'read'" in response.text
+        for response in (c.get("/v1/jobs", headers=key), c.get(f"/v1/jobs/{job}", headers=key)):
+            assert (response.status_code == 200) is follows_jobs, (scopes, response.text)
+
+
 def test_rate_limit_gives_429_with_retry_after(service_factory: ServiceFactory) -> None:
     service = service_factory(rate_limit_per_s=0.5, rate_limit_burst=3)
     acme, globex = service.key("acme"), service.key("globex")
