@@ -132,8 +132,9 @@ def test_cli_says_unchanged_since_last_failure(tmp_path: Path, minilm_env: None)
 def test_a_reindex_for_new_bm25_settings_is_no_empty_folder(
     tmp_path: Path, minilm_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Re-ingesting after a bm25.k1 change re-indexes every file: the summary said so and then
-    warned "no supported files ... found" (the re-indexed count was not read)."""
+    """Re-ingesting after a bm25.k1 change re-weights every file from its stored text: the
+    summary says so and does not warn "no supported files ... found" (it did when every file
+    was re-indexed and the re-indexed count was not read)."""
     corpus = tmp_path / "docs"
     corpus.mkdir()
     (corpus / "good.md").write_text(GOOD, encoding="utf-8")
@@ -142,7 +143,7 @@ def test_a_reindex_for_new_bm25_settings_is_no_empty_folder(
     monkeypatch.setenv("RAGSTRATA_BM25_K1", "2.0")
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
-    assert "1 re-indexed (new configuration)" in again.stdout
+    assert "1 unchanged" in again.stdout and "BM25 weights of 1 chunk updated" in again.stdout
     assert "no supported files" not in again.stderr
 
 
