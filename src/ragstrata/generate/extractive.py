@@ -84,6 +84,10 @@ _MAX_BLOCK_LINES = 30
 _MAX_SENTENCE_CHARS = 600
 """Longest candidate sentence in characters; longer runs are cut into pieces (:func:`_windows`)."""
 _MARKUP = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)")
+_REFERENCE = re.compile(r"(?<![\w\]\[])\[(\d{1,3}(?:\s*[,–-]\s*\d{1,3})*)\](?!\()")
+"""A document's own numbered reference in prose ("the examples in [11]", "[2, 3]"): shown as
+``(11)``, since in an answer ``[n]`` is a citation (trial 40: a quoted "[11]" read as one).
+Not after a word or inside code (``arr[2]``)."""
 _ORDERED_ITEM = re.compile(r"[ \t]*(\d{1,3}[.)])[ \t]+")
 _SUPERSCRIPT_DIGITS = "\u00b9\u00b2\u00b3\u2070\u2074\u2075\u2076\u2077\u2078\u2079"
 _FOOTNOTE_MARK = re.compile(
@@ -442,7 +446,8 @@ def _unwrap_code(parts: list[str]) -> list[str]:
 
 def clean_sentence(text: str) -> str:
     """Sentence for display: MDX/MkDocs anchors and components, images, bold markers and
-    list/quote markers removed, links shown as their text (inline code is kept as written)."""
+    list/quote markers removed, links shown as their text, a document's own numbered
+    references as ``(n)`` (:data:`_REFERENCE`; inline code is kept as written)."""
     text = _QUOTE_CONTINUATION.sub("\n", text)
     text = _CODE_LINK.sub(lambda m: m.group(1), text)  # [`useState`](/reference/...)
     text = _HTML_CODE.sub(lambda m: f"`{m.group(1)}`", text)  # <code>get</code>: `get`
@@ -451,7 +456,8 @@ def clean_sentence(text: str) -> str:
         part = _IMAGE.sub(lambda m: m.group(1), _MDX.sub("", parts[i]))
         part = _LINK.sub(lambda m: m.group(1) or m.group(2), part)
         part = _EMPHASIS.sub(lambda m: m.group(2), part)
-        parts[i] = _UNDERSCORE.sub(r"\1", _STAR.sub(r"\1", part))  # _keys_ (trial 37)
+        part = _UNDERSCORE.sub(r"\1", _STAR.sub(r"\1", part))  # _keys_ (trial 37)
+        parts[i] = _REFERENCE.sub(r"(\1)", part)
     prose = parts[0::2]
     if sum(p.count("**") for p in prose) % 2 == 0:  # bold around code: **No uses `useId`**
         parts[0::2] = [p.replace("**", "") for p in prose]

@@ -187,6 +187,34 @@ def test_page_answers_with_cited_highlighted_sources_and_shows_refusals(
             assert page.evaluate("where({source: 'g.md', heading_path: [], page_start: null})") == (
                 "g.md"
             )
+            # the highlight counts code points as the server does: an emoji before the quote
+            # shifted it by one (trial 40)
+            passage = "Hola 😅 al principio. La clave es tortuga-99."
+            at = passage.index("La clave")
+            card = {
+                "label": 7,
+                "chunk_id": "x",
+                "source": "e.md",
+                "heading_path": [],
+                "page_start": None,
+                "passage": passage,
+                "quote": passage[at:],
+                "highlight_start": at,
+                "highlight_end": len(passage),
+                "verified": True,
+                "explain": {},
+                "start": 0,
+                "end": len(passage),
+            }
+            marked = page.evaluate("(c) => citationCard(c).querySelector('mark').textContent", card)
+            assert marked == "La clave es tortuga-99."
+            # only the answer's own labels link to a card: not a quoted arr[2] or reference [11]
+            links = page.evaluate(
+                "() => { renderAnswerLabels('See [11] and arr[2], then [1].', new Set([1, 2]));"
+                " return [...document.querySelectorAll('#answer a.cite-ref')]"
+                ".map((a) => a.textContent); }"
+            )
+            assert links == ["[1]"]
 
             # a question the documents do not answer: a clear refusal, no cards
             page.fill("#question", "Who painted the ceiling of the Sistine Chapel?")

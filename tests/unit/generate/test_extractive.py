@@ -1032,3 +1032,14 @@ def test_a_citation_quotes_the_sentence_that_answers_best(onnx_embedder: Any) ->
     answerer = ExtractiveAnswerer(e5, Analyzer(), relative_floor=0.0, evidence_rule=HandRule(-1.0))
     answer = answerer.answer("What does error ORD-409 mean?", [table])
     assert "ORD-409" in answer.citations[0].quote
+
+
+def test_a_documents_own_numbered_references_are_not_shown_as_citations() -> None:
+    """Trial 40: a two-column paper's "See the examples in [11]." was quoted as is, and the
+    answer's reader (and the web page) took "[11]" for a citation."""
+    assert clean_sentence("See the examples in [11].") == "See the examples in (11)."
+    assert clean_sentence("Como muestran [2, 3] y [4–6].") == "Como muestran (2, 3) y (4–6)."
+    # an index after a name, or inside code, stays
+    assert clean_sentence("El valor está en arr[2] y en `arr[2]`.") == (
+        "El valor está en arr[2] y en `arr[2]`."
+    )

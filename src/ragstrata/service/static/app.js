@@ -278,13 +278,16 @@ function citationCard(c) {
   const passage = document.createElement("blockquote");
   passage.className = "passage";
   if (c.highlight_start !== null && c.highlight_end !== null) {
+    // the offsets count code points (Python's); a JS string counts UTF-16 units, so each
+    // emoji before the quote shifted the mark by one (trial 40)
+    const chars = Array.from(c.passage);
     const mark = document.createElement("mark");
     mark.className = "cited";
-    mark.textContent = c.passage.slice(c.highlight_start, c.highlight_end);
+    mark.textContent = chars.slice(c.highlight_start, c.highlight_end).join("");
     passage.append(
-      c.passage.slice(0, c.highlight_start),
+      chars.slice(0, c.highlight_start).join(""),
       mark,
-      c.passage.slice(c.highlight_end),
+      chars.slice(c.highlight_end).join(""),
     );
   } else if (c.passage) {
     // the quote is not in the passage as written (an LLM's paraphrase): the passage, unmarked
@@ -305,13 +308,18 @@ function citationCard(c) {
   return card;
 }
 
-function renderAnswerLabels(text) {
-  // the streamed plain text becomes text with [n] linked to its citation card
+function renderAnswerLabels(text, labels) {
+  // the streamed plain text becomes text with [n] linked to its citation card: only a label
+  // the answer cites (labels), not after a word character (a quoted arr[2] or a document's
+  // own reference [11] is text, trial 40)
   const answer = $("answer");
   answer.replaceChildren();
+  let previous = "";
   for (const part of text.split(/(\[\d+\])/)) {
     const m = /^\[(\d+)\]$/.exec(part);
-    if (m) {
+    const cited = m && (!labels || labels.has(Number(m[1]))) && !/\w$/.test(previous);
+    if (part) previous = part;
+    if (cited) {
       const link = document.createElement("a");
       link.href = `#citation-${m[1]}`;
       link.className = "cite-ref";
@@ -383,7 +391,7 @@ async function ask(event) {
           $("refusal").hidden = false;
           document.body.dataset.state = "refused";
         } else {
-          renderAnswerLabels(data.answer);
+          renderAnswerLabels(data.answer, new Set((data.citations || []).map((c) => c.label)));
           document.body.dataset.state = "answered";
         }
         const total = data.timings_ms && data.timings_ms.total;
