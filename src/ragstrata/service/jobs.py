@@ -121,6 +121,10 @@ class Job:
     hashes: dict[str, str] = field(default_factory=dict)
     """sha256 of each queued file's bytes, by name: what the job claims as ``indexed`` after a
     stop must be these bytes, not an earlier upload's version still in the index."""
+    shown: float = 0.0
+    """The highest ``fraction`` reported while running (not recorded): the estimate falls when
+    a slice parses files whose chunks are not committed yet, and a progress bar must not run
+    backwards (trial 40: 0.47 then 0.01 for two minutes)."""
 
     def expected(self, names: Sequence[str]) -> dict[str, str]:
         """``names`` with the sha256 of the job's bytes (``""`` when the record has none)."""
@@ -140,6 +144,7 @@ class Job:
             for n in missed
         ]
         indexed = sum(o.status == "indexed" for o in self.outcomes)
+        self.files_done = max(self.files_done, indexed)  # a record saved before they were
         return {
             "code": InterruptedJobError.code,
             "message": f"{how}: {indexed} of {self.files_total} files were indexed; "
@@ -157,10 +162,14 @@ class Job:
         stopped = self.state == "cancelled" or (
             self.error is not None and self.error.get("code") == InterruptedJobError.code
         )
-        if total and (stopped or self.state not in FINAL_STATES):
+        if total and stopped:  # the files it indexed, as ``files`` lists them (trial 40: a
+            # cancelled job with no file indexed said 1.0, files parsed but not committed)
+            fraction = sum(o.status == "indexed" for o in self.outcomes) / total
+        elif total and self.state not in FINAL_STATES:
             fraction = self.files_done / total
-            if self.chunks_queued and not stopped:  # a large file parsed is not indexed yet
+            if self.chunks_queued:  # a large file parsed is not indexed yet
                 fraction *= min(1.0, self.chunks_committed / self.chunks_queued)
+            fraction = self.shown = max(self.shown, fraction)
         else:
             fraction = 1.0 if self.state in FINAL_STATES else 0.0
         return {

@@ -537,3 +537,22 @@ def test_a_turn_lasts_three_times_its_setup(
     finally:
         manager.shutdown()
     assert len(big.turns) >= 2 and big.turns[0] >= jobs.TURN_SETUP_RATIO * 0.3, big.turns
+
+
+def test_progress_never_runs_backwards_and_a_stopped_job_counts_what_it_indexed() -> None:
+    """Trial 40: ``fraction`` went 0.47 then 0.01 for two minutes while a large file's chunks
+    were embedded, and a cancelled job with no file indexed said 1.0."""
+    from ragstrata.service.jobs import Job
+
+    job = Job("j" * 16, "acme", "kb", files_total=2, rejected=[], state="running")
+    job.files_done, job.chunks_queued, job.chunks_committed = 1, 10, 10
+    assert job.to_json()["progress"]["fraction"] == 0.5
+    job.files_done, job.chunks_queued = 2, 100  # a large file parsed, 10 of 100 committed
+    assert job.to_json()["progress"]["fraction"] == 0.5
+    job.chunks_committed = 80
+    assert job.to_json()["progress"]["fraction"] == 0.8
+    job.state = "cancelled"
+    job.outcomes = [FileOutcome("a.md", "indexed"), FileOutcome("b.md", "not_indexed")]
+    assert job.to_json()["progress"]["fraction"] == 0.5
+    job.outcomes = [FileOutcome("a.md", "not_indexed"), FileOutcome("b.md", "not_indexed")]
+    assert job.to_json()["progress"]["fraction"] == 0.0
