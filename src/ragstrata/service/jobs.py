@@ -335,9 +335,9 @@ class _Pending:
 
 
 def _add_to_report(job: Job, pending: _Pending, **counts: int) -> None:
-    """Add ``counts`` (``added``, ``updated``, ``unchanged``, ``chunks``, ``reweighted``) to
-    ``job``'s report, the sum of its turns. Call under the manager's lock."""
-    total: dict[str, Any] = {"added": 0, "updated": 0, "unchanged": 0, "chunks": 0}
+    """Add ``counts`` (``added``, ``updated``, ``reindexed``, ``unchanged``, ``chunks``,
+    ``reweighted``) to ``job``'s report, the sum of its turns. Call under the manager's lock."""
+    total: dict[str, Any] = {"added": 0, "updated": 0, "reindexed": 0, "unchanged": 0, "chunks": 0}
     total.update(job.report or {})
     for key, value in counts.items():
         total[key] = total.get(key, 0) + value
@@ -735,6 +735,9 @@ class JobManager:
                 pending,
                 added=report.added,
                 updated=report.updated,
+                # files re-indexed for a new parser or chunker (trial 40: a re-upload of 20
+                # such files reported "updated: 1, unchanged: 0" beside 538 chunks)
+                reindexed=report.reindexed,
                 unchanged=max(0, report.unchanged - len(counted)),
                 chunks=report.chunks,
                 reweighted=report.reweighted,

@@ -556,3 +556,25 @@ def test_progress_never_runs_backwards_and_a_stopped_job_counts_what_it_indexed(
     assert job.to_json()["progress"]["fraction"] == 0.5
     job.outcomes = [FileOutcome("a.md", "not_indexed"), FileOutcome("b.md", "not_indexed")]
     assert job.to_json()["progress"]["fraction"] == 0.0
+
+
+def test_files_reindexed_for_a_new_parser_are_counted(tmp_path: Path) -> None:
+    """Trial 40: a re-upload of 20 unchanged files after a parser upgrade reported "updated: 1,
+    unchanged: 0" beside 538 chunks: the re-indexed files were counted nowhere."""
+
+    class _Reindexing(_Collection):
+        def ingest_staged(
+            self, staged: Sequence[Path], *, progress: Any = None
+        ) -> tuple[IngestReport, list[FileOutcome]]:
+            report = IngestReport(reindexed=len(staged), chunks=3 * len(staged))
+            return report, [FileOutcome(p.name, "indexed") for p in staged]
+
+    manager = JobManager(workers=1, batch_files=2)
+    try:
+        manager.submit("r" * 16, _Reindexing("acme", "kb", []), _stage(tmp_path, "r", 5))  # type: ignore[arg-type]
+        _wait_idle(manager)
+        time.sleep(0.2)
+        report = manager.get(Principal("k", "acme", ("read",)), "r" * 16)["report"]
+    finally:
+        manager.shutdown()
+    assert (report["reindexed"], report["updated"], report["chunks"]) == (5, 0, 15)
