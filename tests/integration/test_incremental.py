@@ -51,7 +51,8 @@ def test_bm25_change_reindexes_without_embedding(tmp_path: Path, minilm: MiniLME
         again = engine.ingest([corpus])
         # new BM25 weights from the stored text: no file re-chunked, nothing embedded
         assert (again.reindexed, again.unchanged, again.embedded, again.chunks) == (0, 3, 0, 0)
-        assert again.reweighted == first.chunks
+        assert again.reweighted == first.chunks  # each chunk counted once (review 41)
+        assert again.bytes_read == 0  # no file parsed: only the BM25 side changed
         manifest = engine.manifest()
         assert manifest.k1 == 2.0
         assert {e.signature for e in manifest.documents.values()} == {manifest.signature}

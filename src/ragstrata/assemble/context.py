@@ -321,21 +321,23 @@ def _version_of(chunk: Chunk) -> tuple[str, str] | None:
 
 
 _VERSION_MARK = re.compile(
-    r"\d+|(?<![^\W\d_])(?:old|new|newer|newest|latest|current|previous|legacy|archived?|draft|"
-    r"final|antiguo|antigua|viejo|vieja|nuevo|nueva|actual|anterior|borrador|definitivo|"
-    r"definitiva)(?![^\W\d_])"
+    r"\d+(?:[._-]\d+)*|(?<![^\W\d_])(?:old|new|newer|newest|latest|current|previous|legacy|"
+    r"archived?|draft|final|stable|beta|alpha|preview|antiguo|antigua|viejo|vieja|nuevo|nueva|"
+    r"actual|anterior|borrador|definitivo|definitiva)(?![^\W\d_])"
 )
-"""What may differ between the paths (and titles) of two versions of one document: numbers
-(``v1/``, ``guide-2024.md``) and words that name an edition (``retention-old.md`` /
-``retention-new.md``, ``manual-antiguo.md``)."""
+"""What may differ between the paths of two versions of one document: numbers (``v1/``,
+``v1.1/``, ``guide-2024.md``) and words that name an edition (``retention-old.md`` /
+``retention-new.md``, ``stable/`` / ``2.0/``, ``manual-antiguo.md``)."""
 
 
 def _family(chunk: Chunk) -> str:
-    """Title and source path with their version marks (:data:`_VERSION_MARK`) masked: two
-    documents are versions of one only when both match. By the title alone, two products'
-    "Installation" pages, each with its own ``version``, were taken for versions of one page and
-    the question about product B was answered from product A's (review 39)."""
-    title = _VERSION_MARK.sub("#", chunk.title.strip().casefold())
+    """The title as written and the source path with its version marks
+    (:data:`_VERSION_MARK`) masked: two documents are versions of one only when both match. By
+    the title alone, two products' "Installation" pages, each with its own ``version``, were
+    taken for versions of one page and the question about product B was answered from product
+    A's (review 39); numbers in a title are not masked ("Lesson 1" and "Lesson 2", dated
+    meeting notes are different documents, review 41)."""
+    title = chunk.title.strip().casefold()
     return f"{title}\n{_VERSION_MARK.sub('#', chunk.source.casefold())}"
 
 
@@ -345,8 +347,8 @@ def resolve_versions(
     """Drop hits from older versions of a document that also has a newer version among
     ``hits``.
 
-    Hits are grouped by ``family(chunk)`` (default: the title and the source path, numbers
-    and edition words masked: :func:`_family`), among the chunks that carry a version
+    Hits are grouped by ``family(chunk)`` (default: the title and the source path, the path's
+    numbers and edition words masked: :func:`_family`), among the chunks that carry a version
     (``metadata`` ``version``, else ``date``: :data:`VERSION_KEYS`); in a group spanning
     several documents (``doc_id``) with different versions the newest version
     (:func:`version_key`) wins. Returns the kept hits in their original order, ranks

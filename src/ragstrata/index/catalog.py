@@ -57,6 +57,17 @@ def signature_chunker(signature: str) -> str | None:
     return parts[0] if len(parts) == 4 else None
 
 
+def same_chunking(signature: str, wanted: str) -> bool:
+    """Whether a document indexed under ``signature`` holds the chunks an index of signature
+    ``wanted`` would cut from its text: the same signature, or the same chunker part (then only
+    its BM25 terms or weights differ, which the writer re-analyses from the stored text,
+    :meth:`~ragstrata.index.writer.IndexWriter.reanalyse`: no parse needed)."""
+    if signature == wanted:
+        return True
+    chunker = signature_chunker(signature)
+    return chunker is not None and chunker == signature_chunker(wanted)
+
+
 def signature_analyzer(signature: str) -> str | None:
     """The analyzer part of an :func:`index_signature`; ``None`` for a signature of another
     form (an entry written before signatures, ``""``)."""

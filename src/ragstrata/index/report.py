@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ragstrata.index import catalog
 from ragstrata.paths import path_text
 from ragstrata.types import Document, IngestFailure, IngestWarning
 
@@ -138,15 +139,17 @@ def change_kind(
     ``added`` when absent or only partly committed, ``updated`` when its text changed or its
     file did (an HTML ``<title>`` or a Confluence byline is outside the text: review 27 saw a
     new title reported ``unchanged`` and never indexed, and the file parsed again on every
-    run), ``reindexed`` when only the chunking/BM25 configuration did, else ``unchanged``
-    (skipped)."""
+    run), ``reindexed`` when only the chunking configuration (parser or chunker version) did,
+    else ``unchanged`` (skipped; a new BM25 analyzer or ``k1``/``b`` is applied to its stored
+    text by the writer)."""
     if entry is None or not entry.complete:
         return "added"
     if entry.content_hash != content_hash:
         return "updated"
     if file_hash and entry.file_hash and entry.file_hash != file_hash:
         return "updated"
-    return "reindexed" if entry.signature != signature else "unchanged"
+    # a new analyzer or k1/b only: the writer re-weights it from the stored text, unparsed
+    return "unchanged" if catalog.same_chunking(entry.signature, signature) else "reindexed"
 
 
 def keep_note(failure: IngestFailure, manifest: Manifest | None) -> IngestFailure:

@@ -157,6 +157,20 @@ def test_two_products_pages_of_one_title_are_not_versions_of_one_page() -> None:
         kept, conflicts = resolve_versions([hit(old, 1), hit(new, 2)])
         assert [h.chunk.doc_id for h in kept] == ["n"], (old_path, new_path)
         assert conflicts[0].kept == "2.0"
+    for old_path, new_path in (
+        ("docs/install-v1.md", "docs/install-v1.1.md"),
+        ("stable/a.md", "2.0/a.md"),
+    ):
+        old, new = page("o", old_path, "1.0"), page("n", new_path, "2.0")
+        assert [h.chunk.doc_id for h in resolve_versions([hit(old, 1), hit(new, 2)])[0]] == ["n"]
+    # numbered titles are different documents, whatever their paths (review 41)
+    lesson_1 = dataclasses.replace(
+        page("l1", "lessons/lesson-1.md", "2024-01-01"), title="Lesson 1"
+    )
+    lesson_2 = dataclasses.replace(
+        page("l2", "lessons/lesson-2.md", "2024-02-01"), title="Lesson 2"
+    )
+    assert len(resolve_versions([hit(lesson_1, 1), hit(lesson_2, 2)])[0]) == 2
     # "newsletter" holds "new" but is no edition word
     one, two = page("o", "newsletter.md", "1.0"), page("n", "oldsletter.md", "2.0")
     assert len(resolve_versions([hit(one, 1), hit(two, 2)])[0]) == 2
