@@ -22,10 +22,12 @@ def _same(source: str) -> str:
 
 
 _ANCHOR = re.compile(
-    r"[ \t]*\{/\*.*?\*/\}|[ \t]*\{[ \t]*#[^{}\s]*(?:[ \t][^{}\n]*)?\}[ \t]*$", re.M
+    r"(?<=\S)[ \t]*(?:\{/\*[^{}\n]*?\*/\}|\{[ \t]*#[^{}\s]*(?:[ \t][^{}\n]*)?\})[ \t]*$", re.M
 )
-"""Heading anchors: MDX comments ``{/*why-keys*/}`` (anywhere: a JSX comment shows nothing) and
-MkDocs attribute lists ``{ #first-steps }`` at a line's end, with the blanks before them."""
+"""A heading anchor at the end of a line: an MDX comment ``{/*why-keys*/}`` or a MkDocs
+attribute list ``{ #first-steps }``, with the blanks before it. Only on Markdown heading lines
+(:func:`without_anchors`): a JSX comment in a code example is code (review 41)."""
+_HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}[ \t]")
 
 
 def without_anchors(text: str, span: tuple[int, int] | None) -> tuple[str, tuple[int, int] | None]:
@@ -34,7 +36,11 @@ def without_anchors(text: str, span: tuple[int, int] | None) -> tuple[str, tuple
     The web page's passage box showed "### ¿Por qué React necesita keys? {/*why-keys*/}"
     (trial 37); the chunk keeps them (an English anchor in a Spanish page is a term BM25
     matches)."""
-    removed = [(m.start(), m.end()) for m in _ANCHOR.finditer(text)]
+    removed = [
+        (m.start(), m.end())
+        for m in _ANCHOR.finditer(text)
+        if _HEADING_LINE.match(text, text.rfind("\n", 0, m.start()) + 1)
+    ]
     if not removed:
         return text, span
 

@@ -167,7 +167,7 @@ class LLMAnswerer:
             spent["first_token"] = (first_token - t0) * 1000
         written = "".join(parts).strip()  # as the model wrote it: Generation.raw_answer
         raw = _finished(written, finish_reason, self.config.max_tokens, self.generator.name)
-        if not raw or is_refusal(raw):
+        if not raw or is_refusal(raw, phrases=False):
             declined = Generation(  # what the model wrote stays readable (trial 25: null)
                 context_tokens=context.tokens,
                 finish_reason=finish_reason,
@@ -187,6 +187,11 @@ class LLMAnswerer:
             grounding=grounded.grounding,
             decode=decode,
         )
+        if is_refusal(raw) and (checker is None or not grounded.grounding.verified_claims):
+            # "the sources do not mention it", with nothing the check verifies: the model
+            # declined; with a verified claim it is an answer that also says what is missing
+            yield refuse("llm", usage.to_json(), generation)
+            return
         if not grounded.citations or (
             checker is not None and not grounded.grounding.verified_claims
         ):

@@ -103,6 +103,8 @@ def render_sources(context: Context, display_source: Callable[[str], str] = str)
 _SOURCES_LACK = re.compile(
     r"not enough information|no information (?:about|on|in)|no mention of|no encontr[ée]|"
     r"información suficiente|no hay información|"
+    r"none of the (?:sources|documents|passages) (?:mentions?|contains?|says?|provides?)|"
+    r"ningun[oa] de l[oa]s (?:fuentes|documentos|pasajes) (?:menciona|contiene|dice)|"
     # the sources (not the subject of the question) say nothing
     r"\b(?:sources?|documents?|documentation|context|passages?|texts?|provided information)"
     r"(?: provided| given| above)? (?:do(?:es)?n't|do(?:es)? not) (?:contain|mention|say|"
@@ -117,14 +119,16 @@ is an answer (review 39: it was taken for the model's refusal, while "FastAPI no
 un ORM integrado." was not)."""
 
 
-def is_refusal(text: str) -> bool:
+def is_refusal(text: str, *, phrases: bool = True) -> bool:
     """Whether an LLM answer is (essentially) the refusal sentence of either language
-    (citation markers around it ignored), or says without citing any source that the sources
-    lack the information (:data:`_SOURCES_LACK`)."""
-    normalized = re.sub(r"\s+", " ", text).strip().lower()
+    (citation markers around it ignored), or, with ``phrases``, says without citing any source
+    that the sources lack the information (:data:`_SOURCES_LACK`). The LLM answerer takes the
+    second for a refusal only when the citation check verifies none of the answer's claims
+    (review 41: "El contexto no proporciona ..." followed by a verified fact was refused)."""
+    normalized = re.sub(r"\s+", " ", text.replace("\u2019", "'")).strip().lower()
     unmarked = re.sub(r"\[[^\]]{0,20}\]", " ", normalized).strip().strip('"').strip()
     if any(unmarked.startswith(r.lower()[:40]) for r in REFUSALS.values()):
         return True
-    if "[" in normalized:
+    if not phrases or "[" in normalized:
         return False
     return _SOURCES_LACK.search(normalized) is not None

@@ -267,22 +267,32 @@ class JobLog:
             "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
             "job_id TEXT UNIQUE NOT NULL, body TEXT NOT NULL, tenant TEXT)"
         )
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
-        if "tenant" not in columns:  # a file written before records were kept per tenant
-            self._add_tenant_column()
+        self._add_tenant_column()
         self._db.execute("CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs (tenant, seq)")
 
     def _add_tenant_column(self) -> None:
-        rows = self._db.execute("SELECT seq, body FROM jobs").fetchall()
-        self._db.execute("BEGIN")
-        self._db.execute("ALTER TABLE jobs ADD COLUMN tenant TEXT")
-        for seq, body in rows:
-            try:
-                tenant = str(json.loads(body)["tenant"])
-            except (KeyError, TypeError, ValueError):
-                continue  # unreadable: load() logs and skips it
-            self._db.execute("UPDATE jobs SET tenant = ? WHERE seq = ?", (tenant, seq))
+        """Give a file written before records were kept per tenant its ``tenant`` column, in
+        one write transaction (two processes opening it at once: one adds it, the other finds
+        it; review 41)."""
+        if "tenant" in self._columns():
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if "tenant" not in self._columns():
+                self._db.execute("ALTER TABLE jobs ADD COLUMN tenant TEXT")
+                for seq, body in self._db.execute("SELECT seq, body FROM jobs").fetchall():
+                    try:
+                        tenant = str(json.loads(body)["tenant"])
+                    except (KeyError, TypeError, ValueError):
+                        continue  # unreadable: load() logs and skips it
+                    self._db.execute("UPDATE jobs SET tenant = ? WHERE seq = ?", (tenant, seq))
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
         self._db.execute("COMMIT")
+
+    def _columns(self) -> set[str]:
+        return {str(row[1]) for row in self._db.execute("PRAGMA table_info(jobs)")}
 
     def load(self) -> list[Job]:
         """Every readable record, oldest first (an unreadable row is logged and skipped)."""

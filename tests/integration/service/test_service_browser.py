@@ -210,8 +210,8 @@ def test_page_answers_with_cited_highlighted_sources_and_shows_refusals(
             assert marked == "La clave es tortuga-99."
             # only the answer's own labels link to a card: not a quoted arr[2] or reference [11]
             links = page.evaluate(
-                "() => { renderAnswerLabels('See [11] and arr[2], then [1].', new Set([1, 2]));"
-                " return [...document.querySelectorAll('#answer a.cite-ref')]"
+                "() => { renderAnswerLabels('See [11], arr[2], está[2], then [1].',"
+                " new Set([1, 2])); return [...document.querySelectorAll('#answer a.cite-ref')]"
                 ".map((a) => a.textContent); }"
             )
             assert links == ["[1]"]

@@ -54,6 +54,23 @@ def test_refuses_before_calling_the_llm_in_the_question_language() -> None:
     assert answer_from_events(iter(run(answerer(gen), "Who won?", []))).refusal
 
 
+def test_saying_what_the_sources_lack_beside_a_verified_fact_is_an_answer() -> None:
+    """Review 41: "the sources do not say X" followed by a verified fact was refused as the
+    model's own refusal; alone, it still is one."""
+    hits = [make_hit("install", INSTALL, 1, dense=0.7)]
+    question = "What does the installer need?"
+    both = ScriptedChatModel(
+        "The sources do not mention the operating system. "
+        "The installer needs Python 3.11 and four gigabytes of memory."
+    )
+    answer = answer_from_events(iter(run(answerer(both), question, hits)))
+    assert not answer.refusal and "[1]" in answer.text
+    assert answer.citations[0].doc_id == "install"
+    alone = ScriptedChatModel("The sources do not mention the operating system.")
+    answer = answer_from_events(iter(run(answerer(alone), question, hits)))
+    assert answer.refusal and answer.refused_by == "llm"
+
+
 def test_rerank_min_score_refuses_before_calling_the_llm() -> None:
     """Review 39: ``rerank.min_score`` refused the extractive answer and let the LLM answer
     (the threshold never reached the LLM answerer's evidence check)."""

@@ -34,6 +34,9 @@ def test_refusal_message_follows_the_question() -> None:
         ("Las fuentes proporcionadas no especifican el puerto.", True),
         ("El contexto no contiene esa información.", True),
         ("No encontré información suficiente en los documentos.", True),
+        ("The sources don\u2019t mention the port.", True),  # a typographic apostrophe
+        ("None of the sources mention the port.", True),
+        ("Ninguno de los documentos menciona el puerto.", True),
         # a negative answer about the question's subject is an answer (review 39)
         ("FastAPI does not provide a built-in ORM.", False),
         ("FastAPI no proporciona un ORM integrado.", False),

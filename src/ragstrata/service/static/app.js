@@ -317,7 +317,7 @@ function renderAnswerLabels(text, labels) {
   let previous = "";
   for (const part of text.split(/(\[\d+\])/)) {
     const m = /^\[(\d+)\]$/.exec(part);
-    const cited = m && (!labels || labels.has(Number(m[1]))) && !/\w$/.test(previous);
+    const cited = m && (!labels || labels.has(Number(m[1]))) && !/[\p{L}\p{N}_]$/u.test(previous);
     if (part) previous = part;
     if (cited) {
       const link = document.createElement("a");
