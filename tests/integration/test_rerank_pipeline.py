@@ -110,6 +110,25 @@ def test_ask_refuses_under_min_score(engine: Ragstrata, tiny_model: Path) -> Non
     assert answer.refusal and diagnostics_json(answer)["refused_by"] == "rerank"
 
 
+def test_hyde_waits_for_the_rerank_gate(
+    engine: Ragstrata, tiny_model: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Review 41: with ``llm.hyde`` the model wrote its hypothetical passage before the
+    ``rerank.min_score`` gate, and the fused hits it gave carry no cross-encoder score, so the
+    gate never refused."""
+    from ragstrata.config import LLMConfig
+    from ragstrata.testing.fakes import ScriptedChatModel
+
+    every = RerankConfig(enabled=True, model=str(tiny_model), candidates=6, top_k=6, min_score=1e9)
+    config = replace(engine.config, rerank=every, llm=LLMConfig(provider="local", hyde=True))
+    model = ScriptedChatModel("Scurvy is a disease.", "Scurvy comes from a lack of vitamin C [1].")
+    engine.close()  # one process opens the index once
+    with Ragstrata(config, embedder=minilm, generator=model) as llm_engine:
+        answer = llm_engine.ask("what causes scurvy")
+    assert answer.refusal and diagnostics_json(answer)["refused_by"] == "rerank"
+    assert model.calls == []
+
+
 def test_missing_shipped_model_skips_reranking(
     engine: Ragstrata, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
