@@ -35,7 +35,7 @@ import hashlib
 import os
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -462,28 +462,15 @@ class IndexWriter:
         if avgdl <= 0 or not stale:
             return 0
         total = sum(len(manifest.documents[d].chunk_ids) for d in stale)
-        done = size = 0
-        group: list[str] = []
-        for at, doc_id in enumerate(stale):
-            group.append(doc_id)
-            size += len(manifest.documents[doc_id].chunk_ids)
-            if size < REWEIGHT_CHUNKS and at + 1 < len(stale):
-                continue
-            ids = [c for d in group for c in manifest.documents[d].chunk_ids]
-            chunks = self.store.get(ids)
-            tfs = [self.analyzer.term_frequencies(self.chunker.embedding_text(c)) for c in chunks]
+        done = 0
+        for group, chunks, tfs in self._stored_terms(stale):
             self.store.update_sparse([c.chunk_id for c in chunks], self._bm25_weights(tfs, avgdl))
-            done += len(chunks)
             for d in group:
                 manifest.documents[d] = replace(manifest.documents[d], bm25_avgdl=avgdl)
-            self._touched.update(group)
-            group, size = [], 0
+            done += len(chunks)
             if progress:
                 progress("reweight", done, total)
-        self.store.flush()
-        catalog.write_manifest(self.index_dir, manifest)
-        if self.publisher is not None:
-            self.publisher.publish(manifest)
+        self._persist()
         return done
 
     def reanalyse(self, *, progress: ProgressCallback | None = None) -> int:
@@ -514,16 +501,8 @@ class IndexWriter:
         if not stale:
             return 0
         total = sum(len(manifest.documents[d].chunk_ids) for d in stale)
-        done = size = 0
-        group: list[str] = []
-        for at, doc_id in enumerate(stale):
-            group.append(doc_id)
-            size += len(manifest.documents[doc_id].chunk_ids)
-            if size < REWEIGHT_CHUNKS and at + 1 < len(stale):
-                continue
-            ids = [c for d in group for c in manifest.documents[d].chunk_ids]
-            chunks = self.store.get(ids)
-            tfs = [self.analyzer.term_frequencies(self.chunker.embedding_text(c)) for c in chunks]
+        done = 0
+        for group, chunks, tfs in self._stored_terms(stale):
             lengths: Counter[str] = Counter()
             found: Counter[str] = Counter()
             for chunk, tf in zip(chunks, tfs, strict=True):
@@ -544,16 +523,40 @@ class IndexWriter:
                     bm25_length=lengths[d],
                     bm25_avgdl=avgdl,
                 )
-            self._touched.update(group)
             done += len(chunks)
-            group, size = [], 0
             if progress:
                 progress("reweight", done, total)
-        self.store.flush()
-        catalog.write_manifest(self.index_dir, manifest)
-        if self.publisher is not None:
-            self.publisher.publish(manifest)
+        self._persist()
         return done
+
+    def _stored_terms(
+        self, doc_ids: Sequence[str]
+    ) -> Iterator[tuple[list[str], list[Chunk], list[Counter[str]]]]:
+        """``(documents, their stored chunks, each chunk's term frequencies)`` for ``doc_ids``
+        in groups of about :data:`REWEIGHT_CHUNKS` chunks, analysed again from the stored text
+        (:meth:`reweight`, :meth:`reanalyse`); each group's documents count as touched by this
+        add once the caller has written their vectors (it resumes the generator)."""
+        manifest = self.manifest
+        size = 0
+        group: list[str] = []
+        for at, doc_id in enumerate(doc_ids):
+            group.append(doc_id)
+            size += len(manifest.documents[doc_id].chunk_ids)
+            if size < REWEIGHT_CHUNKS and at + 1 < len(doc_ids):
+                continue
+            chunks = self.store.get([c for d in group for c in manifest.documents[d].chunk_ids])
+            tfs = [self.analyzer.term_frequencies(self.chunker.embedding_text(c)) for c in chunks]
+            yield group, chunks, tfs
+            self._touched.update(group)
+            group, size = [], 0
+
+    def _persist(self) -> None:
+        """Flush the store, then write (and publish) the manifest: vectors before the entries
+        that describe them."""
+        self.store.flush()
+        catalog.write_manifest(self.index_dir, self.manifest)
+        if self.publisher is not None:
+            self.publisher.publish(self.manifest)
 
     def _bm25_weights(self, tfs: Sequence[Counter[str]], avgdl: float) -> list[SparseVector]:
         """The sparse vector of each chunk's term frequencies ``tfs``, length-normalized with
