@@ -22,7 +22,12 @@ from ragstrata.config import RagConfig, resolve_embedder_name
 from ragstrata.embed.base import Embedder
 from ragstrata.embed.cache import CachedEmbedder
 from ragstrata.errors import IndexNotFoundError, StoreError
-from ragstrata.generate.evidence import EvidenceRule, LearnedRule, evidence_rule_for
+from ragstrata.generate.evidence import (
+    EvidenceRule,
+    LearnedRule,
+    evidence_rule_for,
+    under_min_rerank,
+)
 from ragstrata.generate.extractive import ExtractiveAnswerer
 from ragstrata.index import catalog, snapshots
 from ragstrata.index.base import Filters, VectorStore
@@ -42,7 +47,7 @@ from ragstrata.retrieve.hybrid import (
     check_count,
 )
 from ragstrata.text.analyzer import Analyzer
-from ragstrata.types import Answer, Chunk, Document, Hit, IngestFailure
+from ragstrata.types import Answer, Chunk, Document, IngestFailure
 
 if TYPE_CHECKING:
     from ragstrata.generate.answerer import Answerer, AskEvent
@@ -448,7 +453,10 @@ class Ragstrata:
             return
         store = self._read_store()  # the one the search read
         hyde_passage: str | None = None
-        if self.config.llm.hyde and not self._under_min_rerank(hits):
+        # reranked hits under rerank.min_score: the answer refuses (``rerank``), so HyDE need not
+        # call the model first, and its fused hits, which carry no cross-encoder score, must not
+        # slip past the gate (review 41)
+        if self.config.llm.hyde and not under_min_rerank(hits, self.config.rerank.min_score):
             from ragstrata.retrieve.hyde import hyde_hits
 
             retrieval = self.config.retrieval
@@ -487,14 +495,6 @@ class Ragstrata:
             if isinstance(event, AnswerEvent) and hyde_passage is not None:
                 event = AnswerEvent(replace(event.answer, hyde_passage=hyde_passage))
             yield event
-
-    def _under_min_rerank(self, hits: Sequence[Hit]) -> bool:
-        """Whether reranked ``hits`` fall under ``rerank.min_score``: the answer refuses
-        (``rerank``), so HyDE need not call the model first, and its fused hits, which carry
-        no cross-encoder score, must not slip past the gate (review 41)."""
-        floor = self.config.rerank.min_score
-        scores = [s for h in hits if (s := h.retriever_score("rerank")) is not None]
-        return floor is not None and bool(scores) and max(scores) < floor
 
     def _expands(self) -> bool:
         """Whether the LLM answer replaces hits by their parent section (``llm.parent_tokens``)."""

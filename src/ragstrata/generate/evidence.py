@@ -288,6 +288,14 @@ def asks_nothing(question: str, coverage: float, analyzer: Analyzer) -> bool:
     return not has_function_word(question) and coverage <= 0.0
 
 
+def under_min_rerank(hits: Sequence[Hit], min_rerank: float | None) -> bool:
+    """Whether reranked ``hits``' best cross-encoder logit is under ``min_rerank``
+    (``rerank.min_score``; ``None``: never). Hits without a rerank score (not reranked) are
+    never under it."""
+    best = max((s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None)
+    return min_rerank is not None and best is not None and best < min_rerank
+
+
 def check_evidence(
     question: str,
     hits: Sequence[Hit],
@@ -305,12 +313,9 @@ def check_evidence(
     hits = distinct_hits(hits)
     ev = rule.measure(question, hits, analyzer)
     refused_by: EvidenceRefusal | None = None
-    best_rerank = max(
-        (s for h in hits if (s := h.retriever_score("rerank")) is not None), default=None
-    )
     if not hits or asks_nothing(question, ev.coverage, analyzer) or rule.refuses(ev):
         refused_by = "evidence"
-    elif min_rerank is not None and best_rerank is not None and best_rerank < min_rerank:
+    elif under_min_rerank(hits, min_rerank):
         refused_by = "rerank"
     return EvidenceCheck(ev, rule.threshold_for(ev), refused_by)
 
