@@ -320,25 +320,48 @@ def _version_of(chunk: Chunk) -> tuple[str, str] | None:
     return None
 
 
-_VERSION_MARK = re.compile(
-    r"\d+(?:[._-]\d+)*|(?<![^\W\d_])(?:old|new|newer|newest|latest|current|previous|legacy|"
-    r"archived?|draft|final|stable|beta|alpha|preview|antiguo|antigua|viejo|vieja|nuevo|nueva|"
-    r"actual|anterior|borrador|definitivo|definitiva)(?![^\W\d_])"
+_EDITION_WORD = re.compile(
+    r"(?<![^\W\d_])(?:old|new|newer|newest|latest|current|previous|legacy|archived?|draft|final|"
+    r"stable|beta|alpha|preview|antiguo|antigua|viejo|vieja|nuevo|nueva|actual|anterior|"
+    r"borrador|definitivo|definitiva)(?![^\W\d_])"
 )
-"""What may differ between the paths of two versions of one document: numbers (``v1/``,
-``v1.1/``, ``guide-2024.md``) and words that name an edition (``retention-old.md`` /
-``retention-new.md``, ``stable/`` / ``2.0/``, ``manual-antiguo.md``)."""
+"""Words that name an edition in a path (``retention-old.md`` / ``retention-new.md``,
+``stable/`` / ``2.0/``, ``manual-antiguo.md``)."""
+
+_PATH_NUMBER = re.compile(r"(?<![^\W\d_])[vV]\d+(?:\.\d+)*|\d+(?:[._-]\d+)*")
+_VERSION_FORM = re.compile(r"[vV]\d.*|\d+(?:\.\d+)+|(?:19|20)\d\d(?:[-_.]?\d\d){0,2}")
+"""A number in a path that reads as a version or a date by its form alone: ``v1``, ``v1.1``,
+``2.0``, ``2024``, ``2024-05-01``."""
+
+
+def _mask_versions(path: str, own: str | None) -> str:
+    """``path`` with its version marks replaced by ``#``: edition words, numbers that read as
+    a version or a date (:data:`_VERSION_FORM`) and numbers that begin the document's own
+    ``version``/``date`` value ``own`` (``docs/1/`` of version ``1.4``). Other numbers stay:
+    ``chapter1/intro.md`` and ``chapter2/intro.md`` dated 2024 are two chapters (review 41)."""
+    own_numbers = [int(n) for n in _NUM.findall(own or "")]
+
+    def mark(match: re.Match[str]) -> str:
+        token = match.group(0)
+        numbers = [int(n) for n in _NUM.findall(token)]
+        if _VERSION_FORM.fullmatch(token) or own_numbers[: len(numbers)] == numbers:
+            return "#"
+        return token
+
+    return _PATH_NUMBER.sub(mark, _EDITION_WORD.sub("#", path))
 
 
 def _family(chunk: Chunk) -> str:
-    """The title as written and the source path with its version marks
-    (:data:`_VERSION_MARK`) masked: two documents are versions of one only when both match. By
+    """The title as written and the source path with its version marks masked
+    (:func:`_mask_versions`): two documents are versions of one only when both match. By
     the title alone, two products' "Installation" pages, each with its own ``version``, were
     taken for versions of one page and the question about product B was answered from product
     A's (review 39); numbers in a title are not masked ("Lesson 1" and "Lesson 2", dated
-    meeting notes are different documents, review 41)."""
+    meeting notes are different documents, review 41), nor numbers in a path that read as
+    neither a version nor the document's own version or date (``chapter1/``, review 41)."""
     title = chunk.title.strip().casefold()
-    return f"{title}\n{_VERSION_MARK.sub('#', chunk.source.casefold())}"
+    version = _version_of(chunk)
+    return f"{title}\n{_mask_versions(chunk.source.casefold(), version[1] if version else None)}"
 
 
 def resolve_versions(

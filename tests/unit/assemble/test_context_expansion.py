@@ -171,6 +171,12 @@ def test_two_products_pages_of_one_title_are_not_versions_of_one_page() -> None:
         page("l2", "lessons/lesson-2.md", "2024-02-01"), title="Lesson 2"
     )
     assert len(resolve_versions([hit(lesson_1, 1), hit(lesson_2, 2)])[0]) == 2
+    # a number in a path that reads as neither a version nor the document's own version or
+    # date is a different document (review 41: two manuals' chapters, each dated)
+    chapters = [page(f"c{n}", f"book/chapter{n}/intro.md", f"2024-0{n}-01") for n in (1, 2)]
+    assert len(resolve_versions([hit(chapters[0], 1), hit(chapters[1], 2)])[0]) == 2
+    numbered = [page(f"d{n}", f"docs/{n}/install.md", f"{n}.4") for n in (1, 2)]
+    assert [h.chunk.doc_id for h in resolve_versions([hit(c, 1) for c in numbered])[0]] == ["d2"]
     # "newsletter" holds "new" but is no edition word
     one, two = page("o", "newsletter.md", "1.0"), page("n", "oldsletter.md", "2.0")
     assert len(resolve_versions([hit(one, 1), hit(two, 2)])[0]) == 2
