@@ -504,11 +504,11 @@ class JobManager:
             return job.to_json()
 
     def for_tenant(self, principal: Principal) -> list[dict[str, Any]]:
-        """The caller's jobs, newest first."""
+        """The caller's jobs, newest first (read from its own list: other tenants' jobs are
+        not scanned)."""
         with self._lock:
-            return [
-                j.to_json() for j in reversed(self._jobs.values()) if j.tenant == principal.tenant
-            ]
+            kept = self._kept.get(principal.tenant, OrderedDict[str, None]())
+            return [self._jobs[job_id].to_json() for job_id in reversed(kept)]
 
     def active(self) -> int:
         """Jobs queued or running."""
