@@ -657,8 +657,10 @@ class JobManager:
                         and self._someone_waits(pending)
                     ):
                         raise _SliceYielded
-                elif event == "reweight":  # cumulative within the slice, like parse
-                    job.chunks_reweighted = reweighted_before + done
+                elif event == "reweight":  # cumulative within a pass, like parse
+                    # the re-analysis pass and the re-weighting pass each count from 0 (review
+                    # 41): shown as their maximum; the slice's end sets the distinct count
+                    job.chunks_reweighted = max(job.chunks_reweighted, reweighted_before + done)
 
         try:
             report, outcomes = collection.ingest_staged(files, progress=progress)

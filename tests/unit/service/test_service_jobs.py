@@ -578,3 +578,32 @@ def test_files_reindexed_for_a_new_parser_are_counted(tmp_path: Path) -> None:
     finally:
         manager.shutdown()
     assert (report["reindexed"], report["updated"], report["chunks"]) == (5, 0, 15)
+
+
+def test_chunks_reweighted_never_steps_back_while_a_slice_runs(tmp_path: Path) -> None:
+    """Review 41: the re-analysis pass and the re-weighting pass each report ``reweight`` from
+    0, so a running job's ``chunks_reweighted`` climbed to 20, fell back to 5, climbed again."""
+    seen: list[int] = []
+    manager: JobManager
+
+    class _TwoPasses(_Collection):
+        def ingest_staged(
+            self, staged: Sequence[Path], *, progress: Any = None
+        ) -> tuple[IngestReport, list[FileOutcome]]:
+            for done in (10, 20, 5, 20):  # reanalyse 10, 20 of 20; then reweight 5, 20 of 20
+                progress("reweight", done, 20)
+                seen.append(manager._jobs["w" * 16].chunks_reweighted)
+            return IngestReport(added=len(staged), reweighted=20), [
+                FileOutcome(p.name, "indexed") for p in staged
+            ]
+
+    manager = JobManager(workers=1, batch_files=2)
+    try:
+        manager.submit("w" * 16, _TwoPasses("acme", "kb", []), _stage(tmp_path, "w", 1))  # type: ignore[arg-type]
+        _wait_idle(manager)
+        time.sleep(0.2)
+        job = manager.get(Principal("k", "acme", ("read",)), "w" * 16)
+    finally:
+        manager.shutdown()
+    assert seen == [10, 20, 20, 20]
+    assert job["progress"]["chunks_reweighted"] == job["report"]["reweighted"] == 20
