@@ -45,6 +45,7 @@ from ragstrata.text.language import query_language
 from ragstrata.text.spans import (
     TABLE_DELIMITER,
     Fence,
+    fenced,
     find_fences,
     join_split_code,
     sentence_spans,
@@ -183,31 +184,28 @@ class _Candidate:
     """Display text when it is not the cleaned span (a table row read with its header)."""
 
 
-def _table_rows(text: str, fenced: Sequence[tuple[int, int]]) -> list[_Candidate]:
+def _table_rows(
+    text: str, fenced: Sequence[tuple[int, int]], *, lead: str = ""
+) -> list[_Candidate]:
     """The data rows of the pipe tables of ``text`` (a header row, a separator row, then rows
     starting with ``|``; not inside a fenced block), each shown as ``header: cell`` pairs
     joined by ``; `` (empty cells left out, a cell under an empty header shown alone, a row
     number under one left out; line breaks in a cell read as ``, ``), so that
     a row says what its numbers are: ``| Run 11 | 12.5 | 103.4 |`` under ``| Run | U (m/s) |
     T (°C) |`` reads "Run: Run 11; U (m/s): 12.5; T (°C): 103.4". The quote's offsets are the
-    row's, so its citation is the row verbatim. A table without its header in the chunk gives
-    no rows (they would not say what they hold)."""
+    row's, so its citation is the row verbatim. ``lead``: the chunk's ``header``, which holds
+    the header and separator rows of a table split across chunks (the rows that open the
+    chunk are read under them; trial 43: no row of a split table's later chunks could be
+    quoted). A table without its header gives no rows (they would not say what they hold)."""
     lines: list[tuple[int, int]] = []
     pos = 0
     for line in text.split("\n"):
         lines.append((pos, pos + len(line)))
         pos += len(line) + 1
     out: list[_Candidate] = []
-    i = 0
-    while i + 1 < len(lines):
-        a, b = lines[i]
-        row, sep = text[a:b].strip(), text[lines[i + 1][0] : lines[i + 1][1]]
-        inside = any(f0 <= a <= f1 for f0, f1 in fenced)
-        if inside or not row.startswith("|") or not TABLE_DELIMITER.match(sep) or "|" not in sep:
-            i += 1
-            continue
-        header = [_clean_cell(c) for c in _cells(row)]
-        i += 2
+
+    def rows(header: list[str], i: int) -> int:
+        """Read the rows from line ``i`` under ``header``; the line after the last row."""
         while i < len(lines) and text[lines[i][0] : lines[i][1]].strip().startswith("|"):
             a, b = lines[i]
             cells = [_clean_cell(c) for c in _cells(text[a:b].strip())]
@@ -219,6 +217,25 @@ def _table_rows(text: str, fenced: Sequence[tuple[int, int]]) -> list[_Candidate
             if pairs:
                 out.append(_Candidate(a, b, b, "; ".join(pairs)))
             i += 1
+        return i
+
+    i = 0
+    carried = [line.strip() for line in lead.strip("\n").split("\n")][-2:]
+    if (
+        len(carried) == 2
+        and carried[0].startswith("|")
+        and TABLE_DELIMITER.match(carried[1])
+        and "|" in carried[1]
+    ):
+        i = rows([_clean_cell(c) for c in _cells(carried[0])], 0)
+    while i + 1 < len(lines):
+        a, b = lines[i]
+        row, sep = text[a:b].strip(), text[lines[i + 1][0] : lines[i + 1][1]]
+        inside = any(f0 <= a <= f1 for f0, f1 in fenced)
+        if inside or not row.startswith("|") or not TABLE_DELIMITER.match(sep) or "|" not in sep:
+            i += 1
+            continue
+        i = rows([_clean_cell(c) for c in _cells(row)], i + 2)
     return out
 
 
@@ -266,9 +283,12 @@ def _candidates(source: Source) -> list[_Candidate]:
     candidate. A sentence ending in ``:`` takes the fenced block or the list right after it (up
     to :data:`_MAX_BLOCK_LINES` lines).
     """
-    text = source.hit.chunk.text
-    fences = find_fences(text)
-    fenced = [(f.open_start, f.close_end) for f in fences]
+    chunk = source.hit.chunk
+    text = chunk.text
+    # fences only where the format has them: a stray ``` line in a .txt hid every sentence after
+    # it from the quote (review 42)
+    fences = find_fences(text) if fenced(chunk.metadata.get("format")) else []
+    in_fence = [(f.open_start, f.close_end) for f in fences]
     spans: list[tuple[int, int]] = []
     para: tuple[int, int] | None = None
     item = -1  # where the paragraph's list item text starts, after its marker (-1: no item)
@@ -295,7 +315,7 @@ def _candidates(source: Source) -> list[_Candidate]:
         stripped = line.strip()
         quoted = stripped.lstrip("> \t")  # a blockquote line without its markers
         prose = not (
-            any(a <= start <= b for a, b in fenced)
+            any(a <= start <= b for a, b in in_fence)
             or not quoted
             or (quoted != stripped and _ADMONITION_TITLE.match(quoted) is not None)
             or stripped.startswith(("#", "|", "<", "{", "///", "!!!", ":::"))
@@ -312,7 +332,7 @@ def _candidates(source: Source) -> list[_Candidate]:
             para = (para[0], end)
     flush()
     sentences = [_Candidate(a, b, _announced_block(text, a, b, fences)) for a, b in spans]
-    return sorted(sentences + _table_rows(text, fenced), key=lambda c: c.start)
+    return sorted(sentences + _table_rows(text, in_fence, lead=chunk.header), key=lambda c: c.start)
 
 
 LIST_ITEM_WORDS = 40

@@ -11,10 +11,12 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "FENCED_FORMATS",
     "TABLE_DELIMITER",
     "Fence",
     "after_abbreviation",
     "continues_sentence",
+    "fenced",
     "find_fences",
     "inline_code_spans",
     "join_split_code",
@@ -129,6 +131,19 @@ def after_abbreviation(text: str, start: int) -> bool:
         return False
     word = _WORD_BEFORE.search(text, max(0, stop - 12), stop)
     return word is not None and word.group(1).lower() in _ABBREVIATIONS
+
+
+FENCED_FORMATS = frozenset({"markdown", "html"})
+"""Document formats whose text marks code with fences: Markdown, and the Markdown that the HTML
+and Confluence parsers write for ``<pre>``. In plain text and PDF text a line of backticks is
+only text (review 42: one stray line made the rest of a .txt file code)."""
+
+
+def fenced(fmt: object) -> bool:
+    """Whether a document of format ``fmt`` (``Document.format``, a chunk's ``format``
+    metadata) marks code with fences; an unknown format (``None``: chunks stored before the
+    metadata existed) is read as Markdown."""
+    return fmt is None or fmt in FENCED_FORMATS
 
 
 def find_fences(text: str) -> list[Fence]:

@@ -1043,3 +1043,51 @@ def test_a_documents_own_numbered_references_are_not_shown_as_citations() -> Non
     assert clean_sentence("El valor está en arr[2] y en `arr[2]`.") == (
         "El valor está en arr[2] y en `arr[2]`."
     )
+
+
+def test_a_stray_fence_line_in_plain_text_hides_no_sentence(onnx_embedder: Any) -> None:
+    """Review 42: a line of three backticks in a .txt was read as a code fence running to the
+    end of the chunk, so no sentence after it was ever quoted ("Punto 52" quoted for a question
+    about point 5). Markdown keeps its fences."""
+    import dataclasses
+
+    text = "Use tres comillas:\n```\n\nPunto 5: se aprobó el presupuesto.\n\nPunto 6: se cerró."
+    for fmt, after in (("text", 2), ("markdown", 0)):
+        hit = source("notas", text, 1, language="es")
+        chunk = dataclasses.replace(hit.chunk, metadata={"format": fmt})
+        ctx = assemble(
+            [dataclasses.replace(hit, chunk=chunk)],
+            counter=onnx_embedder("e5", "int8").counter,
+            budget_tokens=500,
+        )
+        shown = [text[c.start : c.end] for c in _candidates(ctx.sources[0])]
+        assert len([s for s in shown if s.startswith("Punto")]) == after, (fmt, shown)
+
+
+def test_rows_of_a_table_split_across_chunks_are_read_under_its_header(
+    onnx_embedder: Any,
+) -> None:
+    """Trial 43: a long table's later chunks hold rows whose header is the chunk's ``header``
+    (repeated there, not in its text), so none of their rows could be quoted: the Isolinux row
+    of the Debian reference's boot loader table answered nothing."""
+    import dataclasses
+
+    header = "| paquete | cargador de arranque | descripción |\n|---|---|---|\n"
+    text = (
+        "| grub-pc | GRUB 2 | Entiende particiones de disco. |\n"
+        "| syslinux | Isolinux | Entiende el sistema de archivos ISO9660. |\n\n"
+        "Ello le permite iniciar su sistema desde un CD."
+    )
+    hit = source("arranque", text, 1, language="es")
+    chunk = dataclasses.replace(hit.chunk, header=header)
+    ctx = assemble(
+        [dataclasses.replace(hit, chunk=chunk)],
+        counter=onnx_embedder("e5", "int8").counter,
+        budget_tokens=500,
+    )
+    shown = [c.shown for c in _candidates(ctx.sources[0])]
+    assert (
+        "paquete: syslinux; cargador de arranque: Isolinux; "
+        "descripción: Entiende el sistema de archivos ISO9660." in shown
+    ), shown
+    assert not any(s.startswith("|") for s in shown)
