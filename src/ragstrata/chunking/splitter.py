@@ -33,7 +33,14 @@ from typing import Any, Protocol
 
 from ragstrata.errors import ChunkingError
 from ragstrata.text.language import chunk_language
-from ragstrata.text.spans import TABLE_DELIMITER, Fence, find_fences, sentence_spans, strip_span
+from ragstrata.text.spans import (
+    TABLE_DELIMITER,
+    Fence,
+    fenced,
+    find_fences,
+    sentence_spans,
+    strip_span,
+)
 from ragstrata.text.tokens import TokenCounter
 from ragstrata.types import Block, Chunk, Document, meta_text
 
@@ -83,7 +90,7 @@ class Chunker(Protocol):
 
     @property
     def signature(self) -> str:
-        """The chunking policy and its settings (``structure-v9:max=256:...``): two chunkers
+        """The chunking policy and its settings (``structure-v10:max=256:...``): two chunkers
         with the same signature give the same chunks, so an index records it and re-chunks a
         document when it changes."""
         ...
@@ -116,10 +123,53 @@ def heading_prefix(title: str, section_path: Sequence[str]) -> str:
     """The context line embedded before a chunk: ``"title > h1 > h2"``; the title is not added
     when the path already holds it (a Markdown H1, or a Confluence page title below its
     breadcrumbs)."""
+    return " > ".join(_prefix_parts(title, section_path))
+
+
+def _prefix_parts(title: str, section_path: Sequence[str]) -> list[str]:
     parts = [p for p in section_path if p]
     if title and title not in parts:
         parts.insert(0, title)
-    return " > ".join(parts)
+    return parts
+
+
+ELIDED = "…"
+"""Stands for the headings a cut prefix leaves out (:meth:`StructureChunker.prefix_for`)."""
+
+
+def elided_prefix(parts: Sequence[str], fits: Callable[[str], bool], *, anchor: int = 0) -> str:
+    """``" > ".join(parts)`` when it ``fits``; else the innermost heading, ``parts[anchor]`` (the
+    document's title: first, or below a Confluence page's breadcrumbs) if it still fits, then the
+    headings above the innermost, from the innermost outwards while the line still fits, each
+    left-out run written :data:`ELIDED` (``"Title > … > Section > Subsection"``). The title
+    names the page and the innermost headings tell its chunks apart; breadcrumb roots are shared
+    by a whole space (review 42: a 44-token Confluence path cut from its end lost "Nginx" and
+    "Requisitos" from every chunk after the section's first). Returns the whole line, which
+    does not fit, when the innermost heading alone does not (the caller cuts it)."""
+    whole = " > ".join(parts)
+    if len(parts) < 2 or fits(whole):
+        return whole
+    last = len(parts) - 1
+
+    def render(kept: set[int]) -> str:
+        out: list[str] = []
+        for i in range(len(parts)):
+            if i in kept:
+                out.append(parts[i])
+            elif not out or out[-1] != ELIDED:
+                out.append(ELIDED)
+        return " > ".join(out)
+
+    kept = {last}
+    if not fits(render(kept)):
+        return whole  # the innermost heading alone is too long: the caller cuts the whole line
+    if fits(render(kept | {anchor})):
+        kept.add(anchor)
+    for i in range(last - 1, 0, -1):
+        if not fits(render(kept | {i})):
+            break
+        kept.add(i)
+    return render(kept)
 
 
 def _sha(*parts: object) -> str:
@@ -166,7 +216,9 @@ class StructureChunker:
     # ------------------------------------------------------------------ public API
     def chunk(self, document: Document) -> list[Chunk]:
         text = document.text
-        fences = find_fences(text)
+        # fences mean code in Markdown and in the Markdown the HTML parsers write; a stray ```
+        # line in a .txt made the rest of the file "code" (review 42)
+        fences = find_fences(text) if fenced(document.format) else []
         spans: list[tuple[_Section, int, int, str, str, int]] = []
         for section in _sections(document.blocks):
             prefix = self.prefix_for(document.title, section.path)
@@ -214,17 +266,25 @@ class StructureChunker:
         return chunks
 
     def prefix_for(self, title: str, section_path: Sequence[str]) -> str:
-        """Heading-path prefix for a section, cut to ``max_prefix_tokens`` tokens."""
-        prefix = heading_prefix(title, section_path)
+        """Heading-path prefix for a section within ``max_prefix_tokens`` tokens: the whole
+        path when it fits, else its middle headings elided (:func:`elided_prefix`), and a line
+        still too long cut at the budget."""
+        parts = _prefix_parts(title, section_path)
+        prefix = " > ".join(parts)
         if not prefix or self.max_prefix_tokens == 0:
             return ""
-        cached = self._prefixes.get(prefix)
+        anchor = parts.index(title) if title in parts else 0
+        key = f"{anchor}\x1f{prefix}"  # the title's place changes the elision
+        cached = self._prefixes.get(key)
         if cached is None:
-            cut = self.counter.cut(prefix, self.max_prefix_tokens)
-            cached = prefix[:cut].rstrip()
+            budget = self.max_prefix_tokens
+            line = elided_prefix(
+                parts, lambda text: self.counter.count(text) <= budget, anchor=anchor
+            )
+            cached = line[: self.counter.cut(line, budget)].rstrip()
             if len(self._prefixes) > 50_000:
                 self._prefixes.clear()
-            self._prefixes[prefix] = cached
+            self._prefixes[key] = cached
         return cached
 
     def body_budget(self, prefix: str) -> int:
@@ -236,7 +296,7 @@ class StructureChunker:
     def signature(self) -> str:
         """Policy version and settings; see :attr:`Chunker.signature`."""
         return (
-            f"structure-v9:max={self.max_tokens}:overlap={self.overlap_ratio}"
+            f"structure-v10:max={self.max_tokens}:overlap={self.overlap_ratio}"
             f":prefix={self.max_prefix_tokens}:chars={self.max_chars}"
         )
 
