@@ -319,6 +319,129 @@ def test_a_running_header_that_repeats_a_section_title_is_dropped() -> None:
     assert "rebuild the reading order." in parsed.text
 
 
+PAYEES = ["Ferretería Sol", "Papelería Luna", "Gasolinera Norte", "Imprenta Sur"]
+
+
+def statement(*, running: bool) -> tuple[bytes, list[tuple[str, str, str]]]:
+    """Review 42's ``extracto.pdf``: 4 pages of date / payee / amount rows without rules, a title
+    over page 1's; ``running`` adds a bank header and a "Página N de 4" footer to every page."""
+    rows = [
+        (
+            f"{k % 28 + 1:02d}/{k // 28 + 1:02d}/2024",
+            f"Pago a {PAYEES[k % 4]}",
+            f"{k * 37 % 990 + 10},{k * 13 % 100:02d}",
+        )
+        for k in range(160)
+    ]
+    pages, i = [], 0
+    for n in range(4):
+        page = Page()
+        if running:
+            page.text(72, 765, "Banco Ejemplo · Cuenta corriente", size=8)
+            page.text(280, 30, f"Página {n + 1} de 4", size=8)
+        y = 740
+        if n == 0:
+            page.text(72, y, "Extracto de movimientos", size=16, font="F2")
+            y -= 30
+        while y > 60 and i < len(rows):
+            date, payee, amount = rows[i]
+            page.text(72, y, date).text(160, y, payee).text(480, y, amount)
+            y -= 14
+            i += 1
+        pages.append(page)
+    return build_pdf(pages), rows[:i]
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_a_statement_keeps_the_rows_at_the_top_and_bottom_of_its_pages(running: bool) -> None:
+    """Review 42: the dates and amounts of the first and last three rows of each page were
+    dropped as running lines ("#/#/#" and "#,#" recur at the page's edges on every page), and
+    page 1's first row too."""
+    data, rows = statement(running=running)
+    text = flat(parse(data).text)
+    missing = [row for row in rows if " ".join(row) not in text]
+    assert not missing
+    assert "Extracto de movimientos" in text
+    if running:
+        assert "Banco Ejemplo" not in text
+        assert not re.search(r"Página \d de 4", text)
+
+
+def test_a_price_list_continued_at_the_top_of_a_page_keeps_its_prices() -> None:
+    """Review 42's ``precios.pdf``: the price list goes on at the top of pages 2 and 3; each
+    price, far from its fruit, was dropped as a lone page number."""
+    prices = [("Manzana", "12"), ("Pera", "15"), ("Naranja", "9"), ("Uva", "31"), ("Kiwi", "22")]
+    prices += [("Mango", "48"), ("Fresa", "27"), ("Cereza", "53"), ("Limón", "7"), ("Melón", "19")]
+    first = Page().text(72, 740, "Lista de precios de la frutería", size=16, font="F2")
+    first.lines(72, 710, ["Los precios están en euros por kilo y se revisan cada semana."])
+    y = 670
+    for name, price in prices[:3]:
+        first.text(72, y, name).text(400, y, price)
+        y -= 14
+    for k in range(40):
+        first.text(72, y, f"Línea de relleno {k} con texto normal para ocupar la página.")
+        y -= 14
+        if y < 80:
+            break
+    pages = [first]
+    for chunk in (prices[3:6], prices[6:]):
+        page = Page()
+        y = 740
+        for name, price in chunk:
+            page.text(72, y, name).text(400, y, price)
+            y -= 14
+        for k in range(30):
+            page.text(72, y - 20, f"Más texto de relleno {k} sobre la fruta y su conservación.")
+            y -= 14
+        pages.append(page)
+    text = flat(parse(build_pdf(pages)).text)
+    for name, price in prices:
+        assert f"{name} {price}" in text
+
+
+def test_an_exercise_sheet_keeps_its_titles_and_repeated_instructions() -> None:
+    """Review 42's ``ejercicios.pdf``: "Ejercicio N" (bold, body size) and an instruction line
+    repeated on every page were dropped as running headers, with the heading path."""
+    pages = []
+    for n in range(1, 5):
+        page = Page().text(72, 740, f"Ejercicio {n}", font="F2")
+        page.lines(
+            72,
+            720,
+            [
+                f"Calcule la derivada de la función número {n} y justifique cada paso.",
+                "Indique las reglas de derivación que aplica en su respuesta.",
+                "Escriba el resultado final simplificado al máximo posible.",
+            ],
+        )
+        pages.append(page)
+    text = flat(parse(build_pdf(pages)).text)
+    for n in range(1, 5):
+        assert f"Ejercicio {n}" in text
+    assert text.count("Indique las reglas de derivación que aplica en su respuesta.") == 4
+
+
+def test_a_running_header_beside_a_number_column_goes_and_the_numbers_stay() -> None:
+    """A real running header and page number (101-104) over a list that opens every page with
+    a number far from its label: only the header and the page number go."""
+    pages = []
+    for n in range(1, 5):
+        page = Page().text(72, 765, "Catálogo de piezas 2024", size=8)
+        page.text(520, 765, str(100 + n), size=8)
+        y = 735
+        for k in range(3):
+            page.text(72, y, f"Pieza {n}{k}").text(400, y, str(10 * n + k))
+            y -= 14
+        page.lines(72, y - 20, PROSE)
+        pages.append(page)
+    text = flat(parse(build_pdf(pages)).text)
+    assert "Catálogo" not in text
+    assert not re.search(r"\b10[1-4]\b", text)
+    for n in range(1, 5):
+        for k in range(3):
+            assert f"Pieza {n}{k} {10 * n + k}" in text
+
+
 def test_a_single_page_keeps_its_first_line() -> None:
     page = Page().text(72, 760, "ACME Quarterly Report", size=9).lines(72, 700, PROSE)
     assert "ACME Quarterly Report" in parse(build_pdf([page])).text
@@ -471,7 +594,7 @@ def test_page_offsets_map_text_to_its_page(tmp_path: Path) -> None:
     doc = load_document(path)
     assert doc.format == "pdf" and doc.pages == parsed.pages
     assert doc.page_range(doc.text.index("threeword"), doc.text.index("threeword") + 9) == (4, 4)
-    chunker = StructureChunker(CallableTokenCounter(lambda s: len(s.split())), max_tokens=40)
+    chunker = StructureChunker(CallableTokenCounter(lambda s: len(s.split())), max_tokens=80)
     chunks = chunker.chunk(doc)
     assert chunks
     for chunk in chunks:

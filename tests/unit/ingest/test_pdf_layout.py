@@ -12,6 +12,7 @@ from ragstrata.ingest.pdf.blocks import build_items
 from ragstrata.ingest.pdf.model import Line, Page, Rule, Stats, Word
 from ragstrata.ingest.pdf.order import reading_order
 from ragstrata.ingest.pdf.rows import row_segments
+from ragstrata.ingest.pdf.running import drop_running_lines
 from ragstrata.ingest.pdf.tables import detect_tables
 
 BODY = 10.0
@@ -46,6 +47,23 @@ def page_of(words: Sequence[Word], *, hrules: Sequence[Rule] = ()) -> Page:
         has_text=bool(words),
         has_images=False,
     )
+
+
+def right_aligned(text: str, x1: float, top: float) -> list[Word]:
+    """``text`` set so that its last word ends at ``x1``."""
+    width = sum(CHAR * len(t) for t in text.split()) + SPACE * (len(text.split()) - 1)
+    return line_words(text, x1 - width, top)
+
+
+def texts_after_running(words_by_page: Sequence[Sequence[Word]]) -> list[list[str]]:
+    """Each page's segment texts once running lines are dropped."""
+    pages = []
+    for index, words in enumerate(words_by_page):
+        page = page_of(words)
+        page.index = index
+        pages.append(page)
+    drop_running_lines(pages, BODY)
+    return [[s.text for s in page.segments] for page in pages]
 
 
 def read(page: Page) -> list[Line]:
@@ -273,3 +291,55 @@ def test_a_grid_under_45_percent_filled_is_not_a_table() -> None:
             ]
         )
     ]
+
+
+# --------------------------------------------------------------------------- running lines
+HEADER = "Proceedings of the Workshop on Retrieval"
+
+
+def test_a_running_header_mirrored_on_facing_pages_is_dropped() -> None:
+    """A two-sided layout sets the header at the left margin of even pages and against the
+    right margin of odd ones: 2 pages at each place, the same place once mirrored."""
+    pages = [
+        [
+            *(line_words(HEADER, 50, 30) if k % 2 == 0 else right_aligned(HEADER, 550, 30)),
+            *column(LEFT, 50, 100),
+        ]
+        for k in range(4)
+    ]
+    for texts in texts_after_running(pages):
+        assert texts == LEFT
+
+
+def test_a_two_line_running_header_is_dropped_and_a_repeated_body_line_stays() -> None:
+    """The edge band is the rows before the first wide gap (two here); a line repeated on
+    every page in the body is content ("Indique las reglas..." on an exercise sheet)."""
+    pages = [
+        [
+            *line_words(HEADER, 50, 30),
+            *line_words("Volume 3 Issue 2", 50, 40),
+            *column([f"Exercise {k}", "State the rules you apply.", *LEFT], 50, 100),
+        ]
+        for k in range(4)
+    ]
+    for k, texts in enumerate(texts_after_running(pages)):
+        assert texts == [f"Exercise {k}", "State the rules you apply.", *LEFT]
+
+
+def test_page_numbers_beside_a_header_that_does_not_recur_are_dropped() -> None:
+    """Roman page numbers at one place whose value minus the page index stays the same go,
+    even with a one-page header on their row; a number on a body row stays."""
+    titles = ["Prefacio", "Agradecimientos", "Notación", "Convenciones", "Prólogo"]
+    numerals = ["i", "ii", "iii", "iv", "v"]
+    pages = [
+        [
+            *line_words(numerals[k], 50, 30),
+            *right_aligned(titles[k], 550, 30),
+            *column(LEFT, 50, 100),
+            *line_words(str(k + 7), 400, 100),
+        ]
+        for k in range(5)
+    ]
+    for k, texts in enumerate(texts_after_running(pages)):
+        assert numerals[k] not in texts
+        assert titles[k] in texts and str(k + 7) in texts

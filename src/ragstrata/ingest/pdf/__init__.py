@@ -15,11 +15,14 @@ Pipeline, per page then per document:
    are read once per word. The dominant text direction (character angle) picks the coordinate
    frame, so rotated pages read upright; words at another angle (margin stamps) are dropped.
 2. **Segments**: words grouped into visual rows, rows cut at gaps wider than 0.8 em.
-3. **Running headers/footers**: segments among the first/last three rows of a page, within the
-   outer 15 % of its height, whose text (digits masked) recurs at the same edge on at least three
-   pages, plus lone page numbers there ("4", "4 / 244", "iv", "Página 4") with no other segment
-   within 3 em on their row, are dropped; never headings (font >= 12 % above the body), lines
-   of 12+ words, or rows between two equal ruling lines (a table header repeated per page).
+3. **Running headers/footers**: segments of a page's edge band (its first/last row, or rows
+   set apart from the body by a wide gap, at most three, within the outer 15 % of its height)
+   whose text recurs at the same place on at least three pages (numbers masked only in a page
+   number form: "4 / 244", "Página 4 de 9"), page numbers whose value minus the page index
+   stays the same at one place, and page numbers left alone on their row ("4", "iv") are
+   dropped; never headings (font >= 12 % above the body), lines of 12+ words, or rows between
+   two equal ruling lines (a table header repeated per page). See
+   :mod:`ragstrata.ingest.pdf.running`.
    After step 5, the entries of a table of contents are dropped (a page with 5+ dot-leader
    lines: :func:`ragstrata.ingest.pdf.running.drop_contents_lines`).
 4. **Tables**: horizontal rules with the same extent (a booktabs top/mid/bottom rule set or a full

@@ -1,45 +1,139 @@
 """Step 3 of the pipeline (see :mod:`ragstrata.ingest.pdf`): running headers/footers, page
 numbers and the decorative rules beside them are dropped; after reading order, so are the
-dot-leader lines of a table of contents (:func:`drop_contents_lines`)."""
+dot-leader lines of a table of contents (:func:`drop_contents_lines`).
+
+A running line is told from body text by where it sits and what it repeats, not by its shape:
+it lies in a page's edge band (:func:`_edge_band`) and either the same words, or the same page
+number form ("# / #", "Página # de #"), sit at the same place on at least
+:data:`_RUNNING_MIN_PAGES` pages, or it is a page number alone on its row. The first rows of a
+bank statement, a price list or an exercise sheet repeat their shape ("01/02/2024 ... 572,35",
+"Ejercicio 2") but not their words, so they stay (review 42: they were dropped while any text
+whose digits, masked, recurred among a page's first or last three rows counted as running)."""
 
 from __future__ import annotations
 
+import itertools
 import re
+import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from ragstrata.ingest.pdf.model import HEADING_SIZE_RATIO, Line, Page, Rule, Segment
 
 _EDGE_ZONE = 0.15
 """Share of the page height at the top and bottom where running headers/footers live."""
 _EDGE_ROWS = 3
+"""At most this many rows at each edge form the edge band (a header over two or three lines)."""
+_BAND_GAP = 1.5
+"""The edge band is the first (last) row, or the first (last) two or three rows when a row
+pitch at least this many times the page's median pitch separates them from the rest."""
 _RUNNING_MIN_PAGES = 3
+_POSITION_TOLERANCE = 3.0
+"""Points: a running line recurs at the same distance from its edge and with the same left
+edge, right edge or centre (buckets this wide and their neighbours: up to twice this apart)."""
 _PAGE_NUMBER_RE = re.compile(
     r"^(?:(?:page|p\.|página|pág\.?|seite|s\.)\s*)?[-–—]?\s*#+\s*[-–—]?"
     r"(?:\s*(?:/|of|de|von)\s*#+)?$"
     r"|^(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})$",
     re.IGNORECASE,
 )
+"""A page number alone, digits masked: "#", "- # -", "# / #", "Página # de #", "iv"."""
+_PAGE_REF = (
+    r"(?:(?:page|p\.|página|pág\.?|seite|s\.)\s*\d+(?:\s*(?:/|of|de|von)\s*\d+)?"
+    r"|\d+\s*(?:/|of|de|von)\s*\d+)"
+)
+_PAGE_REF_SEP = r"(?:\s*[-–—|·•,:]\s*|\s+)"
+_PAGE_REF_RE = re.compile(rf"^{_PAGE_REF}(?={_PAGE_REF_SEP})|{_PAGE_REF_SEP}{_PAGE_REF}$")
+"""A page reference that opens or closes a running line ("Informe anual · Página 4 de 9")."""
 
 
 def _mask(text: str) -> str:
     return " ".join(re.sub(r"\d+", "#", text.casefold()).split())
 
 
-def _edge_candidates(page: Page) -> Iterable[tuple[str, Segment]]:
-    """Segments among the first/last rows of the page within the outer edge zones."""
-    if not page.segments:
-        return
-    tops = sorted({round(s.top, 1) for s in page.segments})
-    first, last = set(tops[:_EDGE_ROWS]), set(tops[-_EDGE_ROWS:])
-    for segment in page.segments:
-        row = round(segment.top, 1)
-        if _ruled_in(segment, page.hrules):
-            continue
-        if row in first and segment.bottom <= _EDGE_ZONE * page.height:
-            yield "top", segment
-        elif row in last and segment.top >= (1 - _EDGE_ZONE) * page.height:
-            yield "bottom", segment
+def _running_key(text: str) -> str:
+    """What a running line repeats from page to page: its page number form, digits masked
+    ("# / #", "página # de #"); else its words (casefolded), a page reference at either end
+    masked ("informe anual · página # de #"). Other numbers stay: "Ejercicio 2" and
+    "Ejercicio 3", or two dates, are not the same line."""
+    masked = _mask(text)
+    if _PAGE_NUMBER_RE.match(masked):
+        return masked
+    words = " ".join(text.casefold().split())
+    return _PAGE_REF_RE.sub(lambda m: _mask(m.group()), words, count=1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A segment of a page's edge band, with what it repeats and where."""
+
+    page: int
+    zone: str  # "top" or "bottom"
+    segment: Segment
+    key: str
+    depth: float
+    """Distance from its edge: ``top`` for the top band, height - ``bottom`` for the bottom."""
+    width: float
+    """The page's width: a two-sided layout mirrors its running lines on facing pages."""
+
+    def anchors(self) -> Iterator[tuple[str, int, int]]:
+        """Its place, in buckets of :data:`_POSITION_TOLERANCE`: the same distance from its
+        edge, and the same left edge (or the same distance from the right edge as another's
+        from the left, mirrored), right edge or centre."""
+        s, step = self.segment, _POSITION_TOLERANCE
+        y = round(self.depth / step)
+        yield "x0", y, round(s.x0 / step)
+        yield "x0", y, round((self.width - s.x1) / step)
+        yield "x1", y, round(s.x1 / step)
+        yield "xc", y, round((s.x0 + s.x1) / 2 / step)
+
+
+def _rows(segments: Sequence[Segment]) -> list[list[Segment]]:
+    """Segments grouped into visual rows, top to bottom: a segment joins the row whose first
+    segment it overlaps vertically by half the smaller height."""
+    rows: list[list[Segment]] = []
+    for segment in sorted(segments, key=lambda s: (s.top + s.bottom) / 2):
+        if rows:
+            first = rows[-1][0]
+            overlap = min(first.bottom, segment.bottom) - max(first.top, segment.top)
+            height = min(first.bottom - first.top, segment.bottom - segment.top)
+            if overlap >= 0.5 * height:
+                rows[-1].append(segment)
+                continue
+        rows.append([segment])
+    return rows
+
+
+def _edge_band(rows: Sequence[Sequence[Segment]]) -> list[Sequence[Segment]]:
+    """The leading rows of ``rows`` that a running line may occupy: the first row, or the first
+    two or three when a pitch of :data:`_BAND_GAP` times the median row pitch follows them (a
+    header over two lines, then the body)."""
+    pitches = [abs(b[0].top - a[0].top) for a, b in itertools.pairwise(rows)]
+    if pitches:
+        usual = statistics.median(pitches)
+        for depth, pitch in enumerate(pitches[:_EDGE_ROWS]):
+            if pitch >= _BAND_GAP * usual:
+                return list(rows[: depth + 1])
+    return list(rows[:1])
+
+
+def _candidates(page: Page) -> Iterator[_Candidate]:
+    """Segments of the page's top and bottom edge bands within the outer edge zones, except
+    rows between two equal ruling lines (:func:`_ruled_in`)."""
+    rows = _rows(page.segments)
+    top = {id(row) for row in _edge_band(rows)}
+    bottom = {id(row) for row in _edge_band(rows[::-1])}
+    for row in rows:
+        for segment in row:
+            if (id(row) not in top and id(row) not in bottom) or _ruled_in(segment, page.hrules):
+                continue
+            key = _running_key(segment.text)
+            if id(row) in top and segment.bottom <= _EDGE_ZONE * page.height:
+                yield _Candidate(page.index, "top", segment, key, segment.top, page.width)
+            elif id(row) in bottom and segment.top >= (1 - _EDGE_ZONE) * page.height:
+                depth = page.height - segment.bottom
+                yield _Candidate(page.index, "bottom", segment, key, depth, page.width)
 
 
 def _ruled_in(segment: Segment, hrules: Sequence[Rule]) -> bool:
@@ -85,13 +179,29 @@ def drop_contents_lines(lines_by_page: list[list[Line]]) -> None:
 
 
 def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
-    """Remove running headers/footers and page numbers (module docstring, step 3)."""
-    seen: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
-    for page in pages:
-        for zone, segment in _edge_candidates(page):
-            seen[(zone, _mask(segment.text))].add(page.index)
-    # a running header that repeats the current section's title ("6.4 Composición de la
-    # página") changes with the section, so a short section's shows on too few pages to count
+    """Remove running headers/footers and page numbers (module docstring, step 3).
+
+    In a page's edge band (:func:`_edge_band`, within the outer :data:`_EDGE_ZONE` of the
+    height), a segment is dropped when, not a heading (font >= 12 % above the body) nor a line of
+    12+ words:
+
+    - its :func:`_running_key` sits at the same place (:data:`_POSITION_TOLERANCE`) on at least
+      :data:`_RUNNING_MIN_PAGES` pages;
+    - it is a number that, at the same place on as many pages, runs with the page index (its
+      value minus the page's index is the same: page numbers beside text that stays);
+    - in the top band, its words (2+) are a heading's of the document: a running header that
+      repeats the current section's title changes with the section, so a short section's shows
+      on too few pages to recur;
+    - it is a page number form (``_PAGE_NUMBER_RE``) and no other segment is left on its row.
+
+    Nothing is dropped when every segment of every page would go: the "headers" are the content.
+    """
+    candidates = [c for page in pages for c in _candidates(page)]
+    places: defaultdict[tuple[str, str, tuple[str, int, int]], set[int]] = defaultdict(set)
+    for c in candidates:
+        for key in _keys(c):
+            for anchor in c.anchors():
+                places[(c.zone, key, anchor)].add(c.page)
     headings = {
         _words_of(s.text)
         for page in pages
@@ -99,29 +209,68 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
         if s.size > body_size * HEADING_SIZE_RATIO
     }
     headings.discard("")
-    drop: list[tuple[Page, set[int]]] = []
+    doomed: set[int] = set()
+    numbers: list[_Candidate] = []
+    for c in candidates:
+        segment = c.segment
+        if segment.size > body_size * HEADING_SIZE_RATIO or len(segment.words) >= 12:
+            continue  # a heading or a body line, not a running line
+        words = _words_of(segment.text)
+        if any(_recurs(places, key, c) for key in _keys(c)) or (
+            c.zone == "top" and len(words.split()) >= 2 and words in headings
+        ):
+            doomed.add(id(segment))
+        elif _PAGE_NUMBER_RE.match(_mask(segment.text)):
+            numbers.append(c)
+    by_index = {page.index: page for page in pages}
+    for c in numbers:
+        if not _has_row_mate(c.segment, by_index[c.page].segments, doomed):
+            doomed.add(id(c.segment))
+    if all(all(id(s) in doomed for s in page.segments) for page in pages):
+        return
     for page in pages:
-        doomed: set[int] = set()
-        for zone, segment in _edge_candidates(page):
-            if segment.size > body_size * HEADING_SIZE_RATIO or len(segment.words) >= 12:
-                continue  # a heading or a body line, not a running line
-            masked = _mask(segment.text)
-            if (
-                len(seen[(zone, masked)]) >= _RUNNING_MIN_PAGES
-                or (_PAGE_NUMBER_RE.match(masked) and not _has_neighbour(segment, page.segments))
-                or (
-                    zone == "top"
-                    and len(_words_of(segment.text).split()) >= 2
-                    and _words_of(segment.text) in headings
-                )
-            ):
-                doomed.add(id(segment))
-        drop.append((page, doomed))
-    if all(len(doomed) >= len(page.segments) for page, doomed in drop):
-        return  # every line would go: the "headers" are the content
-    for page, doomed in drop:
-        if doomed:
-            page.segments = [s for s in page.segments if id(s) not in doomed]
+        page.segments = [s for s in page.segments if id(s) not in doomed]
+
+
+def _keys(candidate: _Candidate) -> tuple[str, ...]:
+    """What the candidate must repeat at its place: its :func:`_running_key`, except for a bare
+    number (arabic or roman), ``"#<value - page index>"``: page numbers at one place keep that
+    difference from page to page, a table's number column does not."""
+    text = candidate.segment.text.strip()
+    if text.isdecimal():
+        return (f"#{int(text) - candidate.page}",)
+    value = _roman_value(text)
+    if value is not None:
+        return (f"#{value - candidate.page}",)
+    return (candidate.key,)
+
+
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+def _roman_value(text: str) -> int | None:
+    """The value of a lowercase or uppercase roman numeral ("xiv" -> 14), None for other text
+    (the form is checked by :data:`_PAGE_NUMBER_RE`)."""
+    folded = text.casefold()
+    if not folded or not set(folded) <= _ROMAN.keys() or not _PAGE_NUMBER_RE.match(folded):
+        return None
+    values = [_ROMAN[ch] for ch in folded]
+    return sum(-v if v < nxt else v for v, nxt in zip(values, [*values[1:], 0], strict=True))
+
+
+def _recurs(
+    places: dict[tuple[str, str, tuple[str, int, int]], set[int]], key: str, c: _Candidate
+) -> bool:
+    """Whether ``key`` sits at the candidate's place on at least :data:`_RUNNING_MIN_PAGES`
+    pages."""
+    for kind, y, x in c.anchors():
+        seen: set[int] = set()
+        for dy in (-1, 0, 1):
+            for dx in (-1, 0, 1):
+                seen |= places.get((c.zone, key, (kind, y + dy, x + dx)), set())
+                if len(seen) >= _RUNNING_MIN_PAGES:
+                    return True
+    return False
 
 
 def _words_of(text: str) -> str:
@@ -133,14 +282,14 @@ def _words_of(text: str) -> str:
     return " ".join(words)
 
 
-def _has_neighbour(segment: Segment, segments: Sequence[Segment]) -> bool:
-    """Whether another segment sits on the same row within 3 em (a section number beside its
-    title, unlike a page number at the margin)."""
-    reach = 3 * max(segment.size, 1.0)
+def _has_row_mate(segment: Segment, segments: Sequence[Segment], doomed: set[int]) -> bool:
+    """Whether another segment, not being dropped, shares the segment's row (overlaps it
+    vertically): a number beside a price list's item or a section number beside its title,
+    unlike a page number alone or beside a running header."""
     return any(
         other is not segment
+        and id(other) not in doomed
         and min(other.bottom, segment.bottom) - max(other.top, segment.top) > 0
-        and (0 <= other.x0 - segment.x1 <= reach or 0 <= segment.x0 - other.x1 <= reach)
         for other in segments
     )
 
