@@ -220,6 +220,27 @@ def test_a_table_in_a_list_item_repeats_its_header_too() -> None:
     assert any("Reinicie el servicio" in c.text for c in chunks)
 
 
+def test_a_code_block_in_a_list_item_that_fits_a_chunk_stays_whole() -> None:
+    """Review 42: a fenced code block inside a list item was part of the list block, split by
+    lines, so a block that fitted one chunk was cut in two (React's useSyncExternalStore.md)."""
+    code = "\n".join(f"   sudo systemctl restart servicio-{i} --now" for i in range(8))
+    steps = [
+        f"{i}. Paso {i}: configure el componente {i} y reinicie sus servicios.\n\n"
+        f"   ```bash\n{code}\n   ```\n"
+        for i in range(1, 8)
+    ]
+    text = "# Pasos\n\n" + "\n".join(steps)
+    chunks = chunker(128).chunk(make_doc(text))
+    fences = find_fences(text)
+    assert len(fences) == 7
+    for fence in fences:
+        opener = text.index("```", fence.open_start)  # the fence lines are indented
+        assert any(c.start <= opener and fence.close_end <= c.end for c in chunks)
+    for c in chunks:
+        assert c.text == text[c.start : c.end] and not c.header and not c.footer
+        assert fence_lines(c.rendered) % 2 == 0
+
+
 def test_table_header_wider_than_half_the_budget_is_not_repeated() -> None:
     # a wide export table: its header alone is over half a 64-token chunk
     cols = [f"column_{i}_label" for i in range(12)]
