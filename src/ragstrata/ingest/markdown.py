@@ -185,9 +185,9 @@ def _front_matter(content: str) -> tuple[dict[str, Any], str]:
 
 
 def _fence_start(text: str, token: Token, line_start: int, line_end: int) -> int:
-    """Where a code block inside a list item begins: at its fence when the fence shares its
-    line with an item marker (``- ```js``: the marker stays list text), otherwise at the
-    line's first character (a fence in a quote in the item keeps its ``> `` prefix)."""
+    """Where a code block inside a list or quote begins: at its fence when the fence shares
+    its line with an item marker (``- ```js``: the marker stays list text), otherwise at the
+    line's first character, so a fence inside a quote keeps its ``> `` prefix."""
     start = _trim(text, line_start, line_end)[0]
     if token.type == "fence":
         at = text.find(token.markup, start, line_end)
@@ -204,12 +204,13 @@ def _around_inner_blocks(
     end: int,
     offset: Callable[[int], int],
 ) -> list[Block]:
-    """The list block ``text[start:end]`` (opened by ``tokens[index]``), with each code block
-    (fenced or indented) and each pipe table inside one of its items as a block of its own
-    between list blocks. The chunker keeps tables and code whole and repeats a table's header
-    above each piece of it: inside a list a long table's later pieces were bare rows (review
-    32: "| opción-40 | ..." under no column names), and a 151-token code block in a long list
-    was cut in two although it fitted one chunk (review 42)."""
+    """The list or quote block ``text[start:end]`` (opened by ``tokens[index]``), with each
+    code block (fenced or indented) inside it, and each pipe table inside a list, as a block
+    of its own between blocks of the container's kind. The chunker keeps tables and code
+    whole and repeats a table's header above each piece of it: inside a list a long table's
+    later pieces were bare rows (review 32: "| opción-40 | ..." under no column names), and a
+    151-token code block in a long list was cut in two although it fitted one chunk (review
+    42). A code block in a quote keeps its ``> `` markers (:func:`_fence_start`)."""
     container = _KIND_BY_TOKEN[tokens[index].type]
     blocks: list[Block] = []
     at = start
@@ -253,7 +254,8 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
         ``ParsedText`` whose blocks have kinds heading (with ``level`` 1-6 and cleaned
         ``title``), paragraph, code (fenced or indented, fence lines included), table, list
         (a top-level list; a table or code block inside one of its items is a block of its own
-        between the list's parts), quote, html and rule. ``metadata`` is the front matter;
+        between the list's parts), quote (a code block inside it likewise, its ``>`` markers
+        kept), html and rule. ``metadata`` is the front matter;
         ``warnings`` holds a ``front_matter`` warning (path empty) when it could not be read.
     """
     tokens = _parser().parse(text)
@@ -293,7 +295,7 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
             if level == 1 and not first_h1:
                 first_h1 = title
             blocks.append(Block(kind="heading", start=start, end=end, level=level, title=title))
-        elif kind == "list":
+        elif kind in ("list", "quote"):
             blocks.extend(_around_inner_blocks(text, tokens, index, start, end, offset))
         else:
             blocks.append(Block(kind=kind, start=start, end=end))

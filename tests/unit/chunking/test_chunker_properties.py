@@ -241,6 +241,32 @@ def test_a_code_block_in_a_list_item_that_fits_a_chunk_stays_whole() -> None:
         assert fence_lines(c.rendered) % 2 == 0
 
 
+def test_a_code_block_in_a_quote_is_split_with_quoted_fences_and_no_overlap() -> None:
+    """Review 42: a ``> ```bash`` block was no fence: its pieces had unbalanced fences and the
+    overlap was taken inside the code. Now each piece re-opens and closes the quoted fence,
+    and a block that fits one chunk stays whole."""
+    lines = "\n".join(f"> sudo systemctl restart servicio-{i} --now" for i in range(40))
+    small = "\n".join(f"> echo paso-{i}" for i in range(3))
+    text = (
+        "# Notas\n\n> **Nota:** ejecute como root.\n>\n> ```bash\n" + lines + "\n> ```\n>\n"
+        "> " + " ".join(f"Frase número {i} de la nota." for i in range(40)) + "\n>\n"
+        "> ```sh\n" + small + "\n> ```\n> Fin de la nota.\n"
+    )
+    chunks = chunker(96).chunk(make_doc(text))
+    code = [c for c in chunks if "servicio-" in c.text]
+    assert len(code) > 2
+    for a, b in itertools.pairwise(code):
+        assert b.start >= a.end  # no overlap inside the code
+    for c in code[1:]:
+        assert c.header == "> ```bash\n"
+    for c in chunks:
+        assert c.text == text[c.start : c.end]
+        assert len(re.findall(r"(?m)^> (`{3,}|~{3,})", c.rendered)) % 2 == 0, c.rendered
+    opener = text.index("> ```sh")
+    closer = text.index("> ```", opener + 1) + len("> ```")
+    assert any(c.start <= opener and closer <= c.end for c in chunks)
+
+
 def test_table_header_wider_than_half_the_budget_is_not_repeated() -> None:
     # a wide export table: its header alone is over half a 64-token chunk
     cols = [f"column_{i}_label" for i in range(12)]

@@ -182,3 +182,13 @@ def test_code_in_a_list_item_is_a_code_block_of_its_own() -> None:
         ("code", "```js\n  f();\n  ```"),
         ("list", "- fin"),
     ]
+
+
+def test_code_in_a_quote_is_a_code_block_with_its_markers() -> None:
+    """Review 42: a code block in a quote was quote text, split by lines."""
+    text = "> Nota:\n>\n> ```bash\n> ls\n> ```\n>\n> Fin.\n"
+    assert _pieces(text, parse_markdown(text).blocks) == [
+        ("quote", "> Nota:\n>"),
+        ("code", "> ```bash\n> ls\n> ```"),
+        ("quote", ">\n> Fin."),
+    ]
