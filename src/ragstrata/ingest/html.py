@@ -8,15 +8,17 @@ one blank line. Rendering:
 * ``h1``-``h6`` -> ``"## Title"`` (heading block, ``level``/``title`` set);
 * ``p``, ``div``, ``dt``, ``dd`` and bare text -> paragraph (inline text, whitespace collapsed);
 * ``pre`` -> fenced code block (the fence is longer than any backtick run in the content; the
-  language comes from a ``language-*``/``lang-*`` class or a SyntaxHighlighter
-  ``brush: name`` parameter, as Confluence's code macro writes it);
+  language comes from a ``language-*``/``lang-*`` class, a SyntaxHighlighter ``brush: name``
+  parameter, as Confluence's code macro writes it, or a wrapper's Sphinx ``highlight-name``);
 * ``table`` -> GFM pipe table (see :func:`~ragstrata.ingest.html_tables.render_table`); a
   table whose every row starts with a ``th`` label and has data cells is a record, rendered as
   a list of ``- label: value`` lines (:func:`~ragstrata.ingest.html_tables.key_value_lines`);
   layout tables (DocBook admonitions, ``role="presentation"``, a single cell, a nested table or
   a heading in a cell) are rendered as their content instead;
-* ``ul``/``ol`` -> one list block of ``- item`` / ``1. item`` lines (nested lists indented;
-  task-list items get ``[ ]``/``[x]``);
+* ``ul``/``ol`` -> a list block of ``- item`` / ``1. item`` lines (nested lists indented;
+  task-list items get ``[ ]``/``[x]``); a ``pre`` or ``table`` anywhere inside an item follows
+  the item's line as a code or table block of its own
+  (:func:`~ragstrata.ingest.html_tables.list_blocks`);
 * ``blockquote`` -> quote block with ``> `` prefixes; ``hr`` -> rule ``---``.
 
 A page with one ``<main>`` (or ``role="main"``) element is that element: what is outside it
@@ -64,7 +66,7 @@ from ragstrata.ingest.html_clean import (
 from ragstrata.ingest.html_tables import (
     is_layout_table,
     key_value_lines,
-    list_lines,
+    list_blocks,
     render_table,
     row_groups,
 )
@@ -175,7 +177,8 @@ class HtmlRenderer:
             self._add_table(node, depth)
         elif tag in ("ul", "ol"):
             self._flush()
-            self._add("list", "\n".join(list_lines(node, indent=0)))
+            for kind, content in list_blocks(node):
+                self._add(kind, content)
         elif tag == "blockquote":
             self._flush()
             inner = HtmlRenderer(heading_levels=self._levels)

@@ -19,7 +19,7 @@ by the renderer (:mod:`ragstrata.ingest.html`) and the tables and lists
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ragstrata.ingest.text import INVISIBLE_RE
@@ -211,14 +211,35 @@ def node_children(node: LexborNode) -> list[LexborNode]:
 
 _BACKTICKS_RE = re.compile(r"`+")
 _LANGUAGE_RE = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
+_HIGHLIGHT_RE = re.compile(r"(?:^|\s)highlight-([\w+#.-]+)")  # Sphinx: div.highlight-bash
 _BRUSH_RE = re.compile(r"(?:^|;)\s*brush\s*:\s*([\w+#.-]+)")
 _PLAIN_BRUSHES = frozenset({"text", "plain", "none", "plaintext"})
+_PLAIN_HIGHLIGHTS = _PLAIN_BRUSHES | {"default"}  # Sphinx's highlight-default: no name given
+_WRAPPER_LEVELS = 3
+"""How many ancestors of a ``pre`` are read for a language class: Sphinx writes
+``<div class="highlight-bash"><div class="highlight"><pre>``."""
+_WRAPPER_STOP = frozenset({"li", "td", "th", "body", "main", "article", "section", "table"})
+
+
+def _wrapper_language(pre: LexborNode) -> str:
+    """Language named by a wrapper of ``pre`` (``language-x``/``lang-x`` or Sphinx's
+    ``highlight-x`` class on one of its nearest :data:`_WRAPPER_LEVELS` ancestors, not past a
+    list item, table cell or section); empty when none names one."""
+    for level, parent in enumerate(ancestors(pre)):
+        if level >= _WRAPPER_LEVELS or (parent.tag or "") in _WRAPPER_STOP:
+            break
+        classes = parent.attrs.get("class") or ""
+        match = _LANGUAGE_RE.search(classes) or _HIGHLIGHT_RE.search(classes)
+        if match is not None:
+            return "" if match.group(1).lower() in _PLAIN_HIGHLIGHTS else match.group(1)
+    return ""
 
 
 def code_language(pre: LexborNode) -> str:
     """Language of a ``pre``: a ``language-x``/``lang-x`` class on it or its ``code`` child,
     else SyntaxHighlighter's ``data-syntaxhighlighter-params="brush: x; ..."`` (Confluence's
-    code macro; ``text``/``plain``/``none`` mean no language). Empty when unknown."""
+    code macro; ``text``/``plain``/``none`` mean no language), else a wrapper's class
+    (:func:`_wrapper_language`: Sphinx's ``highlight-bash``, review 42). Empty when unknown."""
     match = _LANGUAGE_RE.search(pre.attrs.get("class") or "")
     if match is None:
         code_child = pre.css_first("code")
@@ -229,9 +250,9 @@ def code_language(pre: LexborNode) -> str:
     brush = _BRUSH_RE.search(pre.attrs.get("data-syntaxhighlighter-params") or "")
     if brush is None:
         brush = _BRUSH_RE.search(pre.attrs.get("class") or "")  # SyntaxHighlighter 3 classes
-    if brush is not None and brush.group(1).lower() not in _PLAIN_BRUSHES:
-        return brush.group(1).lower()
-    return ""
+    if brush is not None:
+        return "" if brush.group(1).lower() in _PLAIN_BRUSHES else brush.group(1).lower()
+    return _wrapper_language(pre)
 
 
 def code_block(pre: LexborNode) -> str:
@@ -273,11 +294,10 @@ def _pre_text(pre: LexborNode) -> str:
     return "".join(parts)
 
 
-def flat_text(node: LexborNode, *, skip_child_blocks: bool = False) -> str:
+def flat_text(node: LexborNode, *, skip: Sequence[LexborNode] = ()) -> str:
     """Text of ``node`` on one line: inline elements joined as written (``apt(8)`` stays one
-    word), block elements and ``br`` separated by a space, boilerplate skipped.
-    ``skip_child_blocks`` leaves out the ``ul``/``ol``/``pre`` children of ``node`` (a list
-    item's nested lists and code, rendered apart)."""
+    word), block elements and ``br`` separated by a space, boilerplate skipped, and so are
+    the descendants in ``skip`` (a list item's nested lists, code and tables, rendered apart)."""
     parts: list[str] = []
     stack: list[LexborNode | str] = [node]
     while stack:
@@ -294,7 +314,7 @@ def flat_text(node: LexborNode, *, skip_child_blocks: bool = False) -> str:
             continue
         if not tag or (item is not node and is_boilerplate(item, tag)):
             continue
-        if skip_child_blocks and tag in ("ul", "ol", "pre") and item.parent == node:
+        if skip and tag in SEPARATE_TAGS and item in skip:
             continue
         separate = tag in BLOCK_TAGS or tag in SEPARATE_TAGS
         if separate:

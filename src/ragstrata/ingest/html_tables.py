@@ -25,7 +25,16 @@ from ragstrata.ingest.html_clean import (
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborNode
 
-__all__ = ["is_layout_table", "key_value_lines", "list_lines", "render_table", "row_groups"]
+    from ragstrata.types import BlockKind
+
+__all__ = [
+    "is_layout_table",
+    "key_value_lines",
+    "list_blocks",
+    "list_lines",
+    "render_table",
+    "row_groups",
+]
 
 
 _ADMONITION_CLASSES = frozenset(
@@ -299,44 +308,107 @@ def _int_attr(node: LexborNode, name: str, default: int) -> int:
         return default
 
 
-def list_lines(node: LexborNode, *, indent: int) -> list[str]:
-    """``- item`` / ``1. item`` lines of a ``ul``/``ol``; nested lists indented two spaces. An
-    ``ol``'s numbers start at its ``start`` attribute, and an item's ``value`` sets its own
-    (review 32: a procedure split by a code block was numbered as two step 1s).
+def _item_blocks(item: LexborNode) -> list[LexborNode]:
+    """The nested lists, ``pre`` and non-layout tables anywhere inside list item ``item``, in
+    document order: not inside a nested item, nor inside one another (a ``pre`` in a table
+    cell is the table's). Sphinx wraps code in ``div``s (``<li><p>..</p><div
+    class="highlight-bash"><div class="highlight"><pre>``), so direct children are not
+    enough: review 42 found such code and an item's table folded into its prose line."""
+    found: list[LexborNode] = []
+    stack = list(reversed(node_children(item)))
+    while stack:
+        node = stack.pop()
+        tag = node.tag or ""
+        if not tag or tag.startswith("-") or tag == "li" or is_boilerplate(node, tag):
+            continue
+        if tag in ("ul", "ol", "pre") or (
+            tag == "table" and not is_layout_table(node, row_groups(node))
+        ):
+            found.append(node)
+        else:
+            stack.extend(reversed(node_children(node)))
+    return found
 
-    An item's own text (everything but its nested lists and code) is folded onto one line;
-    a ``pre`` in the item follows that line as a fenced code block (at the margin, so that
-    fence detection finds it; the items keep their own numbers).
-    """
+
+def _table_parts(table: LexborNode, pad: str) -> list[tuple[BlockKind, str]]:
+    """A table inside a list item: a pipe table at the margin, or a record's ``- label:
+    value`` lines under the item (:func:`key_value_lines`)."""
+    groups = row_groups(table)
+    caption = table.css_first("caption")
+    parts: list[tuple[BlockKind, str]] = []
+    if caption is not None and (title := flat_text(caption)):
+        parts.append(("list", f"{pad}  {title}"))
+    pairs = key_value_lines(groups)
+    if pairs:
+        return parts + [("list", f"{pad}  {line}") for line in pairs]
+    rendered = render_table(groups)
+    return [*parts, ("table", rendered)] if rendered else parts
+
+
+def _list_parts(node: LexborNode, *, indent: int) -> list[tuple[BlockKind, str]]:
+    """The parts of a ``ul``/``ol`` in order: each ``("list", line)`` one item line, each
+    ``("code", fence)`` or ``("table", pipe_table)`` a block of an item (see
+    :func:`list_lines`)."""
     ordered = node.tag == "ol"
     task_list = "inline-task-list" in node_classes(node)
-    lines: list[str] = []
+    parts: list[tuple[BlockKind, str]] = []
     number = _int_attr(node, "start", 1) - 1  # <ol start="3">: a procedure split by code
     pad = "  " * indent
     for item in node.iter(include_text=True):
         if item.tag == "-text":
             text = collapse(item.text_content or "")
             if text:
-                lines.append(f"{pad}- {text}")
+                parts.append(("list", f"{pad}- {text}"))
             continue
         if item.tag != "li":
             if item.tag in ("ul", "ol"):
-                lines.extend(list_lines(item, indent=indent + 1))
+                parts.extend(_list_parts(item, indent=indent + 1))
             elif item.tag and not is_boilerplate(item, item.tag):
                 text = flat_text(item)
                 if text:
-                    lines.append(f"{pad}- {text}")
+                    parts.append(("list", f"{pad}- {text}"))
             continue
         number = _int_attr(item, "value", number + 1)  # <li value="7">
-        nested: list[str] = []
-        for child in item.iter():
+        inner = _item_blocks(item)
+        nested: list[tuple[BlockKind, str]] = []
+        for child in inner:
             if child.tag in ("ul", "ol"):
-                nested.extend(list_lines(child, indent=indent + 1))
-            elif child.tag == "pre" and (block := code_block(child)):
-                nested.extend(block.split("\n"))  # the step's command under it, as code
-        text = flat_text(item, skip_child_blocks=True)
+                nested.extend(_list_parts(child, indent=indent + 1))
+            elif child.tag == "pre":
+                if block := code_block(child):
+                    nested.append(("code", block))  # the step's command under it, as code
+            else:
+                nested.extend(_table_parts(child, pad))
+        text = flat_text(item, skip=inner)
         marker = f"{number}." if ordered else "-"
         if text:
-            lines.append(f"{pad}{marker} {_task_marker(item, task_list=task_list)}{text}")
-        lines.extend(nested)
-    return lines
+            parts.append(("list", f"{pad}{marker} {_task_marker(item, task_list=task_list)}{text}"))
+        parts.extend(nested)
+    return parts
+
+
+def list_lines(node: LexborNode, *, indent: int) -> list[str]:
+    """``- item`` / ``1. item`` lines of a ``ul``/``ol``; nested lists indented two spaces. An
+    ``ol``'s numbers start at its ``start`` attribute, and an item's ``value`` sets its own
+    (review 32: a procedure split by a code block was numbered as two step 1s).
+
+    An item's own text (everything but its nested lists, code and tables) is folded onto one
+    line; a ``pre`` anywhere in the item (not in a nested item) follows that line as a fenced
+    code block and a ``table`` as a pipe table, both at the margin, so that fence and table
+    detection find them; the items keep their own numbers.
+    """
+    return [line for _, part in _list_parts(node, indent=indent) for line in part.split("\n")]
+
+
+def list_blocks(node: LexborNode) -> list[tuple[BlockKind, str]]:
+    """A ``ul``/``ol`` as blocks: runs of item lines as ``list`` blocks, each code block and
+    pipe table of an item a ``code`` or ``table`` block of its own between them (the chunker
+    keeps code and tables whole, and repeats a split table's header), with the text of
+    :func:`list_lines`."""
+    blocks: list[tuple[BlockKind, str]] = []
+    for kind, part in _list_parts(node, indent=0):
+        if kind == "list" and blocks and blocks[-1][0] == "list":
+            blocks[-1] = ("list", blocks[-1][1] + "\n" + part)
+        else:
+            blocks.append((kind, part))
+    return blocks

@@ -184,7 +184,19 @@ def _front_matter(content: str) -> tuple[dict[str, Any], str]:
     return out, ""
 
 
-def _list_around_tables(
+def _fence_start(text: str, token: Token, line_start: int, line_end: int) -> int:
+    """Where a code block inside a list or quote begins: at its fence when the fence shares
+    its line with an item marker (``- ```js``: the marker stays list text), otherwise at the
+    line's first character, so a fence inside a quote keeps its ``> `` prefix."""
+    start = _trim(text, line_start, line_end)[0]
+    if token.type == "fence":
+        at = text.find(token.markup, start, line_end)
+        if at > start and text[start:at].replace(">", "").strip():
+            return at
+    return start
+
+
+def _around_inner_blocks(
     text: str,
     tokens: Sequence[Token],
     index: int,
@@ -192,28 +204,40 @@ def _list_around_tables(
     end: int,
     offset: Callable[[int], int],
 ) -> list[Block]:
-    """The list block ``text[start:end]`` (opened by ``tokens[index]``), with each pipe table
-    inside one of its items as a table block of its own between list blocks: the chunker
-    repeats a table's header above each piece of it, and inside a list a long table's later
-    pieces were bare rows (review 32: "| opción-40 | ..." under no column names)."""
+    """The list or quote block ``text[start:end]`` (opened by ``tokens[index]``), with each
+    code block (fenced or indented) inside it, and each pipe table inside a list, as a block
+    of its own between blocks of the container's kind. The chunker keeps tables and code
+    whole and repeats a table's header above each piece of it: inside a list a long table's
+    later pieces were bare rows (review 32: "| opción-40 | ..." under no column names), and a
+    151-token code block in a long list was cut in two although it fitted one chunk (review
+    42). A code block in a quote keeps its ``> `` markers (:func:`_fence_start`)."""
+    container = _KIND_BY_TOKEN[tokens[index].type]
     blocks: list[Block] = []
     at = start
     for token in tokens[index + 1 :]:
-        if token.level == 0:  # the list's own closing token: nothing of it follows
+        if token.level == 0:  # the container's own closing token: nothing of it follows
             break
-        if token.type != "table_open" or token.map is None:
+        if token.map is None:
             continue
-        t_start, t_end = _trim(text, offset(token.map[0]), offset(token.map[1]))
-        if not (at <= t_start < t_end <= end):
+        if token.type == "table_open" and container == "list":
+            kind: BlockKind = "table"
+            b_start = _trim(text, offset(token.map[0]), offset(token.map[1]))[0]
+        elif token.type in ("fence", "code_block"):
+            kind = "code"
+            b_start = _fence_start(text, token, offset(token.map[0]), offset(token.map[0] + 1))
+        else:
             continue
-        before = _trim(text, at, t_start)
+        b_start, b_end = _trim(text, b_start, offset(token.map[1]))
+        if not (at <= b_start < b_end <= end):
+            continue
+        before = _trim(text, at, b_start)
         if before[0] < before[1]:
-            blocks.append(Block(kind="list", start=before[0], end=before[1]))
-        blocks.append(Block(kind="table", start=t_start, end=t_end))
-        at = t_end
+            blocks.append(Block(kind=container, start=before[0], end=before[1]))
+        blocks.append(Block(kind=kind, start=b_start, end=b_end))
+        at = b_end
     rest = _trim(text, at, end)
     if rest[0] < rest[1]:
-        blocks.append(Block(kind="list", start=rest[0], end=rest[1]))
+        blocks.append(Block(kind=container, start=rest[0], end=rest[1]))
     return blocks
 
 
@@ -229,7 +253,9 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
     Returns:
         ``ParsedText`` whose blocks have kinds heading (with ``level`` 1-6 and cleaned
         ``title``), paragraph, code (fenced or indented, fence lines included), table, list
-        (a whole top-level list), quote, html and rule. ``metadata`` is the front matter;
+        (a top-level list; a table or code block inside one of its items is a block of its own
+        between the list's parts), quote (a code block inside it likewise, its ``>`` markers
+        kept), html and rule. ``metadata`` is the front matter;
         ``warnings`` holds a ``front_matter`` warning (path empty) when it could not be read.
     """
     tokens = _parser().parse(text)
@@ -269,8 +295,8 @@ def parse_markdown(text: str, *, fallback_title: str = "") -> ParsedText:
             if level == 1 and not first_h1:
                 first_h1 = title
             blocks.append(Block(kind="heading", start=start, end=end, level=level, title=title))
-        elif kind == "list":
-            blocks.extend(_list_around_tables(text, tokens, index, start, end, offset))
+        elif kind in ("list", "quote"):
+            blocks.extend(_around_inner_blocks(text, tokens, index, start, end, offset))
         else:
             blocks.append(Block(kind=kind, start=start, end=end))
     if covered_to < len(text):

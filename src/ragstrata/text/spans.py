@@ -24,7 +24,8 @@ __all__ = [
     "strip_span",
 ]
 
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)$")  # matched from the line's content start
+_QUOTE_MARKER = re.compile(r"[ \t]*>[ \t]?")
 _BACKTICKS = re.compile(r"`+")
 TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 """A pipe table's delimiter row, the line under its header (GFM: cells of hyphens with optional
@@ -146,14 +147,41 @@ def fenced(fmt: object) -> bool:
     return fmt is None or fmt in FENCED_FORMATS
 
 
+def _quote_prefix(line: str) -> tuple[int, int]:
+    """Blockquote depth of ``line`` (how many ``>`` markers open it) and where its content
+    starts after them."""
+    depth = at = 0
+    while (m := _QUOTE_MARKER.match(line, at)) is not None:
+        depth += 1
+        at = m.end()
+    return depth, at
+
+
 def find_fences(text: str) -> list[Fence]:
-    """CommonMark fenced code regions (opening line, closing line) over the whole text."""
+    """CommonMark fenced code regions (opening line, closing line) over the whole text.
+
+    A fence inside a blockquote (``> ```bash``) is one too (review 42: such a block was split
+    with unbalanced fences): its lines carry the same ``>`` markers, a line with fewer of them
+    ends the quote and so the fence, and its ``opener``/``closer`` carry the markers
+    (``"> ```bash\\n"``) so that a re-opened piece stays inside the quote."""
     fences: list[Fence] = []
     pos = 0
-    open_fence: tuple[int, int, str, str] | None = None  # start, end, marker, line
+    # start, end, marker, opener line, quote depth
+    open_fence: tuple[int, int, str, str, int] | None = None
+
+    def add(fence: tuple[int, int, str, str, int], close_start: int, close_end: int) -> None:
+        quote = "> " * fence[4]
+        opener, closer = quote + fence[3] + "\n", "\n" + quote + fence[2]
+        fences.append(Fence(fence[0], fence[1], close_start, close_end, opener, closer))
+
     for line in text.split("\n"):
         line_end = pos + len(line)
-        m = _FENCE.match(line)
+        depth, content = _quote_prefix(line)
+        if open_fence is not None and depth < open_fence[4]:  # the quote ended, and the fence
+            end = max(pos - 1, open_fence[1])  # after its last line
+            add(open_fence, end, end)
+            open_fence = None
+        m = _FENCE.match(line, content)
         if m:
             marker = m.group(1)
             if open_fence is None:
@@ -162,35 +190,19 @@ def find_fences(text: str) -> list[Fence]:
                     # such as MDX line highlights (```js [[1, 7, "fn"], ...]) can be longer
                     # than a whole chunk
                     info = m.group(2).split()
-                    open_fence = (pos, line_end, marker, marker + (info[0] if info else ""))
+                    opener = marker + (info[0] if info else "")
+                    open_fence = (pos, line_end, marker, opener, depth)
             elif (
-                marker[0] == open_fence[2][0]
+                depth == open_fence[4]
+                and marker[0] == open_fence[2][0]
                 and len(marker) >= len(open_fence[2])
                 and not m.group(2).strip()
             ):
-                fences.append(
-                    Fence(
-                        open_fence[0],
-                        open_fence[1],
-                        pos,
-                        line_end,
-                        open_fence[3] + "\n",
-                        "\n" + open_fence[2],
-                    )
-                )
+                add(open_fence, pos, line_end)
                 open_fence = None
         pos = line_end + 1
     if open_fence is not None:
-        fences.append(
-            Fence(
-                open_fence[0],
-                open_fence[1],
-                len(text),
-                len(text),
-                open_fence[3] + "\n",
-                "\n" + open_fence[2],
-            )
-        )
+        add(open_fence, len(text), len(text))
     return fences
 
 

@@ -220,6 +220,53 @@ def test_a_table_in_a_list_item_repeats_its_header_too() -> None:
     assert any("Reinicie el servicio" in c.text for c in chunks)
 
 
+def test_a_code_block_in_a_list_item_that_fits_a_chunk_stays_whole() -> None:
+    """Review 42: a fenced code block inside a list item was part of the list block, split by
+    lines, so a block that fitted one chunk was cut in two (React's useSyncExternalStore.md)."""
+    code = "\n".join(f"   sudo systemctl restart servicio-{i} --now" for i in range(8))
+    steps = [
+        f"{i}. Paso {i}: configure el componente {i} y reinicie sus servicios.\n\n"
+        f"   ```bash\n{code}\n   ```\n"
+        for i in range(1, 8)
+    ]
+    text = "# Pasos\n\n" + "\n".join(steps)
+    chunks = chunker(128).chunk(make_doc(text))
+    fences = find_fences(text)
+    assert len(fences) == 7
+    for fence in fences:
+        opener = text.index("```", fence.open_start)  # the fence lines are indented
+        assert any(c.start <= opener and fence.close_end <= c.end for c in chunks)
+    for c in chunks:
+        assert c.text == text[c.start : c.end] and not c.header and not c.footer
+        assert fence_lines(c.rendered) % 2 == 0
+
+
+def test_a_code_block_in_a_quote_is_split_with_quoted_fences_and_no_overlap() -> None:
+    """Review 42: a ``> ```bash`` block was no fence: its pieces had unbalanced fences and the
+    overlap was taken inside the code. Now each piece re-opens and closes the quoted fence,
+    and a block that fits one chunk stays whole."""
+    lines = "\n".join(f"> sudo systemctl restart servicio-{i} --now" for i in range(40))
+    small = "\n".join(f"> echo paso-{i}" for i in range(3))
+    text = (
+        "# Notas\n\n> **Nota:** ejecute como root.\n>\n> ```bash\n" + lines + "\n> ```\n>\n"
+        "> " + " ".join(f"Frase número {i} de la nota." for i in range(40)) + "\n>\n"
+        "> ```sh\n" + small + "\n> ```\n> Fin de la nota.\n"
+    )
+    chunks = chunker(96).chunk(make_doc(text))
+    code = [c for c in chunks if "servicio-" in c.text]
+    assert len(code) > 2
+    for a, b in itertools.pairwise(code):
+        assert b.start >= a.end  # no overlap inside the code
+    for c in code[1:]:
+        assert c.header == "> ```bash\n"
+    for c in chunks:
+        assert c.text == text[c.start : c.end]
+        assert len(re.findall(r"(?m)^> (`{3,}|~{3,})", c.rendered)) % 2 == 0, c.rendered
+    opener = text.index("> ```sh")
+    closer = text.index("> ```", opener + 1) + len("> ```")
+    assert any(c.start <= opener and closer <= c.end for c in chunks)
+
+
 def test_table_header_wider_than_half_the_budget_is_not_repeated() -> None:
     # a wide export table: its header alone is over half a 64-token chunk
     cols = [f"column_{i}_label" for i in range(12)]

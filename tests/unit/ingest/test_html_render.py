@@ -119,11 +119,38 @@ def test_code_in_a_list_item_follows_its_step_as_a_code_block() -> None:
         '<pre class="screen">$ ssh -q -X login@remote\nPassword:</pre></li>'
         "<li><p>Ejecute gitk.</p><ul><li>nested</li></ul></li></ol>"
     )
-    assert parse_html(html, fallback_title="x").text == (
-        "1. Ejecute ssh(1) con la opción -X como se muestra.\n"
-        "```\n$ ssh -q -X login@remote\nPassword:\n```\n"
+    parsed = parse_html(html, fallback_title="x")
+    assert parsed.text == (
+        "1. Ejecute ssh(1) con la opción -X como se muestra.\n\n"
+        "```\n$ ssh -q -X login@remote\nPassword:\n```\n\n"
         "2. Ejecute gitk.\n  - nested"
     )
+    assert [b.kind for b in parsed.blocks] == ["list", "code", "list"]  # code kept whole
+
+
+def test_code_and_tables_nested_in_a_list_item_are_blocks_under_its_line() -> None:
+    """Review 42: Sphinx wraps a ``pre`` in ``div``s (``<div class="highlight-bash"><div
+    class="highlight"><pre>``), and an item's ``table`` is no direct child either; both were
+    folded into the item's line ("Instale: sudo apt install nginx sudo systemctl ...")."""
+    html = (
+        "<ol><li><p>Instale:</p><div class='highlight-bash notranslate'><div class='highlight'>"
+        "<pre><span></span>sudo<span> </span>apt install nginx\nsudo systemctl enable nginx\n"
+        "</pre></div></div></li>"
+        "<li><p>Puertos:</p><div><table><thead><tr><th>Puerto</th><th>Servicio</th></tr></thead>"
+        "<tbody><tr><td>80</td><td>HTTP</td></tr></tbody></table></div>"
+        "<ul><li>sub<div><pre>no es del paso 2</pre></div></li></ul></li></ol>"
+        "<div class='highlight-default'><div class='highlight'><pre>x = 1</pre></div></div>"
+    )
+    parsed = parse_html(html, fallback_title="x")
+    assert [(b.kind, parsed.text[b.start : b.end]) for b in parsed.blocks] == [
+        ("list", "1. Instale:"),
+        ("code", "```bash\nsudo apt install nginx\nsudo systemctl enable nginx\n```"),
+        ("list", "2. Puertos:"),
+        ("table", "| Puerto | Servicio |\n| --- | --- |\n| 80 | HTTP |"),
+        ("list", "- sub"),  # a block has no surrounding white space: its indent goes
+        ("code", "```\nno es del paso 2\n```"),
+        ("code", "```\nx = 1\n```"),  # highlight-default names no language
+    ]
 
 
 def test_an_articles_header_is_content_and_a_sites_header_is_not() -> None:

@@ -162,3 +162,33 @@ def test_front_matter_version_keeps_its_text() -> None:
     old = parse_markdown("---\nversion: 1.9\n---\n# T\n\nBody.\n").metadata
     assert new["version"] == "1.10" and new["weight"] == 1.5
     assert version_key(new["version"]) > version_key(old["version"])
+
+
+def test_code_in_a_list_item_is_a_code_block_of_its_own() -> None:
+    """Review 42: a fenced code block in a list item was part of the list block, which the
+    chunker splits by lines, so a block that fitted one chunk was cut in two."""
+    text = (
+        "1. Instale:\n\n   ```bash\n   sudo apt install nginx\n   ```\n\n"
+        "2. Compruebe:\n\n       systemctl status nginx\n\n"
+        "- ```js\n  f();\n  ```\n- fin\n"
+    )
+    parsed = parse_markdown(text)
+    assert _pieces(text, parsed.blocks) == [
+        ("list", "1. Instale:"),
+        ("code", "```bash\n   sudo apt install nginx\n   ```"),
+        ("list", "2. Compruebe:"),
+        ("code", "systemctl status nginx"),
+        ("list", "-"),  # the item's marker stays list text; the fence starts at its backticks
+        ("code", "```js\n  f();\n  ```"),
+        ("list", "- fin"),
+    ]
+
+
+def test_code_in_a_quote_is_a_code_block_with_its_markers() -> None:
+    """Review 42: a code block in a quote was quote text, split by lines."""
+    text = "> Nota:\n>\n> ```bash\n> ls\n> ```\n>\n> Fin.\n"
+    assert _pieces(text, parse_markdown(text).blocks) == [
+        ("quote", "> Nota:\n>"),
+        ("code", "> ```bash\n> ls\n> ```"),
+        ("quote", ">\n> Fin."),
+    ]

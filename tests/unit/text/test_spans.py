@@ -96,3 +96,21 @@ def test_fences_closed_unclosed_and_inline_backticks() -> None:
     assert text[second.open_start : second.close_end] == "~~~~\n```\nstill code\n~~~~"
     assert (last.close_start, last.close_end) == (len(text), len(text))
     assert last.opener == "```js\n"
+
+
+def test_fences_inside_a_blockquote() -> None:
+    """Review 42: a code block in a quote (``> ```bash``) was no fence, so chunks split it
+    with unbalanced fences and took their overlap inside the code."""
+    text = (
+        "> Nota:\n>\n> ```bash\n> ls\n>\n> ```\n\n"  # closed inside the quote
+        "> > ~~~\n> > x\n> fin\n\n"  # a line with fewer markers ends the quote, and the code
+        "```\n> ```\n```\n"  # a quoted fence line inside an unquoted block is code
+    )
+    first, second, third = find_fences(text)
+    assert text[first.open_start : first.close_end] == "> ```bash\n> ls\n>\n> ```"
+    assert (first.opener, first.closer) == ("> ```bash\n", "\n> ```")
+    assert text[second.open_start : second.close_end] == "> > ~~~\n> > x"
+    assert second.close_start == second.close_end == text.index("\n> fin")
+    assert (second.opener, second.closer) == ("> > ~~~\n", "\n> > ~~~")
+    assert text[third.open_start : third.close_end] == "```\n> ```\n```"
+    assert (third.opener, third.closer) == ("```\n", "\n```")
