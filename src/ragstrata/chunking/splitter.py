@@ -133,45 +133,6 @@ def _prefix_parts(title: str, section_path: Sequence[str]) -> list[str]:
     return parts
 
 
-ELIDED = "…"
-"""Stands for the headings a cut prefix leaves out (:meth:`StructureChunker.prefix_for`)."""
-
-
-def elided_prefix(parts: Sequence[str], fits: Callable[[str], bool], *, anchor: int = 0) -> str:
-    """``" > ".join(parts)`` when it ``fits``; else the innermost heading, ``parts[anchor]`` (the
-    document's title: first, or below a Confluence page's breadcrumbs) if it still fits, then the
-    headings above the innermost, from the innermost outwards while the line still fits, each
-    left-out run written :data:`ELIDED` (``"Title > … > Section > Subsection"``). The title
-    names the page and the innermost headings tell its chunks apart; breadcrumb roots are shared
-    by a whole space (review 42: a 44-token Confluence path cut from its end lost "Nginx" and
-    "Requisitos" from every chunk after the section's first). Returns the whole line, which
-    does not fit, when the innermost heading alone does not (the caller cuts it)."""
-    whole = " > ".join(parts)
-    if len(parts) < 2 or fits(whole):
-        return whole
-    last = len(parts) - 1
-
-    def render(kept: set[int]) -> str:
-        out: list[str] = []
-        for i in range(len(parts)):
-            if i in kept:
-                out.append(parts[i])
-            elif not out or out[-1] != ELIDED:
-                out.append(ELIDED)
-        return " > ".join(out)
-
-    kept = {last}
-    if not fits(render(kept)):
-        return whole  # the innermost heading alone is too long: the caller cuts the whole line
-    if fits(render(kept | {anchor})):
-        kept.add(anchor)
-    for i in range(last - 1, 0, -1):
-        if not fits(render(kept | {i})):
-            break
-        kept.add(i)
-    return render(kept)
-
-
 def _sha(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
 
@@ -266,25 +227,17 @@ class StructureChunker:
         return chunks
 
     def prefix_for(self, title: str, section_path: Sequence[str]) -> str:
-        """Heading-path prefix for a section within ``max_prefix_tokens`` tokens: the whole
-        path when it fits, else its middle headings elided (:func:`elided_prefix`), and a line
-        still too long cut at the budget."""
-        parts = _prefix_parts(title, section_path)
-        prefix = " > ".join(parts)
+        """Heading-path prefix for a section, cut to ``max_prefix_tokens`` tokens."""
+        prefix = heading_prefix(title, section_path)
         if not prefix or self.max_prefix_tokens == 0:
             return ""
-        anchor = parts.index(title) if title in parts else 0
-        key = f"{anchor}\x1f{prefix}"  # the title's place changes the elision
-        cached = self._prefixes.get(key)
+        cached = self._prefixes.get(prefix)
         if cached is None:
-            budget = self.max_prefix_tokens
-            line = elided_prefix(
-                parts, lambda text: self.counter.count(text) <= budget, anchor=anchor
-            )
-            cached = line[: self.counter.cut(line, budget)].rstrip()
+            cut = self.counter.cut(prefix, self.max_prefix_tokens)
+            cached = prefix[:cut].rstrip()
             if len(self._prefixes) > 50_000:
                 self._prefixes.clear()
-            self._prefixes[key] = cached
+            self._prefixes[prefix] = cached
         return cached
 
     def body_budget(self, prefix: str) -> int:

@@ -494,35 +494,3 @@ def test_a_stray_fence_line_in_plain_text_is_no_code() -> None:
     assert len(chunks) > 3
     assert all(not c.header and not c.footer for c in chunks)
     assert all("```" not in c.rendered for c in chunks[1:])
-
-
-def test_a_long_heading_path_keeps_the_title_and_its_innermost_headings() -> None:
-    """Review 42: a 44-token Confluence path was cut from its end, so every chunk after the
-    section's first lost "Nginx" and "Requisitos" from its embedded text."""
-    from ragstrata.chunking.splitter import ELIDED, elided_prefix
-
-    path = (
-        "Equipo de Infraestructura y Operaciones",
-        "Inicio",
-        "Guías de administración de sistemas",
-        "Procedimientos de instalación de servidores",
-        "Instalar el servidor web Nginx",
-        "Requisitos previos de hardware",
-    )
-    c = StructureChunker(counter(), max_tokens=128, special_tokens=2, overlap_ratio=0.1)
-    assert c.max_prefix_tokens == 31 and counter().count(" > ".join(path)) > 31
-    prefix = c.prefix_for("Instalar el servidor web Nginx", path)
-    assert counter().count(prefix) <= c.max_prefix_tokens
-    assert prefix == f"{ELIDED} > Instalar el servidor web Nginx > Requisitos previos de hardware"
-    # a Markdown page: its title (the H1) first
-    md = c.prefix_for(path[0], path)
-    assert md.startswith(f"{path[0]} > {ELIDED}") and md.endswith(path[-1])
-    # a path that fits is whole; the innermost heading alone too long is cut at the budget
-    assert c.prefix_for("Guía", ("Guía", "Instalar")) == "Guía > Instalar"
-    assert elided_prefix(["a", "b", "c", "d"], lambda s: len(s) <= 9) == "a > … > d"
-    assert elided_prefix(["a", "b", "c", "d", "e"], lambda s: len(s) <= 13) == "a > … > d > e"
-    assert elided_prefix(["aaaa", "b", "c", "d"], lambda s: len(s) <= 13) == "aaaa > … > d"
-    assert elided_prefix(["aaaaaaaaa", "b", "c"], lambda s: len(s) <= 9) == "… > b > c"
-    long = c.prefix_for("T", ("T", "palabra " * 80))
-    assert long.startswith("T > palabra palabra")
-    assert counter().count(long) <= c.max_prefix_tokens
