@@ -520,7 +520,9 @@ def _sections(blocks: Sequence[Block]) -> list[_Section]:
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, block.title))
-            path = tuple(title for _, title in stack)
+            # an empty heading ("##") closes deeper sections but names none (review 42: its
+            # "" showed as "A > " in the heading path)
+            path = tuple(title for _, title in stack if title)
             current = [block]
         else:
             current.append(block)

@@ -494,3 +494,10 @@ def test_a_stray_fence_line_in_plain_text_is_no_code() -> None:
     assert len(chunks) > 3
     assert all(not c.header and not c.footer for c in chunks)
     assert all("```" not in c.rendered for c in chunks[1:])
+
+
+def test_an_empty_heading_names_no_section() -> None:
+    """Review 42: ``##`` with no text put ``""`` in the heading path ("A > ")."""
+    chunks = chunker(256).chunk(make_doc("# A\n\n## B\n\nUno.\n\n##\n\nDos.\n"))
+    assert [c.section_path for c in chunks] == [("A", "B"), ("A",)]
+    assert all(not c.heading.endswith(" > ") for c in chunks)
