@@ -635,6 +635,24 @@ def test_outline_gives_heading_levels_and_info_gives_title() -> None:
     assert parsed.title == "The Info Title"
 
 
+def test_a_chapter_label_above_its_title_opens_the_chapter() -> None:
+    """Review 42: "Capítulo 5" on a line of its own above the chapter's title was a paragraph
+    ending the previous chapter's last section (9 chapters of the maint-guide)."""
+    page = Page().text(72, 740, "Capítulo 1", size=14, font="F1")
+    page.text(72, 715, "Empezando", size=20, font="F2").lines(72, 690, PROSE)
+    page2 = Page().text(72, 740, "Capítulo 2", size=14, font="F1")
+    page2.text(72, 715, "Primeros pasos", size=20, font="F2").lines(72, 690, PROSE)
+    outline = [(0, "Empezando", 0, 752), (0, "Primeros pasos", 1, 752)]
+    parsed = parse(build_pdf([page, page2], outline=outline))
+    headings = [b.title for b in parsed.blocks if b.kind == "heading"]
+    assert headings == ["Capítulo 1 Empezando", "Capítulo 2 Primeros pasos"]
+    assert not any(
+        parsed.text[b.start : b.end].startswith("Capítulo")
+        for b in parsed.blocks
+        if b.kind != "heading"
+    )
+
+
 def test_title_falls_back_to_the_given_title() -> None:
     parsed = parse(build_pdf([Page().lines(72, 700, PROSE)]), fallback="report-2024")
     assert parsed.title == "report-2024"

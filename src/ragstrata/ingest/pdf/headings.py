@@ -124,7 +124,39 @@ def find_headings(
         for page, i, style in candidates:
             if style in levels:
                 result[(page, i)] = (levels[style], 1)
-    return _merge_heading_lines(result, lines_by_page, from_outline)
+    return _with_chapter_labels(
+        _merge_heading_lines(result, lines_by_page, from_outline), lines_by_page
+    )
+
+
+_CHAPTER_LABEL_RE = re.compile(
+    r"(?:cap[ií]tulo|chapter|ap[ée]ndice|appendix|anexo|parte|part)\s+(?:\d+|[ivxlc]+|[a-z])\.?",
+    re.IGNORECASE,
+)
+"""A chapter label written on a line of its own above the chapter's title ("Capítulo 5")."""
+
+
+def _with_chapter_labels(
+    headings: dict[tuple[int, int], tuple[int, int]], lines_by_page: Sequence[Sequence[Line]]
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """A heading whose line above, in the same column and within three of its font sizes, is a
+    chapter label alone (:data:`_CHAPTER_LABEL_RE`) starts at that label: "Capítulo 5" was a
+    paragraph closing the previous chapter's last section (review 42: 9 chapters of the Debian
+    New Maintainers' Guide)."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for (page, i), (level, span) in sorted(headings.items()):
+        if i > 0 and (page, i - 1) not in headings:
+            above, line = lines_by_page[page][i - 1], lines_by_page[page][i]
+            if (
+                not above.table
+                and _CHAPTER_LABEL_RE.fullmatch(above.text.strip()) is not None
+                and above.column == line.column
+                and 0 <= line.top - above.bottom <= 3 * line_style(line).size
+            ):
+                out[(page, i - 1)] = (level, span + 1)
+                continue
+        out[(page, i)] = (level, span)
+    return out
 
 
 def _merge_heading_lines(
