@@ -134,10 +134,10 @@ def after_abbreviation(text: str, start: int) -> bool:
     return word is not None and word.group(1).lower() in _ABBREVIATIONS
 
 
-FENCED_FORMATS = frozenset({"markdown", "html"})
-"""Document formats whose text marks code with fences: Markdown, and the Markdown that the HTML
-and Confluence parsers write for ``<pre>``. In plain text and PDF text a line of backticks is
-only text (review 42: one stray line made the rest of a .txt file code)."""
+FENCED_FORMATS = frozenset({"markdown", "html", "pdf"})
+"""Document formats whose text marks code with fences: Markdown, and the Markdown that the HTML,
+Confluence and PDF parsers write for ``<pre>`` and monospace lines. In plain text a line of
+backticks is only text (review 42: one stray line made the rest of a .txt file code)."""
 
 
 def fenced(fmt: object) -> bool:

@@ -1065,11 +1065,12 @@ def test_a_documents_own_numbered_references_are_not_shown_as_citations() -> Non
 def test_a_stray_fence_line_in_plain_text_hides_no_sentence(onnx_embedder: Any) -> None:
     """Review 42: a line of three backticks in a .txt was read as a code fence running to the
     end of the chunk, so no sentence after it was ever quoted ("Punto 52" quoted for a question
-    about point 5). Markdown keeps its fences."""
+    about point 5). Markdown, HTML and PDF text keep their fences."""
     import dataclasses
 
     text = "Use tres comillas:\n```\n\nPunto 5: se aprobó el presupuesto.\n\nPunto 6: se cerró."
-    for fmt, after in (("text", 2), ("markdown", 0)):
+    # the PDF parser writes monospace lines as fenced code (review 44)
+    for fmt, after in (("text", 2), ("markdown", 0), ("pdf", 0), ("html", 0)):
         hit = source("notas", text, 1, language="es")
         chunk = dataclasses.replace(hit.chunk, metadata={"format": fmt})
         ctx = assemble(
