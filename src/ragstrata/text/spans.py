@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)$")  # matched from the line's content start
+_ITEM_FENCE = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(`{3,}|~{3,})(.*)$")
+"""A fence opening on a list item's marker line (``- ```js``, ``1. ```bash``): an opener only."""
 _QUOTE_MARKER = re.compile(r"[ \t]*>[ \t]?")
 _BACKTICKS = re.compile(r"`+")
 TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
@@ -163,7 +165,8 @@ def find_fences(text: str) -> list[Fence]:
     A fence inside a blockquote (``> ```bash``) is one too (review 42: such a block was split
     with unbalanced fences): its lines carry the same ``>`` markers, a line with fewer of them
     ends the quote and so the fence, and its ``opener``/``closer`` carry the markers
-    (``"> ```bash\\n"``) so that a re-opened piece stays inside the quote."""
+    (``"> ```bash\\n"``) so that a re-opened piece stays inside the quote. A fence may open on a
+    list item's marker line (``- ```js``), its closing line indented under the item."""
     fences: list[Fence] = []
     pos = 0
     # start, end, marker, opener line, quote depth
@@ -182,6 +185,9 @@ def find_fences(text: str) -> list[Fence]:
             add(open_fence, end, end)
             open_fence = None
         m = _FENCE.match(line, content)
+        if m is None and open_fence is None:
+            # review 44: unseen, the item's closing fence opened one to the end of the text
+            m = _ITEM_FENCE.match(line, content)
         if m:
             marker = m.group(1)
             if open_fence is None:

@@ -114,3 +114,20 @@ def test_fences_inside_a_blockquote() -> None:
     assert (second.opener, second.closer) == ("> > ~~~\n", "\n> > ~~~")
     assert text[third.open_start : third.close_end] == "```\n> ```\n```"
     assert (third.opener, third.closer) == ("```\n", "\n```")
+
+
+def test_a_fence_opening_on_a_list_items_marker_line() -> None:
+    """Review 44: ``- ```js`` was not seen as an opener, so the item's indented closing line
+    opened a fence that ran to the end of the text (every later chunk rendered as code)."""
+    for lead in ("", "> "):
+        text = f"{lead}- ```js\n{lead}  f();\n{lead}  ```\n{lead}- fin\n\n{lead}Prosa final."
+        fences = find_fences(text)
+        assert len(fences) == 1, (lead, fences)
+        f = fences[0]
+        assert text[f.open_start : f.close_end] == f"{lead}- ```js\n{lead}  f();\n{lead}  ```"
+        assert f.opener == f"{lead}```js\n"
+    # a closer is never a marker line: "- ```" inside an open fence does not close it
+    inner = "```\n- ```\nx\n```\nfin"
+    assert [(inner[f.open_start : f.close_end]) for f in find_fences(inner)] == [
+        "```\n- ```\nx\n```"
+    ]
