@@ -214,7 +214,8 @@ def _around_inner_blocks(
     container = _KIND_BY_TOKEN[tokens[index].type]
     blocks: list[Block] = []
     at = start
-    for token in tokens[index + 1 :]:
+    for i in range(index + 1, len(tokens)):  # by index: a slice copied the rest of the list
+        token = tokens[i]  # for every container (review 44: 40,000 quotes took 57 s, now 3 s)
         if token.level == 0:  # the container's own closing token: nothing of it follows
             break
         if token.map is None:
