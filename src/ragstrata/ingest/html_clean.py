@@ -231,7 +231,13 @@ def _wrapper_language(pre: LexborNode) -> str:
         classes = parent.attrs.get("class") or ""
         match = _LANGUAGE_RE.search(classes) or _HIGHLIGHT_RE.search(classes)
         if match is not None:
-            return "" if match.group(1).lower() in _PLAIN_HIGHLIGHTS else match.group(1)
+            name = match.group(1)
+            # GitHub's scope names: highlight-source-python, highlight-text-html-basic
+            # (review 44: read as "source-python")
+            scope = re.fullmatch(r"(?:source|text)-([\w+#.]+).*", name)
+            if scope is not None:
+                name = scope.group(1)
+            return "" if name.lower() in _PLAIN_HIGHLIGHTS else name
     return ""
 
 

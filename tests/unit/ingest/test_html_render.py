@@ -153,6 +153,20 @@ def test_code_and_tables_nested_in_a_list_item_are_blocks_under_its_line() -> No
     ]
 
 
+def test_githubs_highlight_scope_names_the_language() -> None:
+    """Review 44: GitHub's ``highlight-source-shell`` was read as the language "source-shell"."""
+    html = (
+        "<h1>Readme</h1><div class='highlight highlight-source-shell notranslate'>"
+        "<pre>pip install acme</pre></div>"
+        "<div class='highlight highlight-text-html-basic'><pre>&lt;b&gt;x&lt;/b&gt;</pre></div>"
+    )
+    parsed = parse_html(html, fallback_title="x")
+    fences = [
+        parsed.text[b.start : b.end].split("\n")[0] for b in parsed.blocks if b.kind == "code"
+    ]
+    assert fences == ["```shell", "```html"]
+
+
 def test_an_articles_header_is_content_and_a_sites_header_is_not() -> None:
     """Review 32: every ``header`` was dropped, and with an article's the page's h1 and lead."""
     html = (
