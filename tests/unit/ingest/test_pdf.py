@@ -653,6 +653,35 @@ def test_a_chapter_label_above_its_title_opens_the_chapter() -> None:
     )
 
 
+def test_a_paragraph_ending_in_a_chapter_reference_keeps_it() -> None:
+    """Review 44: a paragraph's last wrapped line "Chapter 3." (body font, at the paragraph's
+    line pitch) right above a heading was taken for a chapter label and moved into it."""
+    page = Page().text(72, 720, "Installation", size=16, font="F2")
+    page.lines(
+        72,
+        690,
+        [
+            "The installer copies the files and writes the configuration. The options",
+            "that control the network setup and the proxy are described in detail in",
+            "Chapter 3.",
+        ],
+    )
+    page.text(72, 640, "Upgrading", size=16, font="F2").lines(72, 610, PROSE[:2])
+    parsed = parse(build_pdf([page]))
+    assert [b.title for b in parsed.blocks if b.kind == "heading"] == [
+        "Installation",
+        "Upgrading",
+    ]
+    assert "described in detail in Chapter 3." in parsed.text
+
+
+def test_a_chapter_label_in_the_body_font_set_apart_by_a_gap_opens_the_chapter() -> None:
+    page = Page().lines(72, 740, PROSE[:2]).text(72, 700, "Chapter 2", size=10)
+    page.text(72, 675, "Going further", size=20, font="F2").lines(72, 650, PROSE)
+    parsed = parse(build_pdf([page]))
+    assert [b.title for b in parsed.blocks if b.kind == "heading"] == ["Chapter 2 Going further"]
+
+
 def test_title_falls_back_to_the_given_title() -> None:
     parsed = parse(build_pdf([Page().lines(72, 700, PROSE)]), fallback="report-2024")
     assert parsed.title == "report-2024"
