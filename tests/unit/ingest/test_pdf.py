@@ -442,6 +442,46 @@ def test_a_running_header_beside_a_number_column_goes_and_the_numbers_stay() -> 
             assert f"Pieza {n}{k} {10 * n + k}" in text
 
 
+def test_running_lines_with_their_page_number_in_the_same_run_are_dropped() -> None:
+    """Review 44: a header or footer whose page number shares its text run ("12 | Chapter 1:
+    Meet Kafka", "Manual de usuario - 5") differed from page to page once only page-number
+    forms were masked, and stayed on every page. Its number runs with the page index."""
+    pages = []
+    for i in range(6):
+        n = i + 11
+        page = Page()
+        if i % 2 == 0:
+            page.text(72, 750, f"{n} | Chapter 1: Meet Kafka", size=9)
+        else:
+            page.text(330, 750, f"Publish/Subscribe Messaging | {n}", size=9)
+        page.lines(72, 700, PROSE)
+        page.text(72, 40, f"Manual de usuario - {n}", size=8)
+        page.text(400, 40, f"Pagina {i + 1} di 6", size=8)
+        pages.append(page)
+    text = flat(parse(build_pdf(pages)).text)
+    for probe in ("Chapter 1", "Messaging", "Manual de usuario", "Pagina"):
+        assert probe not in text
+    assert text.count(flat(" ".join(PROSE))) == 6
+
+
+def test_the_second_line_of_a_running_header_near_the_body_is_dropped() -> None:
+    """Review 44: a two-line header (9 pt, 11 pt apart) 20 pt above a body set at a 14 pt
+    pitch: the gap is under 1.5x the pitch, so the edge band was the first line only and the
+    second stayed on every page. A repeated body line under a title that stays is kept."""
+    pages = []
+    for i in range(5):
+        page = Page().text(72, 760, "ACME Servicios S.A.", size=9)
+        page.text(72, 749, "Procedimiento PR-07 Copias de seguridad", size=9)
+        page.text(72, 729, f"Paso {i + 1}").text(72, 715, "Compruebe el registro antes de seguir.")
+        page.lines(72, 701, PROSE, step=14)
+        page.text(300, 40, str(i + 1), size=9)
+        pages.append(page)
+    text = flat(parse(build_pdf(pages)).text)
+    assert "ACME" not in text and "PR-07" not in text
+    for i in range(5):
+        assert f"Paso {i + 1} Compruebe el registro antes de seguir." in text
+
+
 def test_a_single_page_keeps_its_first_line() -> None:
     page = Page().text(72, 760, "ACME Quarterly Report", size=9).lines(72, 700, PROSE)
     assert "ACME Quarterly Report" in parse(build_pdf([page])).text
@@ -651,6 +691,35 @@ def test_a_chapter_label_above_its_title_opens_the_chapter() -> None:
         for b in parsed.blocks
         if b.kind != "heading"
     )
+
+
+def test_a_paragraph_ending_in_a_chapter_reference_keeps_it() -> None:
+    """Review 44: a paragraph's last wrapped line "Chapter 3." (body font, at the paragraph's
+    line pitch) right above a heading was taken for a chapter label and moved into it."""
+    page = Page().text(72, 720, "Installation", size=16, font="F2")
+    page.lines(
+        72,
+        690,
+        [
+            "The installer copies the files and writes the configuration. The options",
+            "that control the network setup and the proxy are described in detail in",
+            "Chapter 3.",
+        ],
+    )
+    page.text(72, 640, "Upgrading", size=16, font="F2").lines(72, 610, PROSE[:2])
+    parsed = parse(build_pdf([page]))
+    assert [b.title for b in parsed.blocks if b.kind == "heading"] == [
+        "Installation",
+        "Upgrading",
+    ]
+    assert "described in detail in Chapter 3." in parsed.text
+
+
+def test_a_chapter_label_in_the_body_font_set_apart_by_a_gap_opens_the_chapter() -> None:
+    page = Page().lines(72, 740, PROSE[:2]).text(72, 700, "Chapter 2", size=10)
+    page.text(72, 675, "Going further", size=20, font="F2").lines(72, 650, PROSE)
+    parsed = parse(build_pdf([page]))
+    assert [b.title for b in parsed.blocks if b.kind == "heading"] == ["Chapter 2 Going further"]
 
 
 def test_title_falls_back_to_the_given_title() -> None:

@@ -18,10 +18,12 @@ Pipeline, per page then per document:
 3. **Running headers/footers**: segments of a page's edge band (its first/last row, or rows
    set apart from the body by a wide gap, at most three, within the outer 15 % of its height)
    whose text recurs at the same place on at least three pages (numbers masked only in a page
-   number form: "4 / 244", "Página 4 de 9"), page numbers whose value minus the page index
-   stays the same at one place, and page numbers left alone on their row ("4", "iv") are
-   dropped; never headings (font >= 12 % above the body), lines of 12+ words, or rows between
-   two equal ruling lines (a table header repeated per page). See
+   number form: "4 / 244", "Página 4 de 9"), lines whose masked text recurs there with a
+   number running with the page index ("12 | Chapter 1"), the next line of a header or footer
+   so recurring, page numbers whose value minus the page index stays the same at one place,
+   and page numbers left alone on their row ("4", "iv") are dropped; never headings (font
+   >= 12 % above the body), lines of 12+ words, or rows between two equal ruling lines (a
+   table header repeated per page). See
    :mod:`ragstrata.ingest.pdf.running`.
    After step 5, the entries of a table of contents are dropped (a page with 5+ dot-leader
    lines: :func:`ragstrata.ingest.pdf.running.drop_contents_lines`).

@@ -125,7 +125,7 @@ def find_headings(
             if style in levels:
                 result[(page, i)] = (levels[style], 1)
     return _with_chapter_labels(
-        _merge_heading_lines(result, lines_by_page, from_outline), lines_by_page
+        _merge_heading_lines(result, lines_by_page, from_outline), lines_by_page, stats
     )
 
 
@@ -137,26 +137,48 @@ _CHAPTER_LABEL_RE = re.compile(
 
 
 def _with_chapter_labels(
-    headings: dict[tuple[int, int], tuple[int, int]], lines_by_page: Sequence[Sequence[Line]]
+    headings: dict[tuple[int, int], tuple[int, int]],
+    lines_by_page: Sequence[Sequence[Line]],
+    stats: Stats,
 ) -> dict[tuple[int, int], tuple[int, int]]:
     """A heading whose line above, in the same column and within three of its font sizes, is a
-    chapter label alone (:data:`_CHAPTER_LABEL_RE`) starts at that label: "Capítulo 5" was a
-    paragraph closing the previous chapter's last section (review 42: 9 chapters of the Debian
-    New Maintainers' Guide)."""
+    chapter label alone (:data:`_CHAPTER_LABEL_RE`) set apart from the text before it
+    (:func:`_set_apart`) starts at that label: "Capítulo 5" was a paragraph closing the
+    previous chapter's last section (review 42: 9 chapters of the Debian New Maintainers'
+    Guide)."""
     out: dict[tuple[int, int], tuple[int, int]] = {}
     for (page, i), (level, span) in sorted(headings.items()):
         if i > 0 and (page, i - 1) not in headings:
-            above, line = lines_by_page[page][i - 1], lines_by_page[page][i]
+            lines = lines_by_page[page]
+            above, line = lines[i - 1], lines[i]
             if (
                 not above.table
                 and _CHAPTER_LABEL_RE.fullmatch(above.text.strip()) is not None
                 and above.column == line.column
                 and 0 <= line.top - above.bottom <= 3 * line_style(line).size
+                and _set_apart(lines[i - 2] if i > 1 else None, above, stats.body_size)
             ):
                 out[(page, i - 1)] = (level, span + 1)
                 continue
         out[(page, i)] = (level, span)
     return out
+
+
+def _set_apart(before: Line | None, label: Line, body_size: float) -> bool:
+    """Whether a chapter label line stands apart from the text before it: a heading-like font
+    (:data:`HEADING_SIZE_RATIO` times the body's or bold), or a gap above it of half its size
+    (more than a line's leading) from the line before it in its column. "Chapter 3." ending a
+    paragraph's last wrapped line ("...described in detail in" / "Chapter 3.") is neither
+    (review 44: it moved into the next heading)."""
+    style = line_style(label)
+    if style.size >= body_size * HEADING_SIZE_RATIO or style.bold:
+        return True
+    return (
+        before is not None
+        and not before.table
+        and before.column == label.column
+        and label.top - before.bottom >= 0.5 * style.size
+    )
 
 
 def _merge_heading_lines(

@@ -4,8 +4,10 @@ dot-leader lines of a table of contents (:func:`drop_contents_lines`).
 
 A running line is told from body text by where it sits and what it repeats, not by its shape:
 it lies in a page's edge band (:func:`_edge_band`) and either the same words, or the same page
-number form ("# / #", "Página # de #"), sit at the same place on at least
-:data:`_RUNNING_MIN_PAGES` pages, or it is a page number alone on its row. The first rows of a
+number form ("# / #", "Página # de #"), or the same words with a number that runs with the
+page index ("12 | Chapter 1: Meet Kafka"), sit at the same place on at least
+:data:`_RUNNING_MIN_PAGES` pages, or it is a page number alone on its row; a row just past the
+band that continues such a header or footer goes with it. The first rows of a
 bank statement, a price list or an exercise sheet repeat their shape ("01/02/2024 ... 572,35",
 "Ejercicio 2") but not their words, so they stay (review 42: they were dropped while any text
 whose digits, masked, recurred among a page's first or last three rows counted as running)."""
@@ -32,17 +34,16 @@ _RUNNING_MIN_PAGES = 3
 _POSITION_TOLERANCE = 3.0
 """Points: a running line recurs at the same distance from its edge and with the same left
 edge, right edge or centre (buckets this wide and their neighbours: up to twice this apart)."""
+_PAGE_WORD = r"(?:page|pagina|página|pág\.?|pg\.?|p\.|seite|s\.|hoja|blatt)"
+_PAGE_OF = r"(?:/|of|de|di|van|von|sur)"
 _PAGE_NUMBER_RE = re.compile(
-    r"^(?:(?:page|p\.|página|pág\.?|seite|s\.)\s*)?[-–—]?\s*#+\s*[-–—]?"
-    r"(?:\s*(?:/|of|de|von)\s*#+)?$"
+    rf"^(?:{_PAGE_WORD}\s*)?[-–—]?\s*#+\s*[-–—]?(?:\s*{_PAGE_OF}\s*#+)?$"
     r"|^(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})$",
     re.IGNORECASE,
 )
-"""A page number alone, digits masked: "#", "- # -", "# / #", "Página # de #", "iv"."""
-_PAGE_REF = (
-    r"(?:(?:page|p\.|página|pág\.?|seite|s\.)\s*\d+(?:\s*(?:/|of|de|von)\s*\d+)?"
-    r"|\d+\s*(?:/|of|de|von)\s*\d+)"
-)
+"""A page number alone, digits masked: "#", "- # -", "# / #", "Página # de #", "Pagina # di #",
+"Pg. #", "iv"."""
+_PAGE_REF = rf"(?:{_PAGE_WORD}\s*\d+(?:\s*{_PAGE_OF}\s*\d+)?|\d+\s*{_PAGE_OF}\s*\d+)"
 _PAGE_REF_SEP = r"(?:\s*[-–—|·•,:]\s*|\s+)"
 _PAGE_REF_RE = re.compile(rf"^{_PAGE_REF}(?={_PAGE_REF_SEP})|{_PAGE_REF_SEP}{_PAGE_REF}$")
 """A page reference that opens or closes a running line ("Informe anual · Página 4 de 9")."""
@@ -76,6 +77,17 @@ class _Candidate:
     """Distance from its edge: ``top`` for the top band, height - ``bottom`` for the bottom."""
     width: float
     """The page's width: a two-sided layout mirrors its running lines on facing pages."""
+    rank: int
+    """Its row's place from the edge: 0 for the outermost row."""
+    band: bool
+    """Whether its row is in the edge band (:func:`_edge_band`); a row past it may still be a
+    running header's next line (:func:`drop_running_lines`)."""
+    row_size: int
+    """How many segments its row holds."""
+    pitch_in: float
+    """Row pitch to the row before it, toward the edge (0 for the outermost row)."""
+    pitch_out: float
+    """Row pitch to the row after it, toward the body (inf for the last row)."""
 
     def anchors(self) -> Iterator[tuple[str, int, int]]:
         """Its place, in buckets of :data:`_POSITION_TOLERANCE`: the same distance from its
@@ -105,8 +117,8 @@ def _rows(segments: Sequence[Segment]) -> list[list[Segment]]:
     return rows
 
 
-def _edge_band(rows: Sequence[Sequence[Segment]]) -> list[Sequence[Segment]]:
-    """The leading rows of ``rows`` that a running line may occupy: the first row, or the first
+def _edge_band(rows: Sequence[Sequence[Segment]]) -> int:
+    """How many leading rows of ``rows`` a running line may occupy: the first row, or the first
     two or three when a pitch of :data:`_BAND_GAP` times the median row pitch follows them (a
     header over two lines, then the body)."""
     pitches = [abs(b[0].top - a[0].top) for a, b in itertools.pairwise(rows)]
@@ -114,26 +126,43 @@ def _edge_band(rows: Sequence[Sequence[Segment]]) -> list[Sequence[Segment]]:
         usual = statistics.median(pitches)
         for depth, pitch in enumerate(pitches[:_EDGE_ROWS]):
             if pitch >= _BAND_GAP * usual:
-                return list(rows[: depth + 1])
-    return list(rows[:1])
+                return depth + 1
+    return 1
 
 
 def _candidates(page: Page) -> Iterator[_Candidate]:
-    """Segments of the page's top and bottom edge bands within the outer edge zones, except
-    rows between two equal ruling lines (:func:`_ruled_in`)."""
+    """Segments of the page's first and last :data:`_EDGE_ROWS` rows within the outer edge
+    zones, except rows between two equal ruling lines (:func:`_ruled_in`)."""
     rows = _rows(page.segments)
-    top = {id(row) for row in _edge_band(rows)}
-    bottom = {id(row) for row in _edge_band(rows[::-1])}
-    for row in rows:
-        for segment in row:
-            if (id(row) not in top and id(row) not in bottom) or _ruled_in(segment, page.hrules):
-                continue
-            key = _running_key(segment.text)
-            if id(row) in top and segment.bottom <= _EDGE_ZONE * page.height:
-                yield _Candidate(page.index, "top", segment, key, segment.top, page.width)
-            elif id(row) in bottom and segment.top >= (1 - _EDGE_ZONE) * page.height:
-                depth = page.height - segment.bottom
-                yield _Candidate(page.index, "bottom", segment, key, depth, page.width)
+    for zone, ordered in (("top", rows), ("bottom", rows[::-1])):
+        band = _edge_band(ordered)
+        pitches = [abs(b[0].top - a[0].top) for a, b in itertools.pairwise(ordered)]
+        for rank, row in enumerate(ordered[:_EDGE_ROWS]):
+            pitch_in = pitches[rank - 1] if rank else 0.0
+            pitch_out = pitches[rank] if rank < len(pitches) else float("inf")
+            for segment in row:
+                if _ruled_in(segment, page.hrules):
+                    continue
+                if zone == "top" and segment.bottom <= _EDGE_ZONE * page.height:
+                    depth = segment.top
+                elif zone == "bottom" and segment.top >= (1 - _EDGE_ZONE) * page.height:
+                    depth = page.height - segment.bottom
+                else:
+                    continue
+                key = _running_key(segment.text)
+                yield _Candidate(
+                    page.index,
+                    zone,
+                    segment,
+                    key,
+                    depth,
+                    page.width,
+                    rank,
+                    rank < band,
+                    len(row),
+                    pitch_in,
+                    pitch_out,
+                )
 
 
 def _ruled_in(segment: Segment, hrules: Sequence[Rule]) -> bool:
@@ -192,16 +221,22 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
     - in the top band, its words (2+) are a heading's of the document: a running header that
       repeats the current section's title changes with the section, so a short section's shows
       on too few pages to recur;
+    - its text, digits masked, sits at the same place on as many pages with one of its numbers
+      running with the page index (:func:`_rising_keys`: "12 | Chapter 1: Meet Kafka",
+      "Manual de usuario - 5"), it is not bold (a per-page title, "Ejercicio 3") and no other
+      segment is left on its row (a statement's date beside its payee and amount);
     - it is a page number form (``_PAGE_NUMBER_RE``) and no other segment is left on its row.
+
+    Then a row just past the band, whose row toward the edge is gone whole, goes too when it is
+    nearer that row than the next (pitch) and each of its segments recurs at its place as
+    above (words, or a number running with the page index): a running header's second line
+    when the gap to the body is under :data:`_BAND_GAP` times the usual pitch.
 
     Nothing is dropped when every segment of every page would go: the "headers" are the content.
     """
     candidates = [c for page in pages for c in _candidates(page)]
-    places: defaultdict[tuple[str, str, tuple[str, int, int]], set[int]] = defaultdict(set)
-    for c in candidates:
-        for key in _keys(c):
-            for anchor in c.anchors():
-                places[(c.zone, key, anchor)].add(c.page)
+    band = [c for c in candidates if c.band]
+    places = _places(band)
     headings = {
         _words_of(s.text)
         for page in pages
@@ -210,8 +245,9 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
     }
     headings.discard("")
     doomed: set[int] = set()
+    rising: list[_Candidate] = []
     numbers: list[_Candidate] = []
-    for c in candidates:
+    for c in band:
         segment = c.segment
         if segment.size > body_size * HEADING_SIZE_RATIO or len(segment.words) >= 12:
             continue  # a heading or a body line, not a running line
@@ -220,16 +256,71 @@ def drop_running_lines(pages: Sequence[Page], body_size: float) -> None:
             c.zone == "top" and len(words.split()) >= 2 and words in headings
         ):
             doomed.add(id(segment))
+        elif _rises(places, c):
+            rising.append(c)
         elif _PAGE_NUMBER_RE.match(_mask(segment.text)):
             numbers.append(c)
     by_index = {page.index: page for page in pages}
+    kept_apart = doomed | {id(c.segment) for c in rising}
+    for c in rising:
+        if not _has_row_mate(c.segment, by_index[c.page].segments, kept_apart):
+            doomed.add(id(c.segment))
     for c in numbers:
         if not _has_row_mate(c.segment, by_index[c.page].segments, doomed):
             doomed.add(id(c.segment))
+    _drop_next_rows(candidates, doomed, body_size)
     if all(all(id(s) in doomed for s in page.segments) for page in pages):
         return
     for page in pages:
         page.segments = [s for s in page.segments if id(s) not in doomed]
+
+
+_Places = dict[tuple[str, str, tuple[str, int, int]], set[int]]
+
+
+def _places(candidates: Sequence[_Candidate]) -> _Places:
+    """The pages on which each of the candidates' keys (:func:`_keys`, :func:`_rising_keys`)
+    sits at each place (:meth:`_Candidate.anchors`)."""
+    places: defaultdict[tuple[str, str, tuple[str, int, int]], set[int]] = defaultdict(set)
+    for c in candidates:
+        for key in (*_keys(c), *_rising_keys(c)):
+            for anchor in c.anchors():
+                places[(c.zone, key, anchor)].add(c.page)
+    return places
+
+
+def _rises(places: _Places, c: _Candidate) -> bool:
+    """Whether the candidate, not bold, recurs at its place with a number running with the page
+    index (:func:`_rising_keys`)."""
+    if all(w.bold for w in c.segment.words):
+        return False
+    return any(_recurs(places, key, c) for key in _rising_keys(c))
+
+
+def _drop_next_rows(candidates: Sequence[_Candidate], doomed: set[int], body_size: float) -> None:
+    """Add to ``doomed`` the rows past the edge band that continue a running header or footer
+    (:func:`drop_running_lines`): review 44's "ACME Servicios S.A." / "Procedimiento PR-07
+    Copias de seguridad" 11 pt apart, the body 20 pt below at a 14 pt pitch."""
+    places = _places(candidates)
+    rows: defaultdict[tuple[int, str, int], list[_Candidate]] = defaultdict(list)
+    for c in candidates:
+        rows[(c.page, c.zone, c.rank)].append(c)
+    for (page, zone, rank), row in sorted(rows.items(), key=lambda item: item[0][2]):
+        if rank == 0 or row[0].band or len(row) < row[0].row_size:
+            continue
+        before = rows.get((page, zone, rank - 1), [])
+        if not before or len(before) < before[0].row_size:
+            continue
+        if any(id(c.segment) not in doomed for c in before):
+            continue
+        if all(
+            c.pitch_in < c.pitch_out
+            and c.segment.size <= body_size * HEADING_SIZE_RATIO
+            and len(c.segment.words) < 12
+            and (any(_recurs(places, key, c) for key in _keys(c)) or _rises(places, c))
+            for c in row
+        ):
+            doomed.update(id(c.segment) for c in row)
 
 
 def _keys(candidate: _Candidate) -> tuple[str, ...]:
@@ -245,6 +336,21 @@ def _keys(candidate: _Candidate) -> tuple[str, ...]:
     return (candidate.key,)
 
 
+def _rising_keys(candidate: _Candidate) -> tuple[str, ...]:
+    """For text with numbers beside words, one key per number (the first four): the text with
+    its digits masked, the number's position and its value minus the page index. A running
+    line's page number keeps that difference from page to page ("12 | Chapter 1: Meet Kafka",
+    "Chapter 1: Meet Kafka | 14"); a statement's dates and amounts do not."""
+    text = candidate.segment.text
+    if text.strip().isdecimal() or not any(ch.isdigit() for ch in text):
+        return ()
+    masked = _mask(text)
+    return tuple(
+        f"{masked}\0{j}:{int(number) - candidate.page}"
+        for j, number in enumerate(re.findall(r"\d+", text)[:4])
+    )
+
+
 _ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 
@@ -258,9 +364,7 @@ def _roman_value(text: str) -> int | None:
     return sum(-v if v < nxt else v for v, nxt in zip(values, [*values[1:], 0], strict=True))
 
 
-def _recurs(
-    places: dict[tuple[str, str, tuple[str, int, int]], set[int]], key: str, c: _Candidate
-) -> bool:
+def _recurs(places: _Places, key: str, c: _Candidate) -> bool:
     """Whether ``key`` sits at the candidate's place on at least :data:`_RUNNING_MIN_PAGES`
     pages."""
     for kind, y, x in c.anchors():
