@@ -130,17 +130,14 @@ _LONE_TAG = re.compile(r"[ \t]*</?[a-z][\w-]*(?:\s[^<>\n]*)?>[ \t]*(?:\n|$)")
 FastAPI docs' console blocks): skipped between a sentence ending in ``:`` and its block."""
 _ANNOUNCES = re.compile(
     r"\b(?:as (?:shown|follows)|the following|below|como (?:se muestra|sigue)|a continuación"
-    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo))\b"
-    r"|\b(?:\d+|dos|tres|cuatro|cinco|seis|two|three|four|five|six)\s+"
-    r"(?:pasos|etapas|fases|partes|steps|stages|phases|parts)"
-    r"(?!\s+(?:anteriores|previos|precedentes|mencionados|previous|above|earlier|before)\b)"
-    r"(?:\s+[^\W\d_]+)?\s*\.$",
+    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo)"
+    r"|(?:\d+|dos|tres|cuatro|cinco|seis|two|three|four|five|six)\s+"
+    r"(?:pasos|etapas|fases|partes|steps|stages|phases|parts))\b",
     re.IGNORECASE,
 )
 """Words by which a sentence ending in a stop announces the code or list after it ("... como
-se muestra." before ``# deluser --remove-home fish``; a count of steps ending it, "Este
-proceso consta de 2 pasos." before its steps, trial 43, but not "los dos pasos anteriores",
-review 44)."""
+se muestra." before ``# deluser --remove-home fish``; "Este proceso consta de 2 pasos." before
+its steps, trial 43)."""
 _WHY_QUESTION = re.compile(r"\W*(?:por\s+qu[ée]|why)\b", re.IGNORECASE)
 _GIVES_REASON = re.compile(
     r"\b(?:porque|ya que|debido a|dado que|puesto que|a causa de|por eso|para que|por lo que"
