@@ -130,14 +130,11 @@ _LONE_TAG = re.compile(r"[ \t]*</?[a-z][\w-]*(?:\s[^<>\n]*)?>[ \t]*(?:\n|$)")
 FastAPI docs' console blocks): skipped between a sentence ending in ``:`` and its block."""
 _ANNOUNCES = re.compile(
     r"\b(?:as (?:shown|follows)|the following|below|como (?:se muestra|sigue)|a continuación"
-    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo)"
-    r"|(?:\d+|dos|tres|cuatro|cinco|seis|two|three|four|five|six)\s+"
-    r"(?:pasos|etapas|fases|partes|steps|stages|phases|parts))\b",
+    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo))\b",
     re.IGNORECASE,
 )
 """Words by which a sentence ending in a stop announces the code or list after it ("... como
-se muestra." before ``# deluser --remove-home fish``; "Este proceso consta de 2 pasos." before
-its steps, trial 43)."""
+se muestra." before ``# deluser --remove-home fish``)."""
 _WHY_QUESTION = re.compile(r"\W*(?:por\s+qu[ée]|why)\b", re.IGNORECASE)
 _GIVES_REASON = re.compile(
     r"\b(?:porque|ya que|debido a|dado que|puesto que|a causa de|por eso|para que|por lo que"

@@ -709,23 +709,6 @@ def test_a_sentence_saying_as_shown_takes_the_command_after_it(onnx_embedder: An
     assert last.block_end == last.end  # a stop without announcing words takes nothing
 
 
-def test_a_sentence_counting_steps_takes_the_steps_after_it(onnx_embedder: Any) -> None:
-    """Trial 43: "Este proceso consta de 2 pasos." was quoted without the two steps that
-    follow it, as only a final ":" brought a list."""
-    text = (
-        "Para reconfigurar la configuración regional use dpkg. Este proceso consta de 2 pasos.\n\n"
-        "- Elija las configuraciones regionales que quiere generar.\n"
-        "- Elija la configuración regional por defecto.\n\nEl resto es automático."
-    )
-    hit = source("ch08", text, 1, language="es")
-    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
-    steps = next(c for c in _candidates(ctx.sources[0]) if "2 pasos" in text[c.start : c.end])
-    assert text[steps.end : steps.block_end].strip().splitlines() == [
-        "- Elija las configuraciones regionales que quiere generar.",
-        "- Elija la configuración regional por defecto.",
-    ]
-
-
 def test_a_short_code_block_ending_a_paragraph_comes_with_its_last_sentence(
     onnx_embedder: Any,
 ) -> None:
