@@ -123,14 +123,10 @@ def heading_prefix(title: str, section_path: Sequence[str]) -> str:
     """The context line embedded before a chunk: ``"title > h1 > h2"``; the title is not added
     when the path already holds it (a Markdown H1, or a Confluence page title below its
     breadcrumbs)."""
-    return " > ".join(_prefix_parts(title, section_path))
-
-
-def _prefix_parts(title: str, section_path: Sequence[str]) -> list[str]:
     parts = [p for p in section_path if p]
     if title and title not in parts:
         parts.insert(0, title)
-    return parts
+    return " > ".join(parts)
 
 
 def _sha(*parts: object) -> str:
@@ -177,8 +173,8 @@ class StructureChunker:
     # ------------------------------------------------------------------ public API
     def chunk(self, document: Document) -> list[Chunk]:
         text = document.text
-        # fences mean code in Markdown and in the Markdown the HTML parsers write; a stray ```
-        # line in a .txt made the rest of the file "code" (review 42)
+        # fences mean code in Markdown and in the Markdown the HTML and PDF parsers write; a
+        # stray ``` line in a .txt made the rest of the file "code" (review 42)
         fences = find_fences(text) if fenced(document.format) else []
         spans: list[tuple[_Section, int, int, str, str, int]] = []
         for section in _sections(document.blocks):

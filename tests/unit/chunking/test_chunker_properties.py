@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ragstrata.chunking.splitter import StructureChunker
 from ragstrata.ingest.markdown import parse_markdown
-from ragstrata.ingest.text import normalize_text
+from ragstrata.ingest.text import normalize_text, parse_text
 from ragstrata.text.spans import find_fences
 from ragstrata.text.tokens import HFTokenCounter
 from ragstrata.types import Document
@@ -77,16 +77,18 @@ block = st.one_of(paragraph, heading, code, table, listing, run)
 markdown = st.lists(block, min_size=1, max_size=12).map("\n\n".join)
 
 
-def make_doc(text: str) -> Document:
-    parsed = parse_markdown(normalize_text(text), fallback_title="doc")
+def make_doc(text: str, *, fmt: str = "markdown") -> Document:
+    """``text`` parsed as Markdown, or as plain text with ``fmt="text"``."""
+    parse = parse_text if fmt == "text" else parse_markdown
+    parsed = parse(normalize_text(text), fallback_title="doc")
     return Document(
         doc_id="d" * 16,
-        source="/docs/doc.md",
+        source=f"/docs/doc.{'txt' if fmt == 'text' else 'md'}",
         title=parsed.title,
         text=parsed.text,
         blocks=parsed.blocks,
         content_hash="h",
-        format="markdown",
+        format=fmt,
         metadata=parsed.metadata,
     )
 
@@ -474,23 +476,10 @@ def test_a_section_written_in_the_other_language_carries_its_own() -> None:
 def test_a_stray_fence_line_in_plain_text_is_no_code() -> None:
     """Review 42: one line of three backticks in meeting notes (a .txt) made every later chunk
     "code": rendered and embedded in fences."""
-    from ragstrata.ingest.text import parse_text
-
     body = "Para citar código use tres comillas invertidas:\n```\n\n" + "\n\n".join(
         f"Punto {i}: el equipo revisó el acuerdo número {i} y lo aprobó." for i in range(60)
     )
-    parsed = parse_text(normalize_text(body), fallback_title="notas")
-    doc = Document(
-        doc_id="t" * 16,
-        source="/docs/notas.txt",
-        title=parsed.title,
-        text=parsed.text,
-        blocks=parsed.blocks,
-        content_hash="h",
-        format="text",
-        metadata={},
-    )
-    chunks = chunker(128).chunk(doc)
+    chunks = chunker(128).chunk(make_doc(body, fmt="text"))
     assert len(chunks) > 3
     assert all(not c.header and not c.footer for c in chunks)
     assert all("```" not in c.rendered for c in chunks[1:])

@@ -160,10 +160,7 @@ def test_githubs_highlight_scope_names_the_language() -> None:
         "<pre>pip install acme</pre></div>"
         "<div class='highlight highlight-text-html-basic'><pre>&lt;b&gt;x&lt;/b&gt;</pre></div>"
     )
-    parsed = parse_html(html, fallback_title="x")
-    fences = [
-        parsed.text[b.start : b.end].split("\n")[0] for b in parsed.blocks if b.kind == "code"
-    ]
+    fences = [text.split("\n")[0] for kind, text in _pieces(html) if kind == "code"]
     assert fences == ["```shell", "```html"]
 
 
