@@ -107,7 +107,7 @@ def parse_paths(
     require("selectolax", extra="ingest")
     files, errors = discover(list(paths), follow_symlinks=config.follow_symlinks)
     if not files and not (index_dir / catalog.MANIFEST).exists():
-        raise _nothing_to_ingest(paths, errors)
+        raise nothing_to_ingest(paths, errors)
     present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths
     workers = auto_workers() if config.workers < 0 else config.workers
     files, skipped = skip_unchanged_files(index_dir, files, signature=signature)
@@ -199,9 +199,12 @@ def _reported_path(path: str | Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> IngestError:
-    """The error of an ingest that found no supported file (and would create an empty index),
-    naming the paths and the first entries that were skipped."""
+def nothing_to_ingest(
+    paths: Sequence[Path], errors: Sequence[IngestError], *, index_exists: bool = False
+) -> IngestError:
+    """The error (RS201) of an ingest that found no supported file under ``paths``, naming
+    them and the first entries that were skipped; ``index_exists``: the paths held nothing
+    the existing index has either, so it is unchanged (else no index was created)."""
     from ragstrata.ingest.loader import FORMATS
 
     known = ", ".join(sorted(FORMATS))
@@ -210,12 +213,10 @@ def _nothing_to_ingest(paths: Sequence[Path], errors: Sequence[IngestError]) -> 
     # skipped on purpose and do not count
     readable = [e for e in errors if Path(e.path).suffix.lower() in FORMATS and e.code != "RS211"]
     if readable:
-        reason = "no file could be read; nothing was ingested (no index was created)"
+        reason = "no file could be read; nothing was ingested"
     else:
-        reason = (
-            f"no supported files found (extensions: {known}); nothing was ingested "
-            "(no index was created)"
-        )
+        reason = f"no supported files found (extensions: {known}); nothing was ingested"
+    reason += " (the index is unchanged)" if index_exists else " (no index was created)"
     if errors:
         shown = "; ".join(f"{e.path}: [{e.code}] {e.reason}" for e in errors[:3])
         more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""

@@ -165,11 +165,41 @@ def test_a_folder_without_supported_files_creates_no_index(
     assert not index.exists()
 
 
+@pytest.mark.parametrize("json_out", [False, True])
+def test_an_empty_folder_is_an_error_also_when_an_index_exists(
+    tmp_path: Path, minilm_env: None, json_out: bool
+) -> None:
+    """Trial 43: with an index present, an empty folder gave exit 0 and a warning, without one
+    RS201 and exit 1; a script pointed at a wrong folder could not tell. Both are RS201 now and
+    the index is unchanged; an emptied folder whose files the index holds is no error (its
+    documents are stale, or pruned with --prune)."""
+    corpus, empty = tmp_path / "docs", tmp_path / "empty"
+    corpus.mkdir()
+    empty.mkdir()
+    (corpus / "good.md").write_text(GOOD, encoding="utf-8")
+    index = tmp_path / "idx"
+    assert CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index)]).exit_code == 0
+    before = (index / catalog.MANIFEST).read_bytes()
+    args = ["ingest", str(empty), "--index", str(index)] + (["--json"] if json_out else [])
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "RS201" in result.output + result.stderr
+    assert "the index is unchanged" in result.output + result.stderr
+    assert (index / catalog.MANIFEST).read_bytes() == before
+    (corpus / "good.md").unlink()
+    stale = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index)])
+    assert stale.exit_code == 0, stale.output
+    assert "still searched and cited" in stale.stderr
+    pruned = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index), "--prune"])
+    assert pruned.exit_code == 0, pruned.output
+    assert "1 pruned" in pruned.stdout
+
+
 def test_help_documents_the_exit_statuses() -> None:
     result = CliRunner().invoke(app, ["ingest", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     text = " ".join(result.output.split())
-    assert "no supported file found for a new index" in text and "130 interrupted" in text
+    assert "no supported file found (RS201" in text and "130 interrupted" in text
 
 
 def _default_sigint() -> None:

@@ -138,8 +138,8 @@ def ingest(
     failure") without being parsed; --retry-failed parses it again.
 
     Exit status: 0 all indexed; 3 some files skipped (each reported with its path and RSxxx
-    reason); 1 nothing indexed, an error, or no supported file found for a new index (RS201,
-    nothing written); 130 interrupted (Ctrl-C), 143 stopped by SIGTERM: what was committed
+    reason); 1 nothing indexed, an error, or no supported file found (RS201, nothing
+    written); 130 interrupted (Ctrl-C), 143 stopped by SIGTERM: what was committed
     stays, the next run goes on.
     """
     from ragstrata.pipeline import WRITE_WAIT_S
@@ -180,6 +180,13 @@ def ingest(
             except IndexNotFoundError:  # a dry run on a new index writes nothing
                 stats = {"index": str(engine.index_dir), "documents": 0, "chunks": 0}
                 stats["size_bytes"] = 0
+        if not (result.documents or result.failures or result.pruned or result.stale):
+            # the paths held no supported file and none the index had (trial 43: exit 0 and a
+            # warning once an index existed, RS201 and exit 1 before it: a script pointed at a
+            # wrong folder could not tell)
+            from ragstrata.indexing import nothing_to_ingest
+
+            raise nothing_to_ingest(paths, [], index_exists=True)
     except RagError as exc:
         raise _fail(exc, json_out=json_out) from exc
     data = result.to_json() | {"index": stats}
@@ -216,8 +223,6 @@ def ingest(
             )
             _print_sources("gone:", result.stale_sources)
         _print_sources("would prune:" if dry_run else "pruned:", result.pruned_sources)
-        if not (result.documents or result.failures):
-            err.print("[yellow]warning[/] no supported files (.md, .html, .pdf, .txt, ...) found")
         for warning in result.warnings:
             _print_warning(warning)
         for failure in result.failures:
