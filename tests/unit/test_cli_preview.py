@@ -28,3 +28,17 @@ def test_a_code_line_starting_with_hash_is_code_not_a_heading() -> None:
         "~~~~",
         "#no-space is text",
     ]
+
+
+def test_plain_text_has_no_headings_or_fences_to_drop() -> None:
+    """A .txt chunk is not Markdown (:func:`ragstrata.text.spans.fenced`): its ``# dmesg -n3``
+    line is a root prompt, not a heading; the preview dropped it (and a stray ``` line made
+    the rest code)."""
+    text = "Para ver los mensajes ejecuta:\n# dmesg -n3\n```\n# comentario\n"
+    assert _body_lines(text, "text") == [
+        "Para ver los mensajes ejecuta:",
+        "# dmesg -n3",
+        "```",
+        "# comentario",
+    ]
+    assert "# dmesg -n3" not in _body_lines(text, "markdown")

@@ -22,7 +22,7 @@ from ragstrata.index.base import Filters, check_filters
 from ragstrata.index.report import sources_under
 from ragstrata.paths import display_path
 from ragstrata.pipeline import Ragstrata
-from ragstrata.text.spans import find_fences
+from ragstrata.text import spans
 from ragstrata.types import MAX_QUERY_CHARS, Answer, Hit
 
 
@@ -98,12 +98,15 @@ def _check_length(text: str, what: str) -> str:
 _HEADING_LINE = re.compile(r"\s{0,3}#{1,6}(?:\s|$)")
 
 
-def _body_lines(text: str) -> list[str]:
+def _body_lines(text: str, fmt: object = None) -> list[str]:
     """The lines of a chunk's ``text`` but its Markdown headings (already on the hit's source
     line); a line inside a code fence (:func:`~ragstrata.text.spans.find_fences`) is code,
     kept whatever it starts with (trial 37: a preview showed an empty fence for
-    ``# dmesg -n3``)."""
-    fenced = [(f.open_start, f.close_end) for f in find_fences(text)]
+    ``# dmesg -n3``). A chunk of a format without Markdown (``fmt``, its ``format`` metadata:
+    plain text, see :func:`~ragstrata.text.spans.fenced`) has neither: every line is kept."""
+    if not spans.fenced(fmt):
+        return text.removesuffix("\n").split("\n")
+    fenced = [(f.open_start, f.close_end) for f in spans.find_fences(text)]
     kept: list[str] = []
     pos = 0
     for line in text.removesuffix("\n").split("\n"):
@@ -175,7 +178,9 @@ def search(
                 if e is not None or name != "rerank":
                     shown = f"{e.rank} / {e.score:.3f}" if e else "-"
                     score += f"\n[dim]{name} {shown}[/]"
-        snippet = " ".join(" ".join(_body_lines(hit.chunk.text)).split())
+        snippet = " ".join(
+            " ".join(_body_lines(hit.chunk.text, hit.chunk.metadata.get("format"))).split()
+        )
         snippet = snippet or " ".join(hit.chunk.text.split())
         snippet = snippet[:160] + ("…" if len(snippet) > 160 else "")
         where = _hit_where(hit, width)
