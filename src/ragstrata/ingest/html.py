@@ -65,10 +65,9 @@ from ragstrata.ingest.html_clean import (
 )
 from ragstrata.ingest.html_tables import (
     is_layout_table,
-    key_value_lines,
     list_blocks,
-    render_table,
     row_groups,
+    table_parts,
 )
 from ragstrata.ingest.text import ParsedText, normalize_text
 from ragstrata.types import Block, BlockKind, IngestWarning
@@ -209,16 +208,8 @@ class HtmlRenderer:
             self._walk(node, depth)
             self._flush()
             return
-        caption = node.css_first("caption")
-        if caption is not None:
-            self._add("paragraph", flat_text(caption))
-        pairs = key_value_lines(groups)
-        if pairs:
-            self._add("list", "\n".join(pairs))
-            return
-        rendered = render_table(groups)
-        if rendered:
-            self._add("table", rendered)
+        for kind, text in table_parts(node, groups):
+            self._add(kind, text)
 
 
 def _main(tree: LexborHTMLParser) -> LexborNode | None:

@@ -34,6 +34,7 @@ __all__ = [
     "list_lines",
     "render_table",
     "row_groups",
+    "table_parts",
 ]
 
 
@@ -330,19 +331,35 @@ def _item_blocks(item: LexborNode) -> list[LexborNode]:
     return found
 
 
-def _table_parts(table: LexborNode, pad: str) -> list[tuple[BlockKind, str]]:
-    """A table inside a list item: a pipe table at the margin, or a record's ``- label:
-    value`` lines under the item (:func:`key_value_lines`)."""
-    groups = row_groups(table)
-    caption = table.css_first("caption")
+def table_parts(
+    table: LexborNode, groups: list[tuple[str, list[list[LexborNode]]]] | None = None
+) -> list[tuple[BlockKind, str]]:
+    """A data table's blocks in reading order: its caption's text (``"paragraph"``), then a
+    record's ``- label: value`` lines (one ``"list"`` block, :func:`key_value_lines`) or its
+    GFM pipe table (``"table"``, :func:`render_table`); empty ones left out. ``groups``: the
+    table's :func:`row_groups` when the caller has them."""
+    groups = row_groups(table) if groups is None else groups
     parts: list[tuple[BlockKind, str]] = []
+    caption = table.css_first("caption")
     if caption is not None and (title := flat_text(caption)):
-        parts.append(("list", f"{pad}  {title}"))
-    pairs = key_value_lines(groups)
-    if pairs:
-        return parts + [("list", f"{pad}  {line}") for line in pairs]
-    rendered = render_table(groups)
-    return [*parts, ("table", rendered)] if rendered else parts
+        parts.append(("paragraph", title))
+    if pairs := key_value_lines(groups):
+        parts.append(("list", "\n".join(pairs)))
+    elif rendered := render_table(groups):
+        parts.append(("table", rendered))
+    return parts
+
+
+def _item_table_parts(table: LexborNode, pad: str) -> list[tuple[BlockKind, str]]:
+    """A table inside a list item: its caption and a record's lines under the item, a pipe
+    table at the margin (:func:`table_parts`)."""
+    parts: list[tuple[BlockKind, str]] = []
+    for kind, text in table_parts(table):
+        if kind == "table":
+            parts.append((kind, text))
+        else:
+            parts.extend(("list", f"{pad}  {line}") for line in text.split("\n"))
+    return parts
 
 
 def _list_parts(node: LexborNode, *, indent: int) -> list[tuple[BlockKind, str]]:
@@ -378,7 +395,7 @@ def _list_parts(node: LexborNode, *, indent: int) -> list[tuple[BlockKind, str]]
                 if block := code_block(child):
                     nested.append(("code", block))  # the step's command under it, as code
             else:
-                nested.extend(_table_parts(child, pad))
+                nested.extend(_item_table_parts(child, pad))
         text = flat_text(item, skip=inner)
         marker = f"{number}." if ordered else "-"
         if text:
