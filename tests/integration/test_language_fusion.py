@@ -178,3 +178,36 @@ def test_tiny_passages_in_another_language_keep_their_raw_cosine(
     assert shifted.index("# memo") < raw.index("# memo"), (raw, shifted)
     # without the guard the TODO chunks pass a Spanish passage that shares the question's topic
     assert not todo_behind_spanish(dense_ranking(True, min_words=0))
+
+
+DOCS_ES = {
+    "copias.md": "# Copias de seguridad\n\n## Frecuencia\n\nLas copias de seguridad se hacen "
+    "cada noche a las dos. Cada copia se guarda treinta días en otro centro de datos.\n",
+    "cuentas.md": "# Cuentas\n\n## Contraseñas\n\nLa contraseña de cada cuenta debe tener doce "
+    "caracteres como mínimo y se cambia cada noventa días.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("docs", "question", "weights"),
+    [
+        # a Spanish question over English passages: BM25's shared names count for more
+        (DOCS, "¿Cuántas peticiones por minuto puede enviar cada clave de la API?", (0.8, 0.2)),
+        (DOCS_ES, "How often are the backups made and how long are they kept?", (0.9, 0.1)),
+    ],
+)
+def test_default_cross_weights_follow_the_question_language(
+    tmp_path: Path, docs: dict[str, str], question: str, weights: tuple[float, float]
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in docs.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    config = RagConfig(home=tmp_path, index_dir=tmp_path / "index")
+    with Ragstrata(config) as rag:
+        assert not rag.ingest([corpus]).failures
+        result = rag.search(question)
+        assert result.language_relation == "cross"
+        assert result.hits
+        for hit in result.hits:
+            assert hit.score == pytest.approx(_fused(hit, *weights), rel=1e-9)

@@ -271,7 +271,9 @@ class HybridRetriever:
             languages = [chunks[i].language for i in head if i in chunks]
             relation = language_relation(query, languages)
         if mode == "hybrid":
-            weights = self.weights.pick(relation)
+            weights = self.weights.pick(
+                relation, query_language(query) if relation == "cross" else None
+            )
             # BM25 that matched nothing at all (stop words only, an unknown token) says nothing
             # against any passage: no stand-in, or every foreign passage would lead
             if foreign and relation != "cross" and self.bm25_stand_in and rankings.get("bm25"):

@@ -11,7 +11,8 @@ articles, the FastAPI ES/EN train pages) and reported on the held-out halves
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ragstrata.config import RetrievalConfig
 from ragstrata.config.embedder import embedder_family
@@ -23,18 +24,24 @@ __all__ = ["CALIBRATED_WEIGHTS", "UNCALIBRATED_WEIGHTS", "FusionWeights", "fusio
 @dataclass(frozen=True, slots=True)
 class FusionWeights:
     """``(dense, bm25)`` RRF weights for a query in its passages' language (``same``, also used
-    when the relation is unknown) and in another language (``cross``)."""
+    when the relation is unknown) and in another language (``cross``; ``cross_by_language``:
+    those of a query in one language, ISO 639-1, when they differ)."""
 
     same: tuple[float, float]
     cross: tuple[float, float]
+    cross_by_language: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
-    def pick(self, relation: LanguageRelation) -> dict[str, float]:
-        """``{"dense": w, "bm25": w}`` for ``relation``."""
-        dense, bm25 = self.cross if relation == "cross" else self.same
+    def pick(self, relation: LanguageRelation, language: str | None = None) -> dict[str, float]:
+        """``{"dense": w, "bm25": w}`` for ``relation`` and, across languages, the query's
+        ``language`` (``None``: unknown)."""
+        if relation == "cross":
+            dense, bm25 = self.cross_by_language.get(language or "", self.cross)
+        else:
+            dense, bm25 = self.same
         return {"dense": dense, "bm25": bm25}
 
 
-_E5 = FusionWeights(same=(0.4, 0.6), cross=(0.9, 0.1))
+_E5 = FusionWeights(same=(0.4, 0.6), cross=(0.9, 0.1), cross_by_language={"es": (0.8, 0.2)})
 _MINILM = FusionWeights(same=(0.6, 0.4), cross=(0.4, 0.6))
 
 CALIBRATED_WEIGHTS: dict[str, FusionWeights] = {"e5": _E5, "minilm": _MINILM}
@@ -47,7 +54,12 @@ match Spanish to English, so its dense arm is weak there). e5's cross-lingual 0.
 with the per-document cap of the hybrid retriever (``retrieval.max_chunks_per_doc`` 8) and is still
 the rule's choice; with the cross-lingual query shift (:mod:`ragstrata.retrieve.language_shift`) the
 dense arm got better on both directions and the same rule picks 0.9 (0.8 leaves EN→ES train hybrid
-0.025 below its dense arm)."""
+0.025 below its dense arm). Swept by the query's language (``bench/fusion_weights.py``, FastAPI
+train pages, headings and written questions; docs/evaluation.md, "Fusion weights"), a Spanish
+question over English passages is best at 0.8 on both train sets (e5 reads English passages
+from a Spanish question less well than the reverse, so BM25's shared names and code count for
+more), an English one over Spanish passages at 0.9: Spanish questions across languages take
+0.8."""
 
 UNCALIBRATED_WEIGHTS = FusionWeights(same=(0.6, 0.4), cross=(0.6, 0.4))
 """For embedders never tuned (``openai``): the historical default, whatever the languages."""
@@ -63,7 +75,10 @@ def fusion_weights_for(embedder_name: str, config: RetrievalConfig) -> FusionWei
     ) -> tuple[float, float]:
         return (default[0] if dense is None else dense, default[1] if bm25 is None else bm25)
 
+    told = config.cross_dense_weight is not None or config.cross_bm25_weight is not None
     return FusionWeights(
         same=pair(base.same, config.dense_weight, config.bm25_weight),
         cross=pair(base.cross, config.cross_dense_weight, config.cross_bm25_weight),
+        # a cross-lingual weight set in the config holds for every query language
+        cross_by_language={} if told else base.cross_by_language,
     )

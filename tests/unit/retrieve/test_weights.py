@@ -24,6 +24,10 @@ def test_defaults_follow_the_embedder_and_the_relation() -> None:
     assert e5.pick("same") == {"dense": 0.4, "bm25": 0.6}
     assert e5.pick("unknown") == e5.pick("same")
     assert e5.pick("cross") == {"dense": 0.9, "bm25": 0.1}
+    assert e5.pick("cross", "en") == {"dense": 0.9, "bm25": 0.1}
+    # a Spanish question over English passages: BM25's shared names count for more (train sweep)
+    assert e5.pick("cross", "es") == {"dense": 0.8, "bm25": 0.2}
+    assert e5.pick("same", "es") == e5.pick("same")
     minilm = fusion_weights_for("minilm-onnx:all-MiniLM-L6-v2", RetrievalConfig())
     assert minilm.pick("same") == {"dense": 0.6, "bm25": 0.4}
     assert fusion_weights_for("openai:text-embedding-3-small", RetrievalConfig()) == (
@@ -36,6 +40,12 @@ def test_a_set_weight_replaces_only_itself() -> None:
     weights = fusion_weights_for("e5-onnx", config)
     assert weights.same == (1.0, 0.6)
     assert weights.cross == (0.9, 0.5)
+    # a cross-lingual weight set in the config holds for a query in any language
+    assert weights.pick("cross", "es") == {"dense": 0.9, "bm25": 0.5}
+    assert fusion_weights_for("e5-onnx", RetrievalConfig(dense_weight=1.0)).pick("cross", "es") == {
+        "dense": 0.8,
+        "bm25": 0.2,
+    }
 
 
 @pytest.mark.parametrize("prefix", ["", "cross_"])
