@@ -74,9 +74,14 @@ class StoreConfig:
                     f"store.url={self.url!r} is not a Qdrant location; use empty (embedded), "
                     "'http://HOST:6333', 'https://HOST', 'local:PATH' or ':memory:'"
                 )
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", self.collection):
+        # dots inside: a service joins the tenant collection's name with them (Qdrant allows
+        # them, but not a name of dots alone)
+        if not re.fullmatch(
+            r"[A-Za-z0-9_-](?:[A-Za-z0-9_.-]{0,253}[A-Za-z0-9_-])?", self.collection
+        ):
             raise ConfigError(
-                f"store.collection={self.collection!r} must be 1-255 letters, digits, '_' or '-'"
+                f"store.collection={self.collection!r} must be 1-255 letters, digits, '_', '-' "
+                "or '.' (not first or last)"
             )
         check_api_key_env("store", self.api_key_env, example="QDRANT_API_KEY")
         if not self.timeout_s > 0:

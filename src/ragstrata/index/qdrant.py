@@ -59,6 +59,83 @@ def _local_path(location: str) -> str:
     return rest[2:] if rest.startswith("//") else rest
 
 
+def _connect(
+    location: str, *, api_key: str | None, timeout: int, prefer_grpc: bool
+) -> QdrantClient:
+    """A qdrant-client for ``location`` (``http(s)://``, ``local:PATH``, :data:`MEMORY`);
+    ConfigError for another form, StoreError when it cannot be opened."""
+    require("qdrant_client", extra="qdrant", package="qdrant-client")
+    from qdrant_client import QdrantClient
+
+    if location == MEMORY:
+        client_kwargs: dict[str, Any] = {"location": MEMORY}
+    elif location.startswith(LOCAL_PREFIX):
+        path = _local_path(location)
+        if not path:
+            raise ConfigError(
+                f"store.url={location!r} names no directory; write local:PATH "
+                "(or leave the path out in the config to use <index>/qdrant)"
+            )
+        Path(path).mkdir(parents=True, exist_ok=True)
+        # HybridRetriever runs the BM25 query on a worker thread
+        client_kwargs = {"path": path, "force_disable_check_same_thread": True}
+    elif location.startswith(("http://", "https://")):
+        client_kwargs = {
+            "url": location,
+            "api_key": api_key,
+            "timeout": timeout,
+            "prefer_grpc": prefer_grpc,
+            "check_compatibility": False,
+        }
+    else:
+        raise ConfigError(
+            f"store.url={location!r} is not a Qdrant location; use http(s)://HOST:6333, "
+            f"local:PATH or {MEMORY}"
+        )
+    try:
+        return QdrantClient(**client_kwargs)
+    except Exception as exc:  # portalocker: the local path is held by another process
+        raise StoreError(f"cannot open Qdrant at {location}: {exc}") from exc
+
+
+def _config_location(config: StoreConfig, index_dir: Path) -> str:
+    """``config.url``, with ``local:`` and no path meaning ``<index_dir>/qdrant``."""
+    if config.url.startswith(LOCAL_PREFIX) and not _local_path(config.url):
+        return f"{LOCAL_PREFIX}{index_dir / 'qdrant'}"
+    return config.url
+
+
+def drop_collection(config: StoreConfig, *, index_dir: Path) -> bool:
+    """Delete the Qdrant collection ``config.collection`` at ``config.url`` (``index_dir``: the
+    index it belongs to, for a ``local:`` url without a path) with every point it holds; returns
+    whether it existed. A service collection's delete (review 45: only its directory went, and
+    a collection re-created under the same name searched the deleted documents again). Raises
+    StoreError when Qdrant cannot be reached or refuses."""
+    location = _config_location(config, index_dir)
+    client = _connect(
+        location,
+        api_key=config.resolve_api_key(),
+        timeout=_whole_seconds(config.timeout_s),
+        prefer_grpc=config.prefer_grpc,
+    )
+    try:
+        if not client.collection_exists(config.collection):
+            return False
+        client.delete_collection(config.collection)
+        return True
+    except Exception as exc:  # qdrant-client raises its transport's errors as they come
+        raise StoreError(
+            f"deleting the Qdrant collection {config.collection!r} at {location} failed: {exc}"
+        ) from exc
+    finally:
+        client.close()
+
+
+def _whole_seconds(timeout_s: float) -> int:
+    """``timeout_s`` as the whole seconds qdrant-client takes (at least 1)."""
+    return max(1, math.ceil(timeout_s))
+
+
 class QdrantStore(ChunkReads):
     """:class:`~ragstrata.index.base.VectorStore` on a Qdrant collection through qdrant-client.
 
@@ -103,7 +180,7 @@ class QdrantStore(ChunkReads):
                 f"choose one of {', '.join(WRITE_ORDERINGS)}"
             )
         require("qdrant_client", extra="qdrant", package="qdrant-client")
-        from qdrant_client import QdrantClient, models  # typed names, once checked
+        from qdrant_client import models  # typed names, once checked
 
         self._models = models
         self._dim = dim
@@ -117,39 +194,11 @@ class QdrantStore(ChunkReads):
         self.collection = collection
         self.location = location
         self._ordering = models.WriteOrdering(write_ordering)
-        self._timeout = max(1, math.ceil(timeout_s))  # qdrant-client takes whole seconds
-        if location == MEMORY:
-            self.is_local = True
-            client_kwargs: dict[str, Any] = {"location": MEMORY}
-        elif location.startswith(LOCAL_PREFIX):
-            path = _local_path(location)
-            if not path:
-                raise ConfigError(
-                    f"store.url={location!r} names no directory; write local:PATH "
-                    "(or leave the path out in the config to use <index>/qdrant)"
-                )
-            self.is_local = True
-            Path(path).mkdir(parents=True, exist_ok=True)
-            # HybridRetriever runs the BM25 query on a worker thread
-            client_kwargs = {"path": path, "force_disable_check_same_thread": True}
-        elif location.startswith(("http://", "https://")):
-            self.is_local = False
-            client_kwargs = {
-                "url": location,
-                "api_key": api_key,
-                "timeout": self._timeout,
-                "prefer_grpc": prefer_grpc,
-                "check_compatibility": False,
-            }
-        else:
-            raise ConfigError(
-                f"store.url={location!r} is not a Qdrant location; use http(s)://HOST:6333, "
-                f"local:PATH or {MEMORY}"
-            )
-        try:
-            self._client: QdrantClient = QdrantClient(**client_kwargs)
-        except Exception as exc:  # portalocker: the local path is held by another process
-            raise StoreError(f"cannot open Qdrant at {location}: {exc}") from exc
+        self._timeout = _whole_seconds(timeout_s)
+        self.is_local = location == MEMORY or location.startswith(LOCAL_PREFIX)
+        self._client: QdrantClient = _connect(
+            location, api_key=api_key, timeout=self._timeout, prefer_grpc=prefer_grpc
+        )
         try:
             self._ensure_collection(
                 hnsw_m=hnsw_m,
@@ -173,9 +222,7 @@ class QdrantStore(ChunkReads):
         changed, or the collection was dropped) and StoreError says so, instead of every document
         passing as "unchanged" while nothing is searchable.
         """
-        location = config.url
-        if location.startswith(LOCAL_PREFIX) and not _local_path(location):
-            location = f"{LOCAL_PREFIX}{index_dir / 'qdrant'}"
+        location = _config_location(config, index_dir)
         store = cls(
             location,
             dim=dim,

@@ -196,6 +196,45 @@ def _settle_uploads(root: Path, files: Mapping[str, str], *, strict: bool) -> No
 DELETING_MARK = ".deleting"
 """File a collection delete writes in the collection's directory before anything else: a
 directory that holds it is deleted when next opened (the server stopped during the delete)."""
+QDRANT_NAME_FILE = "qdrant-collection"
+"""File in a collection's directory holding the name of its Qdrant collection (``store.url``
+set), written when the collection is first opened."""
+
+
+def qdrant_collection(root: Path, base: str, tenant: str, name: str) -> str:
+    """The Qdrant collection of the tenant collection at ``root``: ``<base>.<tenant>.<name>``
+    (``base``: ``store.collection``), unambiguous since neither :data:`TENANT_RE` nor
+    :data:`COLLECTION_RE` allows a dot. Review 45: ``<base>-<tenant>-<name>`` gave tenant
+    ``acme-x``'s ``docs`` and tenant ``acme``'s ``x-docs`` one Qdrant collection, whose other
+    tenant's hits filled ``top_k`` and were then dropped. A collection indexed before keeps
+    the name it was built with; the name is recorded in :data:`QDRANT_NAME_FILE`."""
+    recorded = root / QDRANT_NAME_FILE
+    if recorded.is_file():
+        return recorded.read_text(encoding="utf-8").strip()
+    built = (root / "index" / catalog.MANIFEST).is_file()
+    chosen = f"{base}-{tenant}-{name}" if built else f"{base}.{tenant}.{name}"
+    root.mkdir(parents=True, exist_ok=True)
+    catalog.atomic_write(recorded, chosen)
+    return chosen
+
+
+def remove_collection(
+    root: Path, config: RagConfig, tenant: str | None = None, name: str | None = None
+) -> None:
+    """Remove the collection at ``root``: its Qdrant collection first when ``config.store.url``
+    is set (``config.store.collection`` is already the collection's own; or, with ``tenant``
+    and ``name``, the base name that :func:`qdrant_collection` derives it from), then the
+    directory. StoreError when Qdrant cannot be reached (the directory stays)."""
+    if config.store.url:
+        from ragstrata.index.qdrant import drop_collection
+
+        store = config.store
+        if tenant is not None and name is not None:
+            store = replace(
+                store, collection=qdrant_collection(root, store.collection, tenant, name)
+            )
+        drop_collection(store, index_dir=root / "index")
+    shutil.rmtree(root, ignore_errors=True)
 
 
 class Collection:
@@ -230,7 +269,7 @@ class Collection:
         self._open_lock = threading.Lock()
         cfg = config.with_index(self.index_dir)
         if cfg.store.url:  # a shared Qdrant server: one Qdrant collection per tenant collection
-            collection = f"{cfg.store.collection}-{tenant}-{name}"
+            collection = qdrant_collection(root, cfg.store.collection, tenant, name)
             cfg = replace(cfg, store=replace(cfg.store, collection=collection))
         self._engine = Ragstrata(cfg, embedder=embedder, generator=generator)
         self._snapshot_reads = not cfg.store.url  # an embedded index publishes read snapshots
@@ -546,13 +585,16 @@ class Collection:
             self._engine.close()
 
     def destroy(self) -> tuple[int, int]:
-        """Close the engine and remove the collection's directory (index, shard, uploads);
-        waits for a running write. Returns the ``(documents, chunks)`` it held."""
+        """Close the engine and remove the collection: its Qdrant collection (``store.url``
+        set) and its directory (index, shard, uploads); waits for a running write. Returns the
+        ``(documents, chunks)`` it held. StoreError when Qdrant cannot be reached: the
+        directory stays, marked, and the delete is finished when the collection is next
+        opened (:func:`remove_collection`)."""
         with self._lock.write():
             counts = self.counts()
             self._deleted = True
             self._engine.close()
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_collection(self.root, self._config)
         return counts
 
 
@@ -604,7 +646,7 @@ class TenantRegistry:
                 return found
             path = self.root / tenant / name
             if (path / DELETING_MARK).exists():  # a delete the server stopped during: finish it
-                shutil.rmtree(path, ignore_errors=True)
+                remove_collection(path, self._config.with_index(path / "index"), tenant, name)
                 logger.info("collection %s/%s: finished its interrupted delete", tenant, name)
             if not path.is_dir():
                 owner = self._owner(name)

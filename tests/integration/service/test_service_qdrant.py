@@ -1,0 +1,102 @@
+"""Service collections on a shared Qdrant store (``store.url``), through qdrant-client's local
+mode on one path that every collection shares, standing in for a Qdrant server (the code path of
+:class:`~ragstrata.service.tenancy.Collection` is the same: it branches on ``store.url`` only).
+Review 45: two tenants' collections shared one Qdrant collection, and a deleted collection's
+points stayed in Qdrant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragstrata.config import RagConfig
+from ragstrata.index import catalog
+from ragstrata.pipeline import Ragstrata
+from ragstrata.service.tenancy import QDRANT_NAME_FILE, Collection, qdrant_collection
+
+pytest.importorskip("qdrant_client")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RagConfig, object]:
+    work = tmp_path_factory.mktemp("qdrant-service")
+    config = RagConfig.load(
+        env={},
+        overrides={
+            "store.url": f"local:{work / 'shared-qdrant'}",
+            "ingest.workers": 0,
+            "embedder.name": "minilm-onnx",
+        },
+    )
+    return work, config, Ragstrata(config).embedder
+
+
+def _open(shared: tuple[Path, RagConfig, object], tenant: str, name: str) -> Collection:
+    work, config, embedder = shared
+    return Collection(
+        tenant=tenant,
+        name=name,
+        root=work / "tenants" / tenant / name,
+        config=config,
+        embedder=embedder,  # type: ignore[arg-type]
+        read_wait_s=5,
+    )
+
+
+def _upload(collection: Collection, work: Path, name: str, text: str) -> None:
+    staged = work / "staging" / name
+    staged.parent.mkdir(exist_ok=True)
+    staged.write_text(text, encoding="utf-8")
+    _, outcomes = collection.ingest_staged([staged])
+    assert [o.status for o in outcomes] == ["indexed"]
+
+
+def test_tenant_collections_whose_joined_names_match_get_their_own_qdrant_collections(
+    shared: tuple[Path, RagConfig, object],
+) -> None:
+    work = shared[0]
+    a = _open(shared, "acme-x", "docs")  # local mode: one client at a time on the path
+    for i in range(6):
+        _upload(a, work, f"a{i}.md", f"# Heron {i}\n\nThe heron budget item {i} is {i * 100} €.\n")
+    a.close()
+    b = _open(shared, "acme", "x-docs")
+    try:
+        assert a._config.store.collection != b._config.store.collection
+        _upload(b, work, "b.md", "# Heron\n\nOur heron budget note.\n")
+        hits = b.search("heron budget", top_k=5).hits
+        # before: acme-x's 6 chunks shared the Qdrant collection, filled top_k and were dropped
+        assert [Path(h.chunk.source).name for h in hits] == ["b.md"]
+    finally:
+        b.close()
+
+
+def test_a_deleted_collection_takes_its_points_with_it(
+    shared: tuple[Path, RagConfig, object],
+) -> None:
+    work = shared[0]
+    first = _open(shared, "acme", "secrets")
+    _upload(first, work, "plan.md", "# Plan\n\nThe merger code name is BLUEHERON.\n")
+    assert first.destroy() == (1, 1)
+    again = _open(shared, "acme", "secrets")  # the tenant creates the name again
+    try:
+        _upload(again, work, "notes.md", "# Notes\n\nLunch menu for Friday is soup.\n")
+        sources = {Path(h.chunk.source).name for h in again.search("merger code name").hits}
+        assert sources == {"notes.md"}  # before: plan.md, deleted, was found again
+    finally:
+        again.close()
+
+
+def test_a_collection_built_before_keeps_its_qdrant_name(tmp_path: Path) -> None:
+    built = tmp_path / "built"
+    (built / "index").mkdir(parents=True)
+    (built / "index" / catalog.MANIFEST).write_text("{}", encoding="utf-8")
+    assert qdrant_collection(built, "ragstrata", "acme", "docs") == "ragstrata-acme-docs"
+    assert (built / QDRANT_NAME_FILE).read_text(encoding="utf-8") == "ragstrata-acme-docs"
+    new = tmp_path / "new"
+    assert qdrant_collection(new, "ragstrata", "acme", "docs") == "ragstrata.acme.docs"
+    # recorded: the name holds once the index exists
+    (new / "index").mkdir()
+    (new / "index" / catalog.MANIFEST).write_text("{}", encoding="utf-8")
+    assert qdrant_collection(new, "ragstrata", "acme", "docs") == "ragstrata.acme.docs"
