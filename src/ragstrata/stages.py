@@ -20,7 +20,7 @@ from ragstrata.config import (
     RerankConfig,
     StoreConfig,
 )
-from ragstrata.errors import ConfigError, EmbeddingError
+from ragstrata.errors import ConfigError, EmbeddingError, StoreError
 
 if TYPE_CHECKING:
     from ragstrata.chunking.splitter import Chunker
@@ -215,8 +215,17 @@ def _edge_store(
 ) -> VectorStore:
     from ragstrata.index.edge import EdgeStore
 
+    shard = index_dir / "shard"
+    if expected_chunks > 0 and not shard.exists():
+        # review 45: an index built on Qdrant, opened without store.url, got a new empty shard:
+        # no hits, and every file "unchanged" (the reverse is refused by the Qdrant store)
+        raise StoreError(
+            f"the index at {index_dir} lists {expected_chunks} chunks but has no embedded shard: "
+            "it was built on a Qdrant store; set store.url (and store.collection) as when it was "
+            "built, or use a new --index directory"
+        )
     return EdgeStore(
-        index_dir / "shard",
+        shard,
         dim=dim,
         quantization=config.quantization,
         on_disk=config.on_disk,

@@ -130,3 +130,17 @@ def test_manifest_built_for_another_store_is_refused(
     moved = replace(config, store=replace(config.store, collection="elsewhere"))
     with Ragstrata(moved, embedder=minilm) as eng, pytest.raises(StoreError, match="is empty"):
         eng.search("ERR_CONN_RESET")
+
+
+def test_an_index_built_on_qdrant_opened_without_store_url_is_refused(
+    config: RagConfig, corpus: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Review 45: without store.url the embedded store opened a new, empty shard: no hits,
+    exit 0, and every file "unchanged" on the next ingest."""
+    with Ragstrata(config, embedder=minilm) as eng:
+        eng.ingest([corpus])
+    embedded = replace(config, store=StoreConfig())
+    for act in (lambda e: e.search("ERR_CONN_RESET"), lambda e: e.ingest([corpus])):
+        with Ragstrata(embedded, embedder=minilm) as eng, pytest.raises(StoreError, match="shard"):
+            act(eng)
+    assert not (config.index_path / "shard").exists()
