@@ -425,3 +425,19 @@ def test_a_range_error_names_where_the_value_was_set(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         RagConfig.load(env=home, overrides={"retrieval.rrf_k": 0})
     assert "(set" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "setting", ["ingest.parse_timeout_s", "store.timeout_s", "rerank.min_score"]
+)
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf"])
+def test_non_finite_numbers_are_config_errors(tmp_path: Path, setting: str, text: str) -> None:
+    """Review 45: TOML and float() read nan and inf, which passed every range check
+    (parse_timeout_s = nan skipped every file; store.timeout_s = inf crashed)."""
+    section, name = setting.split(".")
+    (tmp_path / "config.toml").write_text(f"[{section}]\n{name} = {text}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"{setting}.*finite"):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    variable = f"RAGSTRATA_{section.upper()}_{name.upper()}"
+    with pytest.raises(ConfigError, match=f"{variable}.*finite"):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path / "none"), variable: text})

@@ -5,6 +5,7 @@ type.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -174,11 +175,20 @@ def _check_type(name: str, type_name: str, value: Any) -> Any:
     if base == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{name}={value!r} must be a number")
-        return float(value)
+        return _finite(name, float(value))
     if base == "bool" and not isinstance(value, bool):
         raise ConfigError(f"{name}={value!r} must be true or false")
     if base == "str" and not isinstance(value, str):
         raise ConfigError(f"{name}={value!r} must be a string")
+    return value
+
+
+def _finite(name: str, value: float) -> float:
+    """``value`` when finite: TOML and ``float()`` read ``nan`` and ``inf``, which passed every
+    range check (review 45: ``ingest.parse_timeout_s = nan`` skipped every file as "took longer
+    than nan s", ``store.timeout_s = inf`` ended in an OverflowError traceback)."""
+    if not math.isfinite(value):
+        raise ConfigError(f"{name}={value!r} must be a finite number")
     return value
 
 
@@ -215,7 +225,9 @@ def _coerce(name: str, type_name: str, value: Any) -> Any:
                 return None
             number = int(value)
         if type_name.startswith("float"):
-            return None if value.lower() in ("", "none") and "None" in type_name else float(value)
+            if value.lower() in ("", "none") and "None" in type_name:
+                return None
+            return _finite(name, float(value))
         if type_name == "bool":
             if value.strip().lower() in ("1", "true", "yes", "on"):
                 return True
@@ -223,6 +235,8 @@ def _coerce(name: str, type_name: str, value: Any) -> Any:
                 return False
             raise ValueError(value)
     except ValueError as exc:
+        if isinstance(exc, ConfigError):  # a number, not a finite one
+            raise
         hint = {"bool": "true or false", "int": "a whole number", "float": "a number"}.get(
             type_name.split("|")[0].strip(), "another value"
         )
