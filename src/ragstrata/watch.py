@@ -110,6 +110,11 @@ class SyncOutcome:
     seconds: float
 
 
+MAX_DEBOUNCE_MS = 3_600_000
+"""One hour: a batch waits no longer for quiet (review 45: a huge value overflowed inside
+watchfiles with a traceback)."""
+
+
 class FolderWatcher:
     """Keeps the index of ``config`` in step with ``roots`` (folders or files).
 
@@ -132,8 +137,10 @@ class FolderWatcher:
     ) -> None:
         if not roots:
             raise ConfigError("watch needs at least one folder or file to watch")
-        if debounce_ms < 0:
-            raise ConfigError(f"debounce_ms={debounce_ms} must be >= 0 (milliseconds)")
+        if not 0 <= debounce_ms <= MAX_DEBOUNCE_MS:
+            raise ConfigError(
+                f"debounce_ms={debounce_ms} must be 0-{MAX_DEBOUNCE_MS:,} (milliseconds)"
+            )
         if lock_wait_s < 0:
             raise ConfigError(f"lock_wait_s={lock_wait_s} must be >= 0 (seconds)")
         missing = [p for p in roots if not p.exists()]

@@ -441,3 +441,13 @@ def test_non_finite_numbers_are_config_errors(tmp_path: Path, setting: str, text
     variable = f"RAGSTRATA_{section.upper()}_{name.upper()}"
     with pytest.raises(ConfigError, match=f"{variable}.*finite"):
         RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path / "none"), variable: text})
+
+
+@pytest.mark.parametrize("text", ["5", '["a"]'])
+def test_a_path_setting_of_another_type_is_a_config_error(tmp_path: Path, text: str) -> None:
+    """Review 45: ``service.data_dir = 5`` passed and crashed later with a TypeError."""
+    (tmp_path / "config.toml").write_text(f"[service]\ndata_dir = {text}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"service\.data_dir.*must be a string \(a path\)"):
+        RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
+    (tmp_path / "config.toml").write_text('[service]\ndata_dir = "srv"\n', encoding="utf-8")
+    assert RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)}).service.data_dir == Path("srv")

@@ -28,6 +28,9 @@ def test_bad_arguments(tmp_path: Path) -> None:
         FolderWatcher([], config=config)
     with pytest.raises(ConfigError, match="debounce_ms=-1"):
         FolderWatcher([tmp_path], config=config, debounce_ms=-1)
+    # review 45: a huge value overflowed inside watchfiles with a traceback
+    with pytest.raises(ConfigError, match="debounce_ms=10000000000000000000"):
+        FolderWatcher([tmp_path], config=config, debounce_ms=10**19)
     with pytest.raises(SourceNotFoundError, match="nope"):
         FolderWatcher([tmp_path / "nope"], config=config)
 

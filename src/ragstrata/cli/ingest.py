@@ -246,6 +246,7 @@ def watch(
         typer.Option(
             "--debounce-ms",
             min=0,
+            max=3_600_000,  # ragstrata.watch.MAX_DEBOUNCE_MS (imported lazily)
             help="Quiet time after the last change before a batch is synced (milliseconds).",
         ),
     ] = 300,

@@ -180,6 +180,9 @@ def _check_type(name: str, type_name: str, value: Any) -> Any:
         raise ConfigError(f"{name}={value!r} must be true or false")
     if base == "str" and not isinstance(value, str):
         raise ConfigError(f"{name}={value!r} must be a string")
+    if base == "Path" and not isinstance(value, str | Path):
+        # review 45: service.data_dir = 5 passed and ended in a TypeError traceback
+        raise ConfigError(f"{name}={value!r} must be a string (a path)")
     return value
 
 

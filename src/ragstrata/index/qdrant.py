@@ -188,14 +188,20 @@ class QdrantStore(ChunkReads):
             raise ConfigError(f"store.quantization={quantization!r}; choose {QUANTIZATIONS}")
         self._quantization = quantization
         self._on_disk = on_disk
-        self._search_params = search_params(
-            models, hnsw_ef=hnsw_ef, quantization=quantization, oversampling=oversampling
+        self.is_local = location == MEMORY or location.startswith(LOCAL_PREFIX)
+        # local mode searches exactly (brute force) and warned on every query that it ignores
+        # search parameters (review 45: a UserWarning on the CLI's stderr per search)
+        self._search_params = (
+            None
+            if self.is_local
+            else search_params(
+                models, hnsw_ef=hnsw_ef, quantization=quantization, oversampling=oversampling
+            )
         )
         self.collection = collection
         self.location = location
         self._ordering = models.WriteOrdering(write_ordering)
         self._timeout = _whole_seconds(timeout_s)
-        self.is_local = location == MEMORY or location.startswith(LOCAL_PREFIX)
         self._client: QdrantClient = _connect(
             location, api_key=api_key, timeout=self._timeout, prefer_grpc=prefer_grpc
         )

@@ -146,3 +146,22 @@ def test_server_collection_quantization_config(quantization: str, kind: str) -> 
         assert info.config.params.vectors["dense"].on_disk is True
     finally:
         store.close()
+
+
+def test_local_mode_searches_without_a_warning_per_query(tmp_path: Path) -> None:
+    """Review 45: local mode warned on every query that it ignores search parameters (a
+    UserWarning on the CLI's stderr per search); it is given none."""
+    import warnings
+
+    import numpy as np
+
+    pytest.importorskip("qdrant_client")
+    from ragstrata.index.qdrant import QdrantStore
+
+    store = QdrantStore(f"local:{tmp_path / 'q'}", dim=4, collection="c")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert store.dense_search_ids(np.ones(4, dtype=np.float32), limit=3) == []
+    finally:
+        store.close()

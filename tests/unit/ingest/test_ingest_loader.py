@@ -218,6 +218,18 @@ def test_discover_directory(tmp_path: Path) -> None:
     assert [p.relative_to(tmp_path).as_posix() for p in files] == ["a/y.txt", "a/z.html", "b.md"]
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symlinks unsupported")
+def test_an_emacs_lock_file_is_no_hidden_document(tmp_path: Path) -> None:
+    """Review 45: ``.#notes.md``, the dangling link Emacs keeps while a buffer is modified, was
+    reported as a hidden file (RS211), so ``watch``/``ingest`` exited 3 during an edit."""
+    (tmp_path / "notes.md").write_text("hola\n", encoding="utf-8")
+    os.symlink("user@host.1234:1700000000", tmp_path / ".#notes.md")
+    (tmp_path / ".#real.md").write_text("hola\n", encoding="utf-8")  # a file: still reported
+    files, errors = discover([tmp_path])
+    assert [p.name for p in files] == ["notes.md"]
+    assert [(type(e), Path(e.path).name) for e in errors] == [(HiddenFileError, ".#real.md")]
+
+
 def test_discover_explicit_and_missing(tmp_path: Path) -> None:
     _tree(tmp_path)
     files, errors = discover(
