@@ -144,3 +144,14 @@ def test_an_index_built_on_qdrant_opened_without_store_url_is_refused(
         with Ragstrata(embedded, embedder=minilm) as eng, pytest.raises(StoreError, match="shard"):
             act(eng)
     assert not (config.index_path / "shard").exists()
+
+
+def test_an_index_written_to_memory_says_so_when_reopened(
+    config: RagConfig, corpus: Path, minilm: MiniLMEmbedder
+) -> None:
+    """Review 45: the message said the index was "built for another store.url"."""
+    memory = replace(config, store=replace(config.store, url=":memory:"))
+    with Ragstrata(memory, embedder=minilm) as eng:
+        assert eng.ingest([corpus]).status == "ok"
+    with Ragstrata(memory, embedder=minilm) as eng, pytest.raises(StoreError, match="lived in"):
+        eng.search("ERR_CONN_RESET")

@@ -87,7 +87,14 @@ def _warn_empty(index_dir: Path) -> None:
 
 
 def _engine(index: Path | None, config: Path | None) -> Ragstrata:
-    return Ragstrata(RagConfig.load(config_file=config).with_index(index))
+    cfg = RagConfig.load(config_file=config).with_index(index)
+    if cfg.store.url == ":memory:":  # review 45: an ingest said ok and kept nothing
+        err.print(
+            "[yellow]warning[/] store.url ':memory:' keeps the vectors in this process only: "
+            "they are gone when the command ends; use local:PATH or a Qdrant server",
+            highlight=False,
+        )
+    return Ragstrata(cfg)
 
 
 def _eval_index(cfg: RagConfig, corpus: str) -> Path:

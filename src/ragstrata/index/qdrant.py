@@ -247,6 +247,12 @@ class QdrantStore(ChunkReads):
         )
         if expected_chunks > 0 and store.count() == 0:
             store.close()
+            if location == MEMORY:  # review 45: "built for another store.url" misled
+                raise StoreError(
+                    f"the index at {index_dir} lists {expected_chunks} chunks but store.url "
+                    f"{MEMORY!r} holds nothing: its vectors lived in the process that wrote "
+                    "them; use local:PATH or a Qdrant server and a new --index directory"
+                )
             raise StoreError(
                 f"the index at {index_dir} lists {expected_chunks} chunks but the Qdrant "
                 f"collection {config.collection!r} at {location} is empty: the index directory "
