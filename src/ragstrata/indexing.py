@@ -106,6 +106,14 @@ def parse_paths(
     require("markdown_it", extra="ingest", package="markdown-it-py")
     require("selectolax", extra="ingest")
     files, errors = discover(list(paths), follow_symlinks=config.follow_symlinks)
+    if missing:  # review 45: one root of several gone said no more than "no such file"
+        hints = {path_text(p): _still_indexed(index_dir, [p]) for p in missing}
+        errors = [
+            SourceNotFoundError(e.path, e.reason + hints[e.path])
+            if isinstance(e, SourceNotFoundError) and hints.get(e.path)
+            else e
+            for e in errors
+        ]
     if not files and not (index_dir / catalog.MANIFEST).exists():
         raise nothing_to_ingest(paths, errors)
     present = {source_for(p) for p in files}  # sources are text: see ragstrata.paths

@@ -328,3 +328,22 @@ def test_a_named_file_that_cannot_be_read_is_not_called_unsupported(tmp_path: Pa
     assert result.exit_code == 1, result.output
     assert "no file could be read" in result.stderr and "[RS209]" in result.stderr
     assert "no supported files found" not in result.stderr and not index.exists()
+
+
+def test_a_gone_root_among_others_says_its_documents_stay(tmp_path: Path, minilm_env: None) -> None:
+    """Review 45: with every root gone the error said their documents stay searchable and how
+    to remove them; with one of several gone, only "no such file or directory"."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / f"{folder.name}.md").write_text(GOOD, encoding="utf-8")
+    index = tmp_path / "idx"
+    args = ["ingest", str(a), str(b), "--index", str(index)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    (b / "b.md").unlink()
+    b.rmdir()
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == EXIT_PARTIAL, result.output
+    text = " ".join(result.stderr.split())
+    assert "no such file or directory; 1 indexed document came from there" in text
+    assert f"ragstrata forget {b}" in text
