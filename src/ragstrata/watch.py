@@ -44,6 +44,7 @@ from ragstrata.errors import (
     MissingDependencyError,
     RagError,
     SourceNotFoundError,
+    StoreError,
 )
 from ragstrata.index import catalog
 from ragstrata.index.report import IngestReport
@@ -76,6 +77,9 @@ LOCK_WAIT_S = 30.0
 
 RETRY_S = 5.0
 """After a sync that found the index locked, the next try comes this many seconds later."""
+MAX_STORE_RETRY_S = 300.0
+"""Longest wait between retries of a sync that failed on the store (:meth:`FolderWatcher.run`)."""
+
 
 TICK_MS = 500
 """How often the watch loop wakes without changes (to start, and to retry a locked sync)."""
@@ -244,7 +248,9 @@ class FolderWatcher:
 
         The watcher starts before the initial sync, so no change made while it runs is
         missed. A sync that found the index locked is retried every :data:`RETRY_S` seconds;
-        one that failed otherwise, at the next change. Errors of the initial sync other than
+        one that failed on the store (StoreError: a Qdrant server unreachable) after
+        :data:`RETRY_S`, then twice as long each time up to :data:`MAX_STORE_RETRY_S`; one that
+        failed otherwise, at the next change. Errors of the initial sync other than
         a locked index are raised (see :meth:`sync`). Raises MissingDependencyError without
         the ``watch`` extra.
         """
@@ -262,6 +268,7 @@ class FolderWatcher:
         )
         pending = True  # the initial sync
         retry_at = 0.0
+        store_failures = 0  # syncs in a row that failed on the store
         changes = 0
         for batch in batches:  # ends when stop is set
             changes += len(batch)
@@ -275,8 +282,15 @@ class FolderWatcher:
             if outcome.state == "interrupted":
                 return
             pending = outcome.state == "failed"
+            store_failures = store_failures + 1 if isinstance(outcome.error, StoreError) else 0
             if isinstance(outcome.error, IndexLockedError):
                 retry_at = time.monotonic() + RETRY_S
+            elif store_failures:
+                # a Qdrant server restarting, unreachable for a while (review 45: the change
+                # stayed unsynced until another one came): again, less and less often
+                retry_at = time.monotonic() + min(
+                    RETRY_S * 2 ** (store_failures - 1), MAX_STORE_RETRY_S
+                )
             elif pending:
                 retry_at = float("inf")  # wait for the next change
 

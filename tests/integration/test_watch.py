@@ -248,3 +248,53 @@ def test_missing_root_is_an_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "RS205" in result.output or "no such file" in result.output
     assert not (tmp_path / "idx").exists()
+
+
+def test_a_sync_that_failed_on_the_store_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 45: a sync that failed with a StoreError (a Qdrant server restarting) waited for
+    the next change, so the change it carried stayed unsynced while the folder was quiet. The
+    store's failure is injected into the real engine's ingest, once."""
+    from ragstrata.config import RagConfig
+    from ragstrata.errors import StoreError
+    from ragstrata.pipeline import Ragstrata
+    from ragstrata.watch import RETRY_S, FolderWatcher
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha beta gamma delta.\n", encoding="utf-8")
+    config = RagConfig.load(
+        env={"RAGSTRATA_HOME": str(tmp_path / "home")},
+        overrides={"ingest.workers": 0, "embedder.name": "minilm-onnx"},
+    ).with_index(tmp_path / "idx")
+    real = Ragstrata.ingest
+    fail = threading.Event()
+
+    def ingest(self: Ragstrata, *args: Any, **kwargs: Any) -> Any:
+        if fail.is_set():
+            fail.clear()
+            raise StoreError("upsert on the Qdrant collection failed: connection refused")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Ragstrata, "ingest", ingest)
+    watcher = FolderWatcher([docs], config=config, debounce_ms=100)
+    stop = threading.Event()
+    states: list[str] = []
+
+    def loop() -> None:
+        for outcome in watcher.run(stop):
+            states.append(outcome.state)
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    try:
+        _wait(lambda: states == ["synced"], "the initial sync")
+        fail.set()
+        (docs / "b.md").write_text("# B\n\nepsilon zeta eta theta.\n", encoding="utf-8")
+        _wait(lambda: len(states) >= 3, "the retried sync", timeout=RETRY_S + CHANGE_S)
+        assert states[:3] == ["synced", "failed", "synced"]
+        assert "b.md" in _by_name(tmp_path / "idx")
+    finally:
+        stop.set()
+        thread.join(30)
