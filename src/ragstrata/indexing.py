@@ -107,10 +107,11 @@ def parse_paths(
     require("selectolax", extra="ingest")
     files, errors = discover(list(paths), follow_symlinks=config.follow_symlinks)
     if missing:  # review 45: one root of several gone said no more than "no such file"
-        hints = {path_text(p): _still_indexed(index_dir, [p]) for p in missing}
+        # discovery names a missing root made absolute; the hint shows it as it was written
+        hints = {_reported_path(p): _still_indexed(index_dir, [p]) for p in missing}
         errors = [
-            SourceNotFoundError(e.path, e.reason + hints[e.path])
-            if isinstance(e, SourceNotFoundError) and hints.get(e.path)
+            SourceNotFoundError(e.path, e.reason + hint)
+            if isinstance(e, SourceNotFoundError) and (hint := hints.get(_reported_path(e.path)))
             else e
             for e in errors
         ]

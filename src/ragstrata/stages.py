@@ -220,9 +220,9 @@ def _edge_store(
         # review 45: an index built on Qdrant, opened without store.url, got a new empty shard:
         # no hits, and every file "unchanged" (the reverse is refused by the Qdrant store)
         raise StoreError(
-            f"the index at {index_dir} lists {expected_chunks} chunks but has no embedded shard: "
-            "it was built on a Qdrant store; set store.url (and store.collection) as when it was "
-            "built, or use a new --index directory"
+            f"the index at {index_dir} lists {expected_chunks} chunks but has no embedded shard "
+            "(was it built with store.url set, on a Qdrant store?); set store.url and "
+            "store.collection as when it was built, or use a new --index directory"
         )
     return EdgeStore(
         shard,

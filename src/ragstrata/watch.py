@@ -282,8 +282,10 @@ class FolderWatcher:
             if outcome.state == "interrupted":
                 return
             pending = outcome.state == "failed"
-            store_failures = store_failures + 1 if isinstance(outcome.error, StoreError) else 0
-            if isinstance(outcome.error, IndexLockedError):
+            locked = isinstance(outcome.error, IndexLockedError)  # a StoreError too
+            on_store = isinstance(outcome.error, StoreError) and not locked
+            store_failures = store_failures + 1 if on_store else 0
+            if locked:
                 retry_at = time.monotonic() + RETRY_S
             elif store_failures:
                 # a Qdrant server restarting, unreachable for a while (review 45: the change

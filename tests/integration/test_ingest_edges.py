@@ -330,7 +330,9 @@ def test_a_named_file_that_cannot_be_read_is_not_called_unsupported(tmp_path: Pa
     assert "no supported files found" not in result.stderr and not index.exists()
 
 
-def test_a_gone_root_among_others_says_its_documents_stay(tmp_path: Path, minilm_env: None) -> None:
+def test_a_gone_root_among_others_says_its_documents_stay(
+    tmp_path: Path, minilm_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Review 45: with every root gone the error said their documents stay searchable and how
     to remove them; with one of several gone, only "no such file or directory"."""
     a, b = tmp_path / "a", tmp_path / "b"
@@ -347,3 +349,8 @@ def test_a_gone_root_among_others_says_its_documents_stay(tmp_path: Path, minilm
     text = " ".join(result.stderr.split())
     assert "no such file or directory; 1 indexed document came from there" in text
     assert f"ragstrata forget {b}" in text
+    monkeypatch.chdir(tmp_path)  # as typed from the folder above: relative (review 46)
+    result = CliRunner().invoke(app, ["ingest", "a", "b", "--index", str(index)])
+    assert result.exit_code == EXIT_PARTIAL, result.output
+    text = " ".join(result.stderr.split())
+    assert "1 indexed document came from there" in text and "`ragstrata forget b`" in text

@@ -153,5 +153,8 @@ def test_an_index_written_to_memory_says_so_when_reopened(
     memory = replace(config, store=replace(config.store, url=":memory:"))
     with Ragstrata(memory, embedder=minilm) as eng:
         assert eng.ingest([corpus]).status == "ok"
-    with Ragstrata(memory, embedder=minilm) as eng, pytest.raises(StoreError, match="lived in"):
+    with (
+        Ragstrata(memory, embedder=minilm) as eng,
+        pytest.raises(StoreError, match="gone once the store"),
+    ):
         eng.search("ERR_CONN_RESET")

@@ -87,14 +87,19 @@ def _warn_empty(index_dir: Path) -> None:
 
 
 def _engine(index: Path | None, config: Path | None) -> Ragstrata:
-    cfg = RagConfig.load(config_file=config).with_index(index)
-    if cfg.store.url == ":memory:":  # review 45: an ingest said ok and kept nothing
+    return Ragstrata(_warn_memory(RagConfig.load(config_file=config).with_index(index)))
+
+
+def _warn_memory(cfg: RagConfig) -> RagConfig:
+    """``cfg``, after a warning when its store is ``:memory:`` (review 45: an ingest said ok
+    and kept nothing)."""
+    if cfg.store.url == ":memory:":
         err.print(
-            "[yellow]warning[/] store.url ':memory:' keeps the vectors in this process only: "
-            "they are gone when the command ends; use local:PATH or a Qdrant server",
+            "[yellow]warning[/] store.url ':memory:' keeps the vectors in memory only: they "
+            "are gone when the store closes; use local:PATH or a Qdrant server",
             highlight=False,
         )
-    return Ragstrata(cfg)
+    return cfg
 
 
 def _eval_index(cfg: RagConfig, corpus: str) -> Path:

@@ -20,6 +20,7 @@ from ragstrata.cli.common import (
     _engine,
     _fail,
     _term,
+    _warn_memory,
     err,
     out,
     output_file,
@@ -315,7 +316,7 @@ def watch(
             reported.update(now)
 
     try:
-        cfg = RagConfig.load(config_file=config).with_index(index)
+        cfg = _warn_memory(RagConfig.load(config_file=config).with_index(index))
         watcher = FolderWatcher(paths, config=cfg, debounce_ms=debounce_ms)
         if once:
             outcome = watcher.sync()

@@ -14,7 +14,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragstrata.cli.common import _engine, _fail, _llm_overrides, _term, _warn_empty, out
+from ragstrata.cli.common import (
+    _engine,
+    _fail,
+    _llm_overrides,
+    _term,
+    _warn_empty,
+    _warn_memory,
+    out,
+)
 from ragstrata.cli.options import ConfigOpt, FilterOpt, IndexOpt, JsonOpt
 from ragstrata.config import RagConfig
 from ragstrata.errors import ConfigError, RagError, RetrievalError
@@ -295,7 +303,9 @@ def ask(
         overrides = _llm_overrides(llm)
         if not stream:  # one request to the server, not a stream (a proxy that does not stream)
             overrides["llm.stream"] = False
-        cfg = RagConfig.load(config_file=config, overrides=overrides).with_index(index)
+        cfg = _warn_memory(
+            RagConfig.load(config_file=config, overrides=overrides).with_index(index)
+        )
         with Ragstrata(cfg) as engine:
             live = stream and not json_out and engine.generator is not None
             checked = _resolve_sources(engine, checked)  # a bad value: before the model loads

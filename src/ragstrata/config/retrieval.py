@@ -19,10 +19,11 @@ class RetrievalConfig:
     not both 0) for a query asked in the language of its passages (or when that cannot be
     told); ``cross_dense_weight``/``cross_bm25_weight``: the weights for a query asked in
     another language than the passages the dense arm finds (see
-    :class:`ragstrata.retrieve.hybrid.HybridRetriever`), whatever the query's language. Unset
-    (``None``), each weight is the one tuned for the index's embedder (across languages, per
-    query language) on the training halves of SciFact, SQuAD-es and the FastAPI ES/EN pages
-    (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`, docs/evaluation.md).
+    :class:`ragstrata.retrieve.hybrid.HybridRetriever`), each replacing that weight for every
+    query language. Unset (``None``), each weight is the one tuned for the index's embedder
+    (across languages, per query language) on the training halves of SciFact, SQuAD-es and the
+    FastAPI ES/EN pages (:data:`ragstrata.retrieve.weights.CALIBRATED_WEIGHTS`,
+    docs/evaluation.md).
     ``max_chunks_per_doc``: before fusion, each retriever's candidates keep at most this many
     chunks of one document (0: no cap), so that one long document cannot fill a candidate
     list. ``language_shift``: the dense arm scores passages in another

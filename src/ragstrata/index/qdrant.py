@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +50,7 @@ _BATCH = 256
 _SCROLL_PAGE = 1024
 WRITE_ORDERINGS = ("weak", "medium", "strong")
 LOCAL_PREFIX = "local:"
+_T = TypeVar("_T")
 MEMORY = ":memory:"
 
 
@@ -111,6 +112,40 @@ def drop_collection(config: StoreConfig, *, index_dir: Path) -> bool:
     whether it existed. A service collection's delete (review 45: only its directory went, and
     a collection re-created under the same name searched the deleted documents again). Raises
     StoreError when Qdrant cannot be reached or refuses."""
+
+    def drop(client: QdrantClient) -> bool:
+        if not client.collection_exists(config.collection):
+            return False
+        client.delete_collection(config.collection)
+        return True
+
+    return _with_client(config, index_dir, "deleting", drop)
+
+
+def delete_points(config: StoreConfig, chunk_ids: Sequence[str], *, index_dir: Path) -> int:
+    """Delete the points of ``chunk_ids`` from the Qdrant collection ``config.collection`` (a
+    collection another index may share: nothing else is touched); returns how many ids were
+    sent (0 when the collection does not exist). Raises StoreError as :func:`drop_collection`."""
+    from qdrant_client import models
+
+    def delete(client: QdrantClient) -> int:
+        if not chunk_ids or not client.collection_exists(config.collection):
+            return 0
+        for lo in range(0, len(chunk_ids), _BATCH):
+            points: list[int | str | uuid.UUID] = [
+                _point_id(c) for c in chunk_ids[lo : lo + _BATCH]
+            ]
+            client.delete(config.collection, points_selector=models.PointIdsList(points=points))
+        return len(chunk_ids)
+
+    return _with_client(config, index_dir, "deleting points of", delete)
+
+
+def _with_client(
+    config: StoreConfig, index_dir: Path, what: str, act: Callable[[QdrantClient], _T]
+) -> _T:
+    """``act(client)`` on a client of ``config``'s Qdrant, closed after; StoreError naming
+    ``what`` was done to the collection when it fails."""
     location = _config_location(config, index_dir)
     client = _connect(
         location,
@@ -119,13 +154,10 @@ def drop_collection(config: StoreConfig, *, index_dir: Path) -> bool:
         prefer_grpc=config.prefer_grpc,
     )
     try:
-        if not client.collection_exists(config.collection):
-            return False
-        client.delete_collection(config.collection)
-        return True
+        return act(client)
     except Exception as exc:  # qdrant-client raises its transport's errors as they come
         raise StoreError(
-            f"deleting the Qdrant collection {config.collection!r} at {location} failed: {exc}"
+            f"{what} the Qdrant collection {config.collection!r} at {location} failed: {exc}"
         ) from exc
     finally:
         client.close()
@@ -250,8 +282,9 @@ class QdrantStore(ChunkReads):
             if location == MEMORY:  # review 45: "built for another store.url" misled
                 raise StoreError(
                     f"the index at {index_dir} lists {expected_chunks} chunks but store.url "
-                    f"{MEMORY!r} holds nothing: its vectors lived in the process that wrote "
-                    "them; use local:PATH or a Qdrant server and a new --index directory"
+                    f"{MEMORY!r} holds nothing: vectors written to {MEMORY!r} are gone once the "
+                    "store that wrote them closes; use local:PATH or a Qdrant server and a new "
+                    "--index directory"
                 )
             raise StoreError(
                 f"the index at {index_dir} lists {expected_chunks} chunks but the Qdrant "

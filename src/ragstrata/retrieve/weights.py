@@ -55,11 +55,11 @@ with the per-document cap of the hybrid retriever (``retrieval.max_chunks_per_do
 the rule's choice; with the cross-lingual query shift (:mod:`ragstrata.retrieve.language_shift`) the
 dense arm got better on both directions and the same rule picks 0.9 (0.8 leaves EN→ES train hybrid
 0.025 below its dense arm). Swept by the query's language (``bench/fusion_weights.py``, FastAPI
-train pages, headings and written questions; docs/evaluation.md, "Fusion weights"), a Spanish
-question over English passages is best at 0.8 on both train sets (e5 reads English passages
-from a Spanish question less well than the reverse, so BM25's shared names and code count for
-more), an English one over Spanish passages at 0.9: Spanish questions across languages take
-0.8."""
+train pages, headings and written questions; docs/evaluation.md, "Fusion against its best
+arm"), a Spanish question over English passages is best at 0.8 on both train sets (e5 reads
+English passages from a Spanish question less well than the reverse, so BM25's shared names
+and code count for more), an English one over Spanish passages at 0.9: Spanish questions
+across languages take 0.8."""
 
 UNCALIBRATED_WEIGHTS = FusionWeights(same=(0.6, 0.4), cross=(0.6, 0.4))
 """For embedders never tuned (``openai``): the historical default, whatever the languages."""
@@ -67,7 +67,8 @@ UNCALIBRATED_WEIGHTS = FusionWeights(same=(0.6, 0.4), cross=(0.6, 0.4))
 
 def fusion_weights_for(embedder_name: str, config: RetrievalConfig) -> FusionWeights:
     """The weights for an embedder (its ``name`` or config name), each weight set in
-    ``config`` replacing the calibrated one."""
+    ``config`` replacing the calibrated one (a cross-lingual one, for every query
+    language)."""
     base = CALIBRATED_WEIGHTS.get(embedder_family(embedder_name) or "", UNCALIBRATED_WEIGHTS)
 
     def pair(
@@ -75,10 +76,13 @@ def fusion_weights_for(embedder_name: str, config: RetrievalConfig) -> FusionWei
     ) -> tuple[float, float]:
         return (default[0] if dense is None else dense, default[1] if bm25 is None else bm25)
 
-    told = config.cross_dense_weight is not None or config.cross_bm25_weight is not None
+    dense, bm25 = config.cross_dense_weight, config.cross_bm25_weight
     return FusionWeights(
         same=pair(base.same, config.dense_weight, config.bm25_weight),
-        cross=pair(base.cross, config.cross_dense_weight, config.cross_bm25_weight),
-        # a cross-lingual weight set in the config holds for every query language
-        cross_by_language={} if told else base.cross_by_language,
+        cross=pair(base.cross, dense, bm25),
+        # a cross-lingual weight set in the config replaces that weight for every language
+        cross_by_language={
+            language: pair(weights, dense, bm25)
+            for language, weights in base.cross_by_language.items()
+        },
     )

@@ -201,40 +201,67 @@ QDRANT_NAME_FILE = "qdrant-collection"
 set), written when the collection is first opened."""
 
 
+def _qdrant_name(root: Path, base: str, tenant: str, name: str) -> str:
+    """The recorded Qdrant collection of the tenant collection at ``root``, else the one
+    :func:`qdrant_collection` gives it (nothing written)."""
+    recorded = root / QDRANT_NAME_FILE
+    if recorded.is_file():
+        return recorded.read_text(encoding="utf-8").strip()
+    built = (root / "index" / catalog.MANIFEST).is_file()
+    return f"{base}-{tenant}-{name}" if built else f"{base}.{tenant}.{name}"
+
+
 def qdrant_collection(root: Path, base: str, tenant: str, name: str) -> str:
     """The Qdrant collection of the tenant collection at ``root``: ``<base>.<tenant>.<name>``
     (``base``: ``store.collection``), unambiguous since neither :data:`TENANT_RE` nor
     :data:`COLLECTION_RE` allows a dot. Review 45: ``<base>-<tenant>-<name>`` gave tenant
     ``acme-x``'s ``docs`` and tenant ``acme``'s ``x-docs`` one Qdrant collection, whose other
     tenant's hits filled ``top_k`` and were then dropped. A collection indexed before keeps
-    the name it was built with; the name is recorded in :data:`QDRANT_NAME_FILE`."""
+    the name it was built with (such a pair stays shared until one of them is deleted and
+    created again); the name is recorded in :data:`QDRANT_NAME_FILE`."""
+    chosen = _qdrant_name(root, base, tenant, name)
     recorded = root / QDRANT_NAME_FILE
-    if recorded.is_file():
-        return recorded.read_text(encoding="utf-8").strip()
-    built = (root / "index" / catalog.MANIFEST).is_file()
-    chosen = f"{base}-{tenant}-{name}" if built else f"{base}.{tenant}.{name}"
-    root.mkdir(parents=True, exist_ok=True)
-    catalog.atomic_write(recorded, chosen)
+    if not recorded.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        catalog.atomic_write(recorded, chosen)
     return chosen
 
 
-def remove_collection(
-    root: Path, config: RagConfig, tenant: str | None = None, name: str | None = None
-) -> None:
-    """Remove the collection at ``root``: its Qdrant collection first when ``config.store.url``
-    is set (``config.store.collection`` is already the collection's own; or, with ``tenant``
-    and ``name``, the base name that :func:`qdrant_collection` derives it from), then the
-    directory. StoreError when Qdrant cannot be reached (the directory stays)."""
-    if config.store.url:
-        from ragstrata.index.qdrant import drop_collection
+def remove_collection(root: Path, config: RagConfig, tenant: str, name: str) -> None:
+    """Remove tenant ``tenant``'s collection ``name`` at ``root`` (``config``: the service's,
+    whose ``store.collection`` is the base name): with ``store.url`` set, first its Qdrant
+    side, then the directory: ``index/`` and ``uploads/``, then the name file, then the rest.
+    Each step can run again after an interruption.
 
-        store = config.store
-        if tenant is not None and name is not None:
-            store = replace(
-                store, collection=qdrant_collection(root, store.collection, tenant, name)
-            )
-        drop_collection(store, index_dir=root / "index")
+    The Qdrant side: a collection of its own (``<base>.<tenant>.<name>``) is dropped; one built
+    before (``<base>-<tenant>-<name>``, which another tenant's collection may share) loses only
+    the points of its own chunks (review 46: dropping it took the other tenant's). StoreError
+    when Qdrant cannot be reached: nothing local is removed."""
+    if config.store.url:
+        from ragstrata.index.qdrant import delete_points, drop_collection
+
+        own = f"{config.store.collection}.{tenant}.{name}"
+        named = _qdrant_name(root, config.store.collection, tenant, name)
+        index_dir = root / "index"
+        store = replace(config.store, collection=named)
+        if named == own:
+            drop_collection(store, index_dir=index_dir)
+        else:
+            delete_points(store, _chunk_ids(index_dir), index_dir=index_dir)
+    for part in ("index", "uploads"):
+        shutil.rmtree(root / part, ignore_errors=True)
+    (root / QDRANT_NAME_FILE).unlink(missing_ok=True)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _chunk_ids(index_dir: Path) -> list[str]:
+    """The chunk ids the index at ``index_dir`` lists (none when it has no readable
+    manifest)."""
+    try:
+        manifest = catalog.read_manifest(index_dir)
+    except RagError:
+        return []
+    return [c for entry in manifest.documents.values() for c in entry.chunk_ids]
 
 
 class Collection:
@@ -267,6 +294,7 @@ class Collection:
         self._on_violation = on_violation
         self._lock = RWLock()
         self._open_lock = threading.Lock()
+        self._service_config = config  # its store.collection is the base of the Qdrant name
         cfg = config.with_index(self.index_dir)
         if cfg.store.url:  # a shared Qdrant server: one Qdrant collection per tenant collection
             collection = qdrant_collection(root, cfg.store.collection, tenant, name)
@@ -585,16 +613,16 @@ class Collection:
             self._engine.close()
 
     def destroy(self) -> tuple[int, int]:
-        """Close the engine and remove the collection: its Qdrant collection (``store.url``
-        set) and its directory (index, shard, uploads); waits for a running write. Returns the
-        ``(documents, chunks)`` it held. StoreError when Qdrant cannot be reached: the
-        directory stays, marked, and the delete is finished when the collection is next
-        opened (:func:`remove_collection`)."""
+        """Close the engine and remove the collection (:func:`remove_collection`: its points in
+        Qdrant when ``store.url`` is set, its directory); waits for a running write. Returns
+        the ``(documents, chunks)`` it held. StoreError when Qdrant cannot be reached: the
+        directory stays (a delete's ``DELETING_MARK`` in it finishes the delete when the
+        collection is next asked for)."""
         with self._lock.write():
             counts = self.counts()
             self._deleted = True
             self._engine.close()
-            remove_collection(self.root, self._config)
+            remove_collection(self.root, self._service_config, self.tenant, self.name)
         return counts
 
 
@@ -638,16 +666,32 @@ class TenantRegistry:
         tenant = principal.tenant
         if not TENANT_RE.fullmatch(tenant):  # keys are validated on load; never trust twice
             raise PermissionDeniedError("the API key's tenant id is invalid")
+        key = (tenant, name)
+        path = self.root / tenant / name
         with self._lock:
-            if (tenant, name) in self._deleting:
+            if key in self._deleting:
                 raise NotFoundError(f"collection {name!r} is being deleted")
-            found = self._open.get((tenant, name))
+            found = self._open.get(key)
             if found is not None:
                 return found
-            path = self.root / tenant / name
-            if (path / DELETING_MARK).exists():  # a delete the server stopped during: finish it
-                remove_collection(path, self._config.with_index(path / "index"), tenant, name)
-                logger.info("collection %s/%s: finished its interrupted delete", tenant, name)
+            unfinished = (path / DELETING_MARK).exists()
+            if unfinished:
+                self._deleting.add(key)
+        if unfinished:  # a delete the server stopped during: finish it, outside the lock
+            try:  # (review 46: a Qdrant server that hung stalled every tenant's requests)
+                remove_collection(path, self._config, tenant, name)
+            finally:
+                with self._lock:
+                    self._deleting.discard(key)
+            logger.info("collection %s/%s: finished its interrupted delete", tenant, name)
+        with self._lock:
+            if key in self._deleting:
+                raise NotFoundError(f"collection {name!r} is being deleted")
+            found = self._open.get(key)
+            if found is not None:
+                return found
+            if (path / DELETING_MARK).exists():  # deleted again meanwhile
+                raise NotFoundError(f"collection {name!r} is being deleted")
             if not path.is_dir():
                 owner = self._owner(name)
                 if owner is not None:

@@ -100,3 +100,29 @@ def test_a_collection_built_before_keeps_its_qdrant_name(tmp_path: Path) -> None
     (new / "index").mkdir()
     (new / "index" / catalog.MANIFEST).write_text("{}", encoding="utf-8")
     assert qdrant_collection(new, "ragstrata", "acme", "docs") == "ragstrata.acme.docs"
+
+
+def test_deleting_one_of_two_collections_sharing_a_legacy_name_keeps_the_other(
+    tmp_path: Path, shared: tuple[Path, RagConfig, object]
+) -> None:
+    """Review 46: two collections built before the dotted names could share one Qdrant
+    collection (``ragstrata-acme-x-docs``); deleting one dropped it, and the other tenant's
+    searches failed. A legacy collection loses only its own points."""
+    work = tmp_path
+    config = shared[1]
+    for tenant, name in (("acme-x", "docs"), ("acme", "x-docs")):
+        root = work / "tenants" / tenant / name
+        root.mkdir(parents=True)  # as the old code named them, recorded on the upgrade
+        (root / QDRANT_NAME_FILE).write_text("ragstrata-acme-x-docs", encoding="utf-8")
+    local = (work, config, shared[2])
+    a = _open(local, "acme-x", "docs")
+    _upload(a, work, "a.md", "# Heron\n\nThe heron budget of acme-x.\n")
+    a.close()
+    b = _open(local, "acme", "x-docs")
+    _upload(b, work, "b.md", "# Heron\n\nThe heron budget of acme.\n")
+    assert b.destroy() == (1, 1)
+    a = _open(local, "acme-x", "docs")
+    try:
+        assert [Path(h.chunk.source).name for h in a.search("heron budget").hits] == ["a.md"]
+    finally:
+        a.close()

@@ -28,6 +28,12 @@ def test_accepted_urls(url: str) -> None:
     assert StoreConfig(url=url).url == url
 
 
+@pytest.mark.parametrize("name", ["d", "docs-e5_v1", "ragstrata.acme-x.docs", "a" * 255])
+def test_accepted_collections(name: str) -> None:
+    """Dots inside: the service names a tenant collection's Qdrant collection with them."""
+    assert StoreConfig(collection=name).collection == name
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
@@ -36,6 +42,10 @@ def test_accepted_urls(url: str) -> None:
         ({"url": "http://"}, "store.url"),
         ({"collection": ""}, "store.collection"),
         ({"collection": "a/b"}, "store.collection"),
+        ({"collection": "."}, "store.collection"),
+        ({"collection": ".."}, "store.collection"),
+        ({"collection": "docs."}, "store.collection"),
+        ({"collection": ".docs"}, "store.collection"),
         ({"timeout_s": 0}, "store.timeout_s"),
         ({"shard_number": 0}, "store.shard_number"),
         ({"replication_factor": 0}, "store.replication_factor"),

@@ -40,8 +40,12 @@ def test_a_set_weight_replaces_only_itself() -> None:
     weights = fusion_weights_for("e5-onnx", config)
     assert weights.same == (1.0, 0.6)
     assert weights.cross == (0.9, 0.5)
-    # a cross-lingual weight set in the config holds for a query in any language
-    assert weights.pick("cross", "es") == {"dense": 0.9, "bm25": 0.5}
+    # a cross-lingual weight set in the config replaces that weight for every query language
+    assert weights.pick("cross", "es") == {"dense": 0.8, "bm25": 0.5}
+    both = fusion_weights_for(
+        "e5-onnx", RetrievalConfig(cross_dense_weight=0.7, cross_bm25_weight=0.3)
+    )
+    assert both.pick("cross", "es") == both.pick("cross", "en") == {"dense": 0.7, "bm25": 0.3}
     assert fusion_weights_for("e5-onnx", RetrievalConfig(dense_weight=1.0)).pick("cross", "es") == {
         "dense": 0.8,
         "bm25": 0.2,
