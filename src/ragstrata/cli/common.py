@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ragstrata.config import RagConfig, resolve_embedder_name
+from ragstrata.config import STORE_MEMORY, RagConfig, resolve_embedder_name
 from ragstrata.errors import ConfigError, RagError
 from ragstrata.paths import path_text
 from ragstrata.pipeline import Ragstrata
@@ -93,7 +93,7 @@ def _engine(index: Path | None, config: Path | None) -> Ragstrata:
 def _warn_memory(cfg: RagConfig) -> RagConfig:
     """``cfg``, after a warning when its store is ``:memory:`` (review 45: an ingest said ok
     and kept nothing)."""
-    if cfg.store.url == ":memory:":
+    if cfg.store.url == STORE_MEMORY:
         err.print(
             "[yellow]warning[/] store.url ':memory:' keeps the vectors in memory only: they "
             "are gone when the store closes; use local:PATH or a Qdrant server",

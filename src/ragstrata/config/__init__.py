@@ -21,7 +21,7 @@ from ragstrata.config.embedder import (
     EmbedderConfig,
     resolve_embedder_name,
 )
-from ragstrata.config.index import BM25Config, StoreConfig
+from ragstrata.config.index import STORE_LOCAL_PREFIX, STORE_MEMORY, BM25Config, StoreConfig
 from ragstrata.config.ingest import FOLLOW_SYMLINKS, ChunkerConfig, FollowSymlinks, IngestConfig
 from ragstrata.config.load import RagConfig, default_home
 from ragstrata.config.retrieval import RerankConfig, RetrievalConfig
@@ -33,6 +33,8 @@ __all__ = [
     "FOLLOW_SYMLINKS",
     "LLM_PROVIDERS",
     "LOCAL_LLMS",
+    "STORE_LOCAL_PREFIX",
+    "STORE_MEMORY",
     "AnswerConfig",
     "BM25Config",
     "ChunkerConfig",

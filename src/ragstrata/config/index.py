@@ -11,6 +11,11 @@ from urllib.parse import urlsplit
 from ragstrata.config.checks import check_api_key_env, check_range, read_api_key
 from ragstrata.errors import ConfigError
 
+STORE_MEMORY = ":memory:"
+"""``store.url`` of a Qdrant held in this process's memory only (gone when the store closes)."""
+STORE_LOCAL_PREFIX = "local:"
+"""``store.url`` prefix of a Qdrant kept on disk by qdrant-client's local mode (``local:PATH``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class BM25Config:
@@ -67,7 +72,7 @@ class StoreConfig:
 
     def __post_init__(self) -> None:
         url = self.url
-        if url and url != ":memory:" and not url.startswith("local:"):
+        if url and url != STORE_MEMORY and not url.startswith(STORE_LOCAL_PREFIX):
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ConfigError(

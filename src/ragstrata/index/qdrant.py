@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ragstrata.config.index import STORE_LOCAL_PREFIX as LOCAL_PREFIX
+from ragstrata.config.index import STORE_MEMORY as MEMORY
 from ragstrata.errors import ConfigError, DimensionMismatchError, StoreError
 from ragstrata.index.base import QUANTIZATIONS, ChunkReads, Filters, SparseVector, search_params
 from ragstrata.index.edge import (
@@ -49,9 +51,7 @@ _BATCH = 256
 """Points per upsert request (a REST body of ~256 chunks stays well under the 32 MB limit)."""
 _SCROLL_PAGE = 1024
 WRITE_ORDERINGS = ("weak", "medium", "strong")
-LOCAL_PREFIX = "local:"
 _T = TypeVar("_T")
-MEMORY = ":memory:"
 
 
 def _local_path(location: str) -> str:

@@ -24,9 +24,10 @@ from ragstrata.retrieve.language_shift import LanguageOffsets, language_offsets_
 from ragstrata.retrieve.weights import fusion_weights_for
 from ragstrata.text.analyzer import Analyzer
 from ragstrata.text.language import (
+    Language,
     LanguageRelation,
-    language_relation,
     query_language,
+    relation_to_hits,
 )
 from ragstrata.types import Chunk, Hit
 
@@ -233,6 +234,7 @@ class HybridRetriever:
         fetch = limit * CAP_FETCH if per_doc else limit
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
+        language = query_language(query) if mode in ("hybrid", "dense") else None
 
         def run_bm25() -> list[tuple[str, float]]:
             t = time.perf_counter()
@@ -254,7 +256,7 @@ class HybridRetriever:
             if self.offsets is not None:
                 t = time.perf_counter()
                 rankings["dense"], foreign = self._language_neutral(
-                    query, vector, rankings["dense"], limit=fetch, filters=filters
+                    language, vector, rankings["dense"], limit=fetch, filters=filters
                 )
                 timings["dense_shift"] = (time.perf_counter() - t) * 1000
         if bm25_future is not None:
@@ -269,11 +271,9 @@ class HybridRetriever:
             head = [item for item, _ in rankings["dense"][:RELATION_DEPTH]]
             chunks = {c.chunk_id: c for c in self.store.get(head)}
             languages = [chunks[i].language for i in head if i in chunks]
-            relation = language_relation(query, languages)
+            relation = relation_to_hits(language, languages)
         if mode == "hybrid":
-            weights = self.weights.pick(
-                relation, query_language(query) if relation == "cross" else None
-            )
+            weights = self.weights.pick(relation, language if relation == "cross" else None)
             # BM25 that matched nothing at all (stop words only, an unknown token) says nothing
             # against any passage: no stand-in, or every foreign passage would lead
             if foreign and relation != "cross" and self.bm25_stand_in and rankings.get("bm25"):
@@ -321,7 +321,7 @@ class HybridRetriever:
 
     def _language_neutral(
         self,
-        query: str,
+        source: Language | None,
         vector: Any,
         ranking: list[tuple[str, float]],
         *,
@@ -336,10 +336,10 @@ class HybridRetriever:
         cosine, as does a passage of fewer than :data:`MIN_SHIFT_WORDS` words (a hub of the
         shifted query). Returns ``(ranking, foreign)``, ``foreign`` the ids found by the shifted
         searches (passages in another language than the query's), tiny ones left out;
-        unchanged with an empty set when the query's language is unknown or has no offset, or
-        the index holds no passage in another language."""
+        unchanged with an empty set when the query's language ``source``
+        (:func:`query_language`) is unknown or has no offset, or the index holds no passage in
+        another language."""
         assert self.offsets is not None
-        source = query_language(query)
         if source is None or source not in self.offsets.means:
             return ranking, frozenset()
         moved: dict[str, float] = {}

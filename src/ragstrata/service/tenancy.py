@@ -668,55 +668,53 @@ class TenantRegistry:
             raise PermissionDeniedError("the API key's tenant id is invalid")
         key = (tenant, name)
         path = self.root / tenant / name
-        with self._lock:
-            if key in self._deleting:
-                raise NotFoundError(f"collection {name!r} is being deleted")
-            found = self._open.get(key)
-            if found is not None:
-                return found
-            unfinished = (path / DELETING_MARK).exists()
-            if unfinished:
+        while True:
+            with self._lock:
+                if key in self._deleting:
+                    raise NotFoundError(f"collection {name!r} is being deleted")
+                found = self._open.get(key)
+                if found is not None:
+                    return found
+                if not (path / DELETING_MARK).exists():
+                    return self._open_locked(tenant, name, path, create=create)
                 self._deleting.add(key)
-        if unfinished:  # a delete the server stopped during: finish it, outside the lock
-            try:  # (review 46: a Qdrant server that hung stalled every tenant's requests)
+            # a delete the server stopped during: finish it outside the lock (review 46: a
+            # Qdrant server that hung stalled every tenant's requests), then look again
+            try:
                 remove_collection(path, self._config, tenant, name)
             finally:
                 with self._lock:
                     self._deleting.discard(key)
             logger.info("collection %s/%s: finished its interrupted delete", tenant, name)
-        with self._lock:
-            if key in self._deleting:
-                raise NotFoundError(f"collection {name!r} is being deleted")
-            found = self._open.get(key)
-            if found is not None:
-                return found
-            if (path / DELETING_MARK).exists():  # deleted again meanwhile
-                raise NotFoundError(f"collection {name!r} is being deleted")
-            if not path.is_dir():
-                owner = self._owner(name)
-                if owner is not None:
-                    raise PermissionDeniedError(
-                        f"collection {name!r} belongs to another tenant; choose another name"
-                    )
-                if not create:
-                    raise NotFoundError(
-                        f"collection {name!r} does not exist; upload documents to create it"
-                    )
-            if not path.resolve().is_relative_to(self.root / tenant):
-                raise PermissionDeniedError(f"collection {name!r} is outside the tenant")
-            path.mkdir(parents=True, exist_ok=True)
-            found = Collection(
-                tenant=tenant,
-                name=name,
-                root=path.resolve(),
-                config=self._config,
-                embedder=self._embedder,
-                read_wait_s=self._read_wait_s,
-                on_violation=self._on_violation,
-                generator=self._generator,
-            )
-            self._open[(tenant, name)] = found
-            return found
+
+    def _open_locked(self, tenant: str, name: str, path: Path, *, create: bool) -> Collection:
+        """Open (or with ``create`` make) the collection at ``path``; the caller holds the lock
+        and has checked that no delete is running or unfinished there."""
+        if not path.is_dir():
+            owner = self._owner(name)
+            if owner is not None:
+                raise PermissionDeniedError(
+                    f"collection {name!r} belongs to another tenant; choose another name"
+                )
+            if not create:
+                raise NotFoundError(
+                    f"collection {name!r} does not exist; upload documents to create it"
+                )
+        if not path.resolve().is_relative_to(self.root / tenant):
+            raise PermissionDeniedError(f"collection {name!r} is outside the tenant")
+        path.mkdir(parents=True, exist_ok=True)
+        found = Collection(
+            tenant=tenant,
+            name=name,
+            root=path.resolve(),
+            config=self._config,
+            embedder=self._embedder,
+            read_wait_s=self._read_wait_s,
+            on_violation=self._on_violation,
+            generator=self._generator,
+        )
+        self._open[(tenant, name)] = found
+        return found
 
     def delete(
         self, principal: Principal, name: str, *, cancel_jobs: Callable[[], int]

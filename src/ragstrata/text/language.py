@@ -33,6 +33,7 @@ __all__ = [
     "language_relation",
     "query_language",
     "question_language",
+    "relation_to_hits",
 ]
 
 Language = Literal["es", "en"]
@@ -340,7 +341,12 @@ def language_relation(query: str, hit_languages: Sequence[str]) -> LanguageRelat
     :func:`query_language` is known and fewer than half of those are in it, ``"same"`` when at
     least half are, and ``"unknown"`` when either side is unknown. Pure and deterministic.
     """
-    language = query_language(query)
+    return relation_to_hits(query_language(query), hit_languages)
+
+
+def relation_to_hits(language: str | None, hit_languages: Sequence[str]) -> LanguageRelation:
+    """:func:`language_relation` for a query whose language (:func:`query_language`, ``None``
+    when unknown) is already known: for a caller that needs the language too."""
     known = [lang for lang in hit_languages if lang and lang != "und"][:RELATION_HITS]
     if language is None or not known:
         return "unknown"

@@ -321,6 +321,15 @@ def test_a_delete_the_server_stopped_during_is_finished(service: Service) -> Non
     assert c.get("/v1/collections", headers=acme).json()["collections"] == []
     assert c.get("/v1/collections/revenant", headers=acme).status_code == 404
     assert not path.exists()
+    # an upload to an unfinished delete's name finishes it, then creates the name afresh
+    assert service.upload_texts(acme, "first", {"guide.md": GUIDE})["state"] == "succeeded"
+    first = service.state.registry.root / "acme" / "first"
+    service.state.registry.close()
+    (first / ".deleting").touch()
+    other = {"other.md": "# Other\n\nA different page about tide tables.\n"}
+    assert service.upload_texts(acme, "first", other)["state"] == "succeeded"
+    listed = c.get("/v1/collections/first/documents", headers=acme).json()["documents"]
+    assert [d["name"] for d in listed] == ["other.md"], listed
 
 
 def test_failed_first_upload_leaves_no_collection(service: Service) -> None:
