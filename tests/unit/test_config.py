@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from ragstrata.config import (
     RerankConfig,
     RetrievalConfig,
     ServiceConfig,
+    StoreConfig,
     default_home,
     resolve_embedder_name,
 )
@@ -451,3 +453,36 @@ def test_a_path_setting_of_another_type_is_a_config_error(tmp_path: Path, text: 
         RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)})
     (tmp_path / "config.toml").write_text('[service]\ndata_dir = "srv"\n', encoding="utf-8")
     assert RagConfig.load(env={"RAGSTRATA_HOME": str(tmp_path)}).service.data_dir == Path("srv")
+
+
+_CONFIGS = (
+    AnswerConfig,
+    BM25Config,
+    ChunkerConfig,
+    EmbedderConfig,
+    IngestConfig,
+    LLMConfig,
+    RerankConfig,
+    RetrievalConfig,
+    ServiceConfig,
+    StoreConfig,
+)
+_FLOAT_FIELDS = [
+    (cls, field.name)
+    for cls in _CONFIGS
+    for field in dataclasses.fields(cls)
+    if str(field.type).startswith("float")
+]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize(("cls", "name"), _FLOAT_FIELDS, ids=lambda x: getattr(x, "__name__", x))
+def test_a_config_built_in_python_refuses_nan_and_inf(cls: type, name: str, value: float) -> None:
+    """Review 46: only the loader checked for nan and inf; ``IngestConfig(parse_timeout_s=nan)``
+    from Python was accepted and skipped every file."""
+    with pytest.raises(ConfigError, match=rf"\.{name}=.* must be a finite number"):
+        cls(**{name: value})
+
+
+def test_every_config_has_float_settings_to_check() -> None:
+    assert len(_FLOAT_FIELDS) >= 20, _FLOAT_FIELDS

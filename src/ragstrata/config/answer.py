@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ragstrata.config.checks import check_api_key_env, check_range, check_threads, read_api_key
+from ragstrata.config.checks import (
+    check_api_key_env,
+    check_finite,
+    check_range,
+    check_threads,
+    read_api_key,
+)
 from ragstrata.errors import ConfigError
 
 
@@ -30,6 +36,7 @@ class AnswerConfig:
     min_dense_score: float | None = None
 
     def __post_init__(self) -> None:
+        check_finite("answer", self)
         if self.context_tokens < 64:
             raise ConfigError(f"answer.context_tokens={self.context_tokens} must be >= 64")
         if self.max_sentences < 1:
@@ -115,6 +122,7 @@ class LLMConfig:
     stream: bool = True
 
     def __post_init__(self) -> None:
+        check_finite("llm", self)
         if self.provider not in LLM_PROVIDERS:
             raise ConfigError(
                 f"llm.provider={self.provider!r} is unknown; choose one of "

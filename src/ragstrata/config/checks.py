@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import fields
 
 from ragstrata.errors import ConfigError
 
@@ -23,6 +25,17 @@ a core runs it (``embedder.threads = 100000`` made 21,000 threads and 17 GB of m
 doing anything); more than the machine's cores only slows the models down."""
 MAX_RESULTS = 10_000
 """Most hits a ``top_k`` or ``candidates`` setting may ask for."""
+
+
+def check_finite(section: str, config: object) -> None:
+    """ConfigError naming ``<section>.<field>`` for a float field of the dataclass ``config``
+    that is nan or infinite: they passed every range check (review 45: ``parse_timeout_s = nan``
+    skipped every file, ``store.timeout_s = inf`` ended in an OverflowError). The loader checks
+    TOML and ``RAGSTRATA_*`` values too; this covers a config built in Python (review 46)."""
+    for field in fields(config):  # type: ignore[arg-type]
+        value = getattr(config, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{section}.{field.name}={value!r} must be a finite number")
 
 
 def check_count(name: str, value: int, low: int, high: int, *, what: str = "") -> None:

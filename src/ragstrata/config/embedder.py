@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ragstrata.config.checks import check_api_key_env, check_threads, read_api_key
+from ragstrata.config.checks import check_api_key_env, check_finite, check_threads, read_api_key
 from ragstrata.errors import ConfigError
 
 EMBEDDERS = (
@@ -124,6 +124,7 @@ class EmbedderConfig:
     max_input_tokens: int = 8191
 
     def __post_init__(self) -> None:
+        check_finite("embedder", self)
         if self.name not in EMBEDDERS:
             raise ConfigError(
                 f"embedder.name={self.name!r} is unknown; choose one of {', '.join(EMBEDDERS)}"

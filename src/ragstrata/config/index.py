@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ragstrata.config.checks import check_api_key_env, check_range, read_api_key
+from ragstrata.config.checks import check_api_key_env, check_finite, check_range, read_api_key
 from ragstrata.errors import ConfigError
 
 STORE_MEMORY = ":memory:"
@@ -25,6 +25,7 @@ class BM25Config:
     b: float = 0.75
 
     def __post_init__(self) -> None:
+        check_finite("bm25", self)
         check_range("bm25.k1", self.k1, 0.0, 3.0)
         check_range("bm25.b", self.b, 0.0, 1.0)
 
@@ -71,6 +72,7 @@ class StoreConfig:
     hnsw_ef: int | None = 256
 
     def __post_init__(self) -> None:
+        check_finite("store", self)
         url = self.url
         if url and url != STORE_MEMORY and not url.startswith(STORE_LOCAL_PREFIX):
             parts = urlsplit(url)

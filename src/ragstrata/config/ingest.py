@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ragstrata.config.checks import MAX_THREADS, check_count, check_range
+from ragstrata.config.checks import MAX_THREADS, check_count, check_finite, check_range
 from ragstrata.errors import ConfigError
 
 FollowSymlinks = Literal["inside", "never", "all"]
@@ -31,6 +31,7 @@ class ChunkerConfig:
     max_prefix_tokens: int = 32
 
     def __post_init__(self) -> None:
+        check_finite("chunker", self)
         if self.max_tokens is not None and self.max_tokens < 16:
             raise ConfigError(f"chunking.max_tokens={self.max_tokens} must be >= 16 (or unset)")
         check_range("chunking.overlap_ratio", self.overlap_ratio, 0.0, 0.5, high_open=True)
@@ -61,6 +62,7 @@ class IngestConfig:
     max_worker_memory_mb: int = 2048
 
     def __post_init__(self) -> None:
+        check_finite("ingest", self)
         if self.max_file_bytes < 1:
             raise ConfigError(f"ingest.max_file_bytes={self.max_file_bytes} must be >= 1")
         check_count(

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragstrata.config.checks import MAX_RESULTS, check_count, check_range, check_threads
+from ragstrata.config.checks import (
+    MAX_RESULTS,
+    check_count,
+    check_finite,
+    check_range,
+    check_threads,
+)
 from ragstrata.errors import ConfigError
 
 
@@ -43,6 +49,7 @@ class RetrievalConfig:
     language_shift: bool = True
 
     def __post_init__(self) -> None:
+        check_finite("retrieval", self)
         if self.max_chunks_per_doc < 0:
             raise ConfigError(
                 f"retrieval.max_chunks_per_doc={self.max_chunks_per_doc} must be >= 0 (0: no cap)"
@@ -90,6 +97,7 @@ class RerankConfig:
     retrieval_weight: float | None = None
 
     def __post_init__(self) -> None:
+        check_finite("rerank", self)
         check_count("rerank.candidates", self.candidates, 1, MAX_RESULTS)
         check_count("rerank.top_k", self.top_k, 1, MAX_RESULTS)
         if self.batch_size < 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragstrata.config.checks import check_threads
+from ragstrata.config.checks import check_finite, check_threads
 from ragstrata.errors import ConfigError
 
 
@@ -48,6 +48,7 @@ class ServiceConfig:
     keep_alive_s: int = 75
 
     def __post_init__(self) -> None:
+        check_finite("service", self)
         if isinstance(self.data_dir, str):  # from TOML or RAGSTRATA_SERVICE_DATA_DIR
             object.__setattr__(self, "data_dir", Path(self.data_dir) if self.data_dir else None)
         if not self.host.strip():
