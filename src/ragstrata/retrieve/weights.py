@@ -11,8 +11,7 @@ articles, the FastAPI ES/EN train pages) and reported on the held-out halves
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ragstrata.config import RetrievalConfig
 from ragstrata.config.embedder import embedder_family
@@ -25,23 +24,24 @@ __all__ = ["CALIBRATED_WEIGHTS", "UNCALIBRATED_WEIGHTS", "FusionWeights", "fusio
 class FusionWeights:
     """``(dense, bm25)`` RRF weights for a query in its passages' language (``same``, also used
     when the relation is unknown) and in another language (``cross``; ``cross_by_language``:
-    those of a query in one language, ISO 639-1, when they differ)."""
+    ``(language, (dense, bm25))`` pairs for a query in one language, ISO 639-1, when they
+    differ). Immutable and hashable."""
 
     same: tuple[float, float]
     cross: tuple[float, float]
-    cross_by_language: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    cross_by_language: tuple[tuple[str, tuple[float, float]], ...] = ()
 
     def pick(self, relation: LanguageRelation, language: str | None = None) -> dict[str, float]:
         """``{"dense": w, "bm25": w}`` for ``relation`` and, across languages, the query's
         ``language`` (``None``: unknown)."""
         if relation == "cross":
-            dense, bm25 = self.cross_by_language.get(language or "", self.cross)
+            dense, bm25 = dict(self.cross_by_language).get(language or "", self.cross)
         else:
             dense, bm25 = self.same
         return {"dense": dense, "bm25": bm25}
 
 
-_E5 = FusionWeights(same=(0.4, 0.6), cross=(0.9, 0.1), cross_by_language={"es": (0.8, 0.2)})
+_E5 = FusionWeights(same=(0.4, 0.6), cross=(0.9, 0.1), cross_by_language=(("es", (0.8, 0.2)),))
 _MINILM = FusionWeights(same=(0.6, 0.4), cross=(0.4, 0.6))
 
 CALIBRATED_WEIGHTS: dict[str, FusionWeights] = {"e5": _E5, "minilm": _MINILM}
@@ -81,8 +81,7 @@ def fusion_weights_for(embedder_name: str, config: RetrievalConfig) -> FusionWei
         same=pair(base.same, config.dense_weight, config.bm25_weight),
         cross=pair(base.cross, dense, bm25),
         # a cross-lingual weight set in the config replaces that weight for every language
-        cross_by_language={
-            language: pair(weights, dense, bm25)
-            for language, weights in base.cross_by_language.items()
-        },
+        cross_by_language=tuple(
+            (language, pair(weights, dense, bm25)) for language, weights in base.cross_by_language
+        ),
     )

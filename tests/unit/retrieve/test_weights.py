@@ -58,3 +58,11 @@ def test_both_weights_of_a_pair_zero_is_an_error(prefix: str) -> None:
         RetrievalConfig(**{f"{prefix}dense_weight": 0.0, f"{prefix}bm25_weight": 0.0})
     with pytest.raises(ConfigError, match="out of range"):
         RetrievalConfig(**{f"{prefix}dense_weight": -1.0})
+
+
+def test_fusion_weights_are_hashable_values() -> None:
+    """Review 46: a frozen FusionWeights held a dict and could not be hashed or cached."""
+    config = RetrievalConfig()
+    first = fusion_weights_for("e5-onnx", config)
+    assert hash(first) == hash(fusion_weights_for("e5-onnx", config))
+    assert len({first, fusion_weights_for("minilm-onnx", config)}) == 2
