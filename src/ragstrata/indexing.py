@@ -209,11 +209,15 @@ def _reported_path(path: str | Path) -> Path:
 
 
 def nothing_to_ingest(
-    paths: Sequence[Path], errors: Sequence[IngestError], *, index_exists: bool = False
+    paths: Sequence[Path],
+    errors: Sequence[IngestError | IngestFailure],
+    *,
+    index_exists: bool = False,
 ) -> IngestError:
     """The error (RS201) of an ingest that found no supported file under ``paths``, naming
-    them and the first entries that were skipped; ``index_exists``: the paths held nothing
-    the existing index has either, so it is unchanged (else no index was created)."""
+    them and the first entries that were skipped (``errors``: discovery's, or a run's
+    failures); ``index_exists``: the paths held nothing the existing index has either, so it
+    is unchanged (else no index was created)."""
     from ragstrata.ingest.loader import FORMATS
 
     known = ", ".join(sorted(FORMATS))

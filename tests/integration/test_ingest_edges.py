@@ -165,17 +165,20 @@ def test_a_folder_without_supported_files_creates_no_index(
     assert not index.exists()
 
 
-@pytest.mark.parametrize("json_out", [False, True])
+@pytest.mark.parametrize(("json_out", "hidden"), [(False, False), (True, False), (False, True)])
 def test_an_empty_folder_is_an_error_also_when_an_index_exists(
-    tmp_path: Path, minilm_env: None, json_out: bool
+    tmp_path: Path, minilm_env: None, json_out: bool, hidden: bool
 ) -> None:
     """Trial 43: with an index present, an empty folder gave exit 0 and a warning, without one
     RS201 and exit 1; a script pointed at a wrong folder could not tell. Both are RS201 now and
     the index is unchanged; an emptied folder whose files the index holds is no error (its
-    documents are stale, or pruned with --prune)."""
+    documents are stale, or pruned with --prune). Review 46: a folder of hidden files only
+    (skipped on purpose) is such an empty folder too, and the error names what it skipped."""
     corpus, empty = tmp_path / "docs", tmp_path / "empty"
     corpus.mkdir()
     empty.mkdir()
+    if hidden:
+        (empty / ".draft.md").write_text(GOOD, encoding="utf-8")
     (corpus / "good.md").write_text(GOOD, encoding="utf-8")
     index = tmp_path / "idx"
     assert CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index)]).exit_code == 0
@@ -185,6 +188,8 @@ def test_an_empty_folder_is_an_error_also_when_an_index_exists(
     assert result.exit_code == 1, result.output
     assert "RS201" in result.output + result.stderr
     assert "the index is unchanged" in result.output + result.stderr
+    if hidden:
+        assert ".draft.md: [RS211]" in result.output + result.stderr
     assert (index / catalog.MANIFEST).read_bytes() == before
     (corpus / "good.md").unlink()
     stale = CliRunner().invoke(app, ["ingest", str(corpus), "--index", str(index)])

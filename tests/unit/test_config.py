@@ -486,3 +486,20 @@ def test_a_config_built_in_python_refuses_nan_and_inf(cls: type, name: str, valu
 
 def test_every_config_has_float_settings_to_check() -> None:
     assert len(_FLOAT_FIELDS) >= 20, _FLOAT_FIELDS
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        *[("a.b", True), ("a..b", True), ("ragstrata.acme.docs", True), ("x", True)],
+        *[(".", False), ("a.b.", False), (".a", False), ("a b", False), ("", False)],
+    ],
+)
+def test_store_collection_names_may_hold_inner_dots_only(name: str, ok: bool) -> None:
+    """A service joins ``<base>.<tenant>.<name>`` (review 45); a name of dots, or one that
+    starts or ends with a dot, is no Qdrant collection name."""
+    if ok:
+        assert StoreConfig(collection=name).collection == name
+    else:
+        with pytest.raises(ConfigError, match=r"store\.collection"):
+            StoreConfig(collection=name)

@@ -181,13 +181,15 @@ def ingest(
             except IndexNotFoundError:  # a dry run on a new index writes nothing
                 stats = {"index": str(engine.index_dir), "documents": 0, "chunks": 0}
                 stats["size_bytes"] = 0
-        if not (result.documents or result.failures or result.pruned or result.stale):
-            # the paths held no supported file and none the index had (trial 43: exit 0 and a
-            # warning once an index existed, RS201 and exit 1 before it: a script pointed at a
-            # wrong folder could not tell)
+        hidden_only = all(f.code == "RS211" for f in result.failures)
+        if not (result.documents or result.pruned or result.stale) and hidden_only:
+            # the paths held no supported file (hidden ones are skipped on purpose: review
+            # 46) and none the index had (trial 43: exit 0 and a warning once an index
+            # existed, RS201 and exit 1 before it: a script pointed at a wrong folder could
+            # not tell)
             from ragstrata.indexing import nothing_to_ingest
 
-            raise nothing_to_ingest(paths, [], index_exists=True)
+            raise nothing_to_ingest(paths, result.failures, index_exists=True)
     except RagError as exc:
         raise _fail(exc, json_out=json_out) from exc
     data = result.to_json() | {"index": stats}

@@ -774,6 +774,9 @@ class TenantRegistry:
                 return False
             self._deleting.add(key)
         try:
+            # marked as a delete is (review 46): a failed first upload is often a Qdrant that
+            # is down, and an unmarked empty collection left by a failed drop kept the name
+            (collection.root / DELETING_MARK).touch()
             collection.destroy()
         finally:
             with self._lock:

@@ -126,3 +126,52 @@ def test_deleting_one_of_two_collections_sharing_a_legacy_name_keeps_the_other(
         assert [Path(h.chunk.source).name for h in a.search("heron budget").hits] == ["a.md"]
     finally:
         a.close()
+
+
+def test_an_empty_collection_discarded_while_qdrant_is_down_is_deleted_later(
+    shared: tuple[Path, RagConfig, object], tmp_path: Path
+) -> None:
+    """Review 46: the cleanup after a failed first upload (typically: Qdrant is down) left the
+    empty collection unmarked when the drop failed, and it kept the name reserved."""
+    import socket
+
+    from ragstrata.errors import StoreError
+    from ragstrata.service.errors import NotFoundError
+    from ragstrata.service.keys import Principal
+    from ragstrata.service.tenancy import DELETING_MARK, TenantRegistry
+
+    hung = socket.socket()  # accepts connections, never answers
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(16)
+    try:
+        config = RagConfig.load(
+            env={},
+            overrides={
+                "store.url": f"http://127.0.0.1:{hung.getsockname()[1]}",
+                "store.timeout_s": 1,
+                "embedder.name": "minilm-onnx",
+            },
+        )
+        registry = TenantRegistry(
+            tmp_path,
+            config=config,
+            embedder=shared[2],  # type: ignore[arg-type]
+            read_wait_s=1,
+        )
+        acme = Principal("k1", "acme", ("read", "write"))
+        first = registry.collection(acme, "first", create=True)
+        with pytest.raises(StoreError):
+            registry.discard_if_empty(first, busy=lambda: False)
+        assert (first.root / DELETING_MARK).exists()
+    finally:
+        hung.close()
+    # the delete is finished once a Qdrant answers (a server restarted: here the local store)
+    restarted = TenantRegistry(
+        tmp_path,
+        config=shared[1],
+        embedder=shared[2],  # type: ignore[arg-type]
+        read_wait_s=1,
+    )
+    with pytest.raises(NotFoundError):
+        restarted.collection(acme, "first")
+    assert not first.root.exists()
