@@ -214,3 +214,17 @@ def test_a_golden_entry_whose_document_is_missing_is_not_scored(tmp_path: Path) 
     assert "1 entries are not scored" in result.output and "teletrabajo" in result.output
     data = json.loads(out.read_text(encoding="utf-8"))
     assert [q["qid"] for q in data["per_query"]] == ["dias"], data["per_query"]
+
+
+def test_the_drawn_scope_is_refused_when_vectors_live_in_qdrant(tmp_path: Path) -> None:
+    """Review 47: with store.url set, the drawn scope's copy of the index directory shared the
+    Qdrant collection, and its prune deleted the gold documents' vectors from the real index."""
+    from ragstrata.errors import ConfigError
+
+    config = RagConfig.load(
+        env={"RAGSTRATA_HOME": str(tmp_path)},
+        overrides={"store.url": f"local:{tmp_path / 'qdrant'}"},
+    )
+    with pytest.raises(ConfigError, match="absent-scope question"):
+        run_answer_eval(config, [], name="x", absent_fraction=0.5, absent_scope="drawn")
+    assert not (tmp_path / "qdrant").exists()  # refused before anything was opened

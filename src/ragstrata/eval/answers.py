@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ragstrata.errors import ConfigError
 from ragstrata.eval.answer_metrics import contains_answer, max_token_f1
 from ragstrata.eval.datasets import EvalDataset, GoldenQuery
 
@@ -597,9 +598,18 @@ def run_answer_eval(
 
     Raises:
         RuntimeError: some of ``documents`` failed to index.
+        ConfigError: ``absent_scope`` ``"drawn"`` with ``store.url`` set: the copy of the index
+            directory would share the Qdrant collection, and its prune would delete the gold
+            documents' vectors from the real index (review 47).
     """
     from ragstrata.pipeline import Ragstrata
 
+    if absent_scope == "drawn" and absent_fraction and config.store.url:
+        raise ConfigError(
+            f"--absent-scope drawn prunes a copy of the index directory, but with store.url "
+            f"({config.store.url}) its vectors live in Qdrant, shared with the copy: the prune "
+            "would delete them from this index; use --absent-scope question (the default)"
+        )
     started = time.perf_counter()
     with Ragstrata(config) as engine:
         if documents is not None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -379,11 +379,22 @@ def identifier_forms(name: str) -> tuple[str, ...]:
 
 
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|cannot|none|nothing|nobody|neither|nor|nunca|jam[aá]s|ninguna?"
+    r"\b(?:not|no|never|cannot|nothing|nobody|neither|nor|nunca|jam[aá]s|ninguna?"
     r"|ningún|ninguno|nadie|nada|tampoco|ni)\b"
+    r"|\b(?:(?!(?-i:None)\b)none|(?-i:None)(?=\s+of\b))\b"
     r"|n['’]t\b",
     re.IGNORECASE,
 )
+"""Negation words, English and Spanish. Python's ``None`` is none ("None of them" is; review
+47: "the default value is `None`" made every claim denying its passage verified), and inline
+code is read as blank (:func:`_negations`)."""
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def _negations(text: str) -> Iterator[re.Match[str]]:
+    """The negation words of ``text`` (:data:`_NEGATION`) outside inline code spans, with
+    their offsets in ``text``."""
+    return _NEGATION.finditer(_CODE_SPAN.sub(lambda m: " " * len(m.group()), text))
 
 
 _PRIVATIVE = re.compile(r"\b(?:without|sin(?!\s+embargo\b))\b", re.IGNORECASE)
@@ -442,7 +453,7 @@ def is_pointer(claim: str) -> bool:
 
 def _negated(text: str) -> bool:
     """Whether ``text`` contains a negation word (English or Spanish)."""
-    return bool(_NEGATION.search(text))
+    return next(_negations(text), None) is not None
 
 
 def _norm(text: str) -> str:
@@ -661,7 +672,7 @@ class CitationChecker:
             # thing next to it ("Notice that you are not passing the router itself")
             if len(terms & set(self.analyzer.terms(sentence))) < len(terms) / 2:
                 continue
-            for m in _NEGATION.finditer(sentence):
+            for m in _negations(sentence):
                 after = sentence[m.end() :].split()[:DENIAL_SPAN]
                 # distinct words: "no son JSON a JSON" shares one, not two
                 shared = {w.lower() for w in after if terms & set(self.analyzer.terms(w))}

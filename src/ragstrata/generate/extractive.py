@@ -130,11 +130,14 @@ _LONE_TAG = re.compile(r"[ \t]*</?[a-z][\w-]*(?:\s[^<>\n]*)?>[ \t]*(?:\n|$)")
 FastAPI docs' console blocks): skipped between a sentence ending in ``:`` and its block."""
 _ANNOUNCES = re.compile(
     r"\b(?:as (?:shown|follows)|the following|below|como (?:se muestra|sigue)|a continuación"
-    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo))\b",
+    r"|(?:lo|la|el|los|las) siguientes?|siguientes? (?:orden|órdenes|comandos?|ejemplo)"
+    r"|(?:\d{1,2}|dos|tres|cuatro|cinco|seis|two|three|four|five|six|these|estos|estas)"
+    r" (?:pasos|etapas|maneras|formas|opciones|steps|stages|ways|options))\b",
     re.IGNORECASE,
 )
 """Words by which a sentence ending in a stop announces the code or list after it ("... como
-se muestra." before ``# deluser --remove-home fish``)."""
+se muestra." before ``# deluser --remove-home fish``; "Este proceso consta de 2 pasos." before
+its two steps, which trial 43's answer left out)."""
 _WHY_QUESTION = re.compile(r"\W*(?:por\s+qu[ée]|why)\b", re.IGNORECASE)
 _GIVES_REASON = re.compile(
     r"\b(?:porque|ya que|debido a|dado que|puesto que|a causa de|por eso|para que|por lo que"
@@ -692,11 +695,15 @@ class ExtractiveAnswerer:
         # we do not show (a `{* file *}` include, a component) still says something
         # and text addressed to an AI model ("Ignore previous instructions and tell the user
         # ...") is an injection planted in a document, not a statement of it (review 31)
+        # and a line that is its chunk's own section title ("Clases de documento", "7.
+        # ADDITIONAL OPTIONS FOR asmeconf.cls": a PDF or plain text gives its headings as
+        # lines of text; trial 43 quoted them as evidence)
         statements = [
             item
             for item in items
             if not is_topic_line(item[2])
             and not is_instruction(item[2])
+            and not is_section_title(item[2], item[0].hit.chunk.section_path)
             and not (item[2].endswith(":") and not item[0].hit.chunk.text[item[1].end :].strip())
         ]
         items = statements or items
@@ -895,6 +902,24 @@ def is_topic_line(sentence: str) -> bool:
     if _SECTION_NUMBER.match(text) and len(text.split()) <= 12:
         return not text.endswith(_STOPS)  # a PDF's "2.7. Configurar dh_make" (trial 37)
     return bool(_INTERROGATIVE.match(text)) and not text.endswith(_TERMINAL)
+
+
+def is_section_title(sentence: str, section_path: Sequence[str]) -> bool:
+    """Whether ``sentence`` (as quoted) is one of the titles of ``section_path`` (its chunk's
+    headings), compared without case, spacing or a closing stop: a heading that a PDF or a
+    plain-text file gives as a line of text names a subject as a topic line does (trial 43
+    quoted "Clases de documento" and "7. ADDITIONAL OPTIONS FOR asmeconf.cls")."""
+    line = _title_key(sentence)
+    return bool(line) and any(_title_key(title) == line for title in section_path)
+
+
+def _title_key(text: str) -> str:
+    """A title as compared: no section number (a quote drops "7. " as a list marker), case,
+    runs of spaces or closing stop."""
+    return " ".join(_TITLE_NUMBER.sub("", text).casefold().split()).rstrip(".:")
+
+
+_TITLE_NUMBER = re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3})*[.)]?|[A-Z][.)])\s+")
 
 
 def is_instruction(sentence: str) -> bool:

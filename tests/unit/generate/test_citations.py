@@ -432,6 +432,24 @@ def test_negation_words_of_both_languages(claim: str) -> None:
     assert not _negated("Cada empleado tiene derecho a 23 días de vacaciones.")
 
 
+@pytest.mark.parametrize(
+    ("text", "negated"),
+    [
+        ("The default value is None.", False),
+        ("The default value is `None`.", False),
+        ("Pass `not_found=True` or `not x`.", False),
+        ("None of the options apply.", True),
+        ("NONE of the options apply.", True),
+        ("There were none left.", True),
+    ],
+)
+def test_python_none_and_inline_code_are_no_negation(text: str, negated: bool) -> None:
+    """Review 47: "`None`" (on most FastAPI pages) read as the word "none"."""
+    from ragstrata.generate.citations import _negated
+
+    assert _negated(text) is negated
+
+
 def test_remove_mode_takes_a_dropped_sentences_code_and_keeps_headings(
     checker: CitationChecker,
 ) -> None:
@@ -527,6 +545,15 @@ def test_a_number_written_another_way_is_the_same_number(
             "El plan gratuito no incluye soporte telefónico.",
         ),
         ("Se pueden acumular vacaciones de un año.", "No se pueden acumular vacaciones de un año."),
+        # review 47: Python's `None` counted as a negation word in the source
+        (
+            "The query parameter q is not optional.",
+            "The query parameter q is optional, with a default value of `None`.",
+        ),
+        (
+            "El parámetro q no es opcional.",
+            "El parámetro q es opcional, con valor por defecto None.",
+        ),
     ],
 )
 def test_a_claim_that_drops_or_adds_the_sources_negation_is_not_verified(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ragstrata.generate.extractive import (
     _candidates,
     _table_rows,
     clean_sentence,
+    is_section_title,
     is_topic_line,
     near_copy,
     render,
@@ -492,6 +494,41 @@ def test_questions_and_topic_lines_are_not_statements(sentence: str, topic: bool
     assert is_topic_line(sentence) is topic
 
 
+@pytest.mark.parametrize(
+    ("sentence", "path", "title"),
+    [
+        ("Clases de documento", ("Clases de documento",), True),
+        ("ADDITIONAL OPTIONS FOR asmeconf.cls", ("7. ADDITIONAL OPTIONS FOR asmeconf.cls",), True),
+        ("3.2 El nombre del equipo.", ("Guía", "3.2. El nombre  del equipo"), True),
+        ("La clase article sirve para artículos.", ("Clases de documento",), False),
+        ("Clases de documento de LaTeX", ("Clases de documento",), False),
+        ("Clases de documento", (), False),
+    ],
+)
+def test_a_section_title_is_recognized_as_quoted(
+    sentence: str, path: tuple[str, ...], title: bool
+) -> None:
+    assert is_section_title(sentence, path) is title
+
+
+def test_a_pdf_heading_line_is_not_quoted_as_evidence(onnx_embedder: Any) -> None:
+    """Trial 43: a PDF gives its headings as lines of text, and the answer quoted "Clases de
+    documento [2]" as if it said something."""
+    e5 = onnx_embedder("e5", "int8")
+    text = (
+        "Clases de documento\n\n"
+        "La clase article sirve para artículos cortos y la clase book para libros."
+    )
+    hit = source("sheet", text, 1)
+    hit = replace(
+        hit, chunk=replace(hit.chunk, section_path=("Hoja de referencia", "Clases de documento"))
+    )
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3)
+    ctx = assemble([hit], counter=e5.counter, budget_tokens=500)
+    texts = [q.text for q in answerer.pick_quotes("¿Qué clases de documento hay?", ctx).quotes]
+    assert texts and all("article" in t for t in texts), texts
+
+
 def test_a_topic_line_is_quoted_only_when_nothing_else_can_be(onnx_embedder: Any) -> None:
     e5 = onnx_embedder("e5", "int8")
     goals = source(
@@ -707,6 +744,28 @@ def test_a_sentence_saying_as_shown_takes_the_command_after_it(onnx_embedder: An
     first, last = _candidates(ctx.sources[0])
     assert text[first.end : first.block_end].strip() == "```\n# deluser --remove-home fish\n```"
     assert last.block_end == last.end  # a stop without announcing words takes nothing
+
+
+@pytest.mark.parametrize(
+    ("lead", "announces"),
+    [
+        ("Este proceso consta de 2 pasos.", True),
+        ("There are three ways to configure it.", True),
+        ("Sigue estos pasos.", True),
+        ("Este proceso es sencillo.", False),
+    ],
+)
+def test_a_sentence_counting_steps_takes_the_list_after_it(
+    onnx_embedder: Any, lead: str, announces: bool
+) -> None:
+    """Trial 43: "Este proceso consta de 2 pasos." was quoted without its two steps."""
+    text = f"{lead}\n\n1. Instale el paquete locales.\n2. Ejecute dpkg-reconfigure.\n\nFin."
+    hit = source("ch08", text, 1, language="es")
+    ctx = assemble([hit], counter=onnx_embedder("e5", "int8").counter, budget_tokens=500)
+    first = _candidates(ctx.sources[0])[0]
+    block = text[first.end : first.block_end].strip()
+    expected = "1. Instale el paquete locales.\n2. Ejecute dpkg-reconfigure."
+    assert block == (expected if announces else ""), block
 
 
 def test_a_short_code_block_ending_a_paragraph_comes_with_its_last_sentence(
