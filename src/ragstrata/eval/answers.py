@@ -690,9 +690,16 @@ def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: f
     """Regressions of ``report`` against ``baseline`` (both shaped like
     :meth:`AnswerReport.to_json`; the baseline needs only ``answerer`` and ``metrics``): a
     metric of :data:`GATED_METRICS` more than ``tolerance`` (absolute) below its baseline
-    value, above it for :data:`LOWER_IS_BETTER`, or missing; and a different answerer. Empty
-    list = pass."""
+    value, above it for :data:`LOWER_IS_BETTER`, or missing; a different answerer; and, when
+    the baseline has ``"n_questions": n``, another number of questions scored (a golden entry
+    whose documents are not in the index is not scored: review 47). Empty list = pass."""
     failures: list[str] = []
+    expected_n = baseline.get("n_questions")
+    if isinstance(expected_n, int) and report.get("n_questions") != expected_n:
+        failures.append(
+            f"{report.get('n_questions')} questions scored, the baseline's {expected_n} (is a "
+            "document missing from the index, or is this another dataset or split?)"
+        )
     if baseline.get("answerer") not in (None, report.get("answerer")):
         failures.append(
             f"answerer {report.get('answerer')!r} is not the baseline's {baseline['answerer']!r}"

@@ -347,8 +347,18 @@ def gate(report: Mapping[str, Any], baseline: Mapping[str, Any], *, tolerance: f
 
     When the baseline has ``"fusion_margin": m``, fusion must also not lose to its arms: the
     report's ``hybrid`` nDCG@10 must be at least ``max(bm25, dense) - m`` (all three modes
-    must be in the report)."""
+    must be in the report). When it has ``"n_queries": n``, the report must have scored
+    exactly ``n`` queries: a golden query whose expected documents are not in the index is
+    left out of the means, so an index that lost a document passed with fewer questions
+    (review 47)."""
     failures: list[str] = fusion_failures(report, baseline.get("fusion_margin"))
+    expected_n = baseline.get("n_queries")
+    if isinstance(expected_n, int) and report.get("n_queries") != expected_n:
+        failures.append(
+            f"{report.get('n_queries')} queries scored, the baseline's {expected_n} (queries "
+            f"left out: {report.get('skipped_queries', 0)} without a relevant document in the "
+            "index; is a document missing, or is this another dataset or split?)"
+        )
     for mode, expected in baseline["modes"].items():
         actual = report.get("modes", {}).get(mode, {})
         for metric, value in expected.items():

@@ -238,6 +238,11 @@ def test_gate_directions_and_answerer() -> None:
     assert any("answerer" in f for f in gate({**report, "answerer": "qwen"}, base, tolerance=0.01))
     missing = gate({"answerer": "extractive", "metrics": {}}, base, tolerance=0.01)
     assert any("missing" in f for f in missing)
+    # review 47: fewer questions scored (a document left the index) is a failure
+    counted = {**base, "n_questions": 100}
+    assert gate({**report, "n_questions": 100}, counted, tolerance=0.01) == []
+    (fewer,) = gate({**report, "n_questions": 99}, counted, tolerance=0.01)
+    assert "99 questions scored, the baseline's 100" in fewer
     # a metric the run could not define (nothing refused: no refusal precision) says so
     undefined = gate(
         {**report, "metrics": {**report["metrics"], "refusal_precision": None}},

@@ -63,3 +63,27 @@ def test_gate_fusion_margin_checks_hybrid_against_its_best_arm() -> None:
     assert gate(three_modes(0.9, 0.9, 0.1), {"modes": {}}, tolerance=0.0) == []  # no margin
     missing = gate({"modes": {"hybrid": {"ndcg@10": 1.0}}}, baseline, tolerance=0.0)
     assert missing and "missing: bm25, dense" in missing[0]
+
+
+def test_gate_fails_when_fewer_queries_were_scored_than_the_baselines() -> None:
+    """Review 47: a golden query whose expected document left the index is not scored, and
+    the gate passed on the remaining queries."""
+    baseline = {"n_queries": 2, "modes": {"hybrid": {"ndcg@10": 0.70}}}
+    full = report(0.9, {}) | {"n_queries": 2, "skipped_queries": 0}
+    assert gate(full, baseline, tolerance=0.01) == []
+    lost = report(0.9, {}) | {"n_queries": 1, "skipped_queries": 1}
+    (failure,) = gate(lost, baseline, tolerance=0.01)
+    assert "1 queries scored, the baseline's 2" in failure and "1 without" in failure
+    # a baseline without n_queries checks the means only, as before
+    assert gate(lost, {"modes": baseline["modes"]}, tolerance=0.01) == []
+
+
+def test_every_shipped_retrieval_baseline_names_its_query_count() -> None:
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3] / "eval" / "baselines"
+    for path in sorted(root.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if "modes" in data:  # retrieval baselines (answer baselines gate other metrics)
+            assert isinstance(data.get("n_queries"), int), path.name
