@@ -576,6 +576,15 @@ def test_golden_file_eval_against_an_existing_index(tmp_path: Path) -> None:
     as_json.write_text('[{"query": "x", "expected": ["README.md"]}]', encoding="utf-8")
     result = runner.invoke(app, ["eval", str(as_json), "--index", str(index)])
     assert result.exit_code == 2 and ".yaml, .yml or .jsonl" in result.output, result.output
+    # review 47: --max-queries applies to a golden file, --split is said not to, and an
+    # upper-case extension is a golden file too
+    upper = tmp_path / "golden.YAML"
+    upper.write_text((REPO / "eval" / "golden" / "docs.yaml").read_text("utf-8"), "utf-8")
+    args = ["eval", str(upper), "--index", str(index), "--modes", "bm25", "--json", str(out)]
+    result = runner.invoke(app, [*args, "--max-queries", "3", "--split", "train"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["n_queries"] == 3
+    assert "--split train does not apply to a golden file" in result.output
 
 
 def test_one_engine_at_a_time_holds_the_index(

@@ -88,8 +88,13 @@ def eval_cmd(
         output_file(json_file, "--json")
         earlier = read_report(compare_file, "--compare", key="modes", writer="eval")
         gate_on = read_report(baseline, "--baseline", key="modes", writer="eval")
-        if dataset.suffix in (".yaml", ".yml", ".jsonl"):
-            report, unmatched = _golden(dataset, wanted, index, config)
+        if dataset.suffix.lower() in GOLDEN_SUFFIXES:
+            if split != "test":  # review 47: ignored without a word
+                err.print(
+                    f"[yellow]warning[/] --split {split} does not apply to a golden file: "
+                    "every entry is scored (split the file itself to hold questions out)"
+                )
+            report, unmatched = _golden(dataset, wanted, index, config, max_queries)
             for item in unmatched:
                 err.print(f"[yellow]warning[/] expected source not in the index: {item}")
         else:
@@ -289,7 +294,7 @@ def _answer_cases(
     from ragstrata.eval.datasets import load_golden
     from ragstrata.eval.runner import dataset_documents, golden_qrels, load_dataset
 
-    if dataset.suffix in (".yaml", ".yml", ".jsonl"):
+    if dataset.suffix.lower() in GOLDEN_SUFFIXES:
         golden = load_golden(dataset)
         cfg = cfg.with_index(index)
         with Ragstrata(cfg) as engine:
@@ -355,13 +360,21 @@ def eval_citations(
         write_output(json_file, json.dumps(data, indent=2), "--json")
 
 
+GOLDEN_SUFFIXES = (".yaml", ".yml", ".jsonl")
+"""Extensions (any case) of a golden file: the user's own questions over ``--index``."""
+
+
 def _golden(
-    path: Path, modes: list[str], index: Path | None, config: Path | None
+    path: Path,
+    modes: list[str],
+    index: Path | None,
+    config: Path | None,
+    max_queries: int | None = None,
 ) -> tuple[Any, list[str]]:
     from ragstrata.eval.datasets import load_golden
     from ragstrata.eval.runner import run_golden
 
-    golden = load_golden(path)
+    golden = load_golden(path)[:max_queries]
     if not golden:
         raise ConfigError(
             f"{path}: holds no entries; write one per question: '- query: ...' with "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragstrata.errors import ConfigError
 from ragstrata.eval.datasets import _read_text, article_split, load_squad
 from ragstrata.eval.runner import dataset_documents
 from ragstrata.generate.evidence import evidence
@@ -234,12 +235,15 @@ def calibrate(
 ) -> RefusalReport:
     """Split by article (:func:`~ragstrata.eval.datasets.article_split` over the features'
     article indices, sorted), choose (weight, threshold) on the first half by F1, score the
-    second. Raises ValueError when either half is empty."""
+    second. Raises ConfigError (a ValueError) when either half is empty."""
     half = article_split(sorted({f.article for f in features}))
     calib = [f for f in features if half[f.article] == "train"]
     test = [f for f in features if half[f.article] == "test"]
     if not calib or not test:
-        raise ValueError("need questions from at least two articles to calibrate")
+        raise ConfigError(
+            "need questions from at least two articles to calibrate (one half of the articles "
+            "chooses the threshold, the other scores it); use a SQuAD v2 file with more articles"
+        )
     labels_c = [f.unanswerable for f in calib]
     labels_t = [f.unanswerable for f in test]
     chosen: tuple[float, PRF] | None = None

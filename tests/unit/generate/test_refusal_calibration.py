@@ -136,3 +136,11 @@ def test_llm_config_validates_and_loads_from_env() -> None:
         with pytest.raises(ConfigError):
             LLMConfig(**bad)  # type: ignore[arg-type]
     assert LLMConfig(api_key_env="MY_KEY").resolve_api_key({"MY_KEY": " k "}) == "k"
+
+
+def test_one_article_is_a_clear_error_not_a_traceback() -> None:
+    """Review 47: eval-refusal on a one-article SQuAD v2 file ended in a ValueError traceback
+    (the CLI reports RagError, a ConfigError among them)."""
+    feats = [QuestionEvidence(f"q{i}", 0, i % 2 == 0, 0.5, 0.5) for i in range(6)]
+    with pytest.raises(ConfigError, match="at least two articles"):
+        calibrate(feats)
