@@ -109,6 +109,7 @@ GATED_METRICS = (
     "f1",
     "cites_gold",
     "unverified_citations",
+    "unverified_claims",
     "refusal_precision",
     "refusal_recall",
     "refusal_f1",
@@ -118,7 +119,7 @@ GATED_METRICS = (
 """Metrics a baseline may hold (latency and length are reported, never gated;
 ``evidence_auc`` gates the evidence check's separability whatever its threshold)."""
 
-LOWER_IS_BETTER = frozenset({"unverified_citations", "false_refusal_rate"})
+LOWER_IS_BETTER = frozenset({"unverified_citations", "unverified_claims", "false_refusal_rate"})
 """Gated metrics where a rise, not a drop, is the regression."""
 
 ProgressFn = Callable[[str, int, int], None]
@@ -170,6 +171,8 @@ class AnswerOutcome:
     raw_answer: str | None = None
     answer_in_hits: bool = False
     evidence_margin: float | None = None
+    claims: int = 0
+    unverified_claims: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -181,6 +184,8 @@ class AnswerOutcome:
             "cites_gold": self.cites_gold,
             "citations": self.citations,
             "unverified": self.unverified,
+            "claims": self.claims,
+            "unverified_claims": self.unverified_claims,
             "words": self.words,
             "latency_ms": round(self.latency_ms, 1),
             "question": self.question,
@@ -340,6 +345,8 @@ def score_answer(
             evidence_margin=margin,
         )
     text = _plain_text(answer)
+    # an LLM answer's claim check (none for extractive quotes, nor when the model declined)
+    grounding = answer.generation.grounding if answer.generation is not None else None
     return AnswerOutcome(
         qid=case.qid,
         refused=False,
@@ -356,6 +363,8 @@ def score_answer(
         raw_answer=raw,
         answer_in_hits=in_hits,
         evidence_margin=margin,
+        claims=0 if grounding is None else grounding.claims,
+        unverified_claims=0 if grounding is None else grounding.claims - grounding.verified_claims,
     )
 
 
@@ -373,6 +382,7 @@ def summarize(outcomes: Sequence[AnswerOutcome]) -> dict[str, Any]:
     n = len(outcomes)
     answered = [o for o in outcomes if not o.refused]
     n_cit = sum(o.citations for o in answered)
+    n_claims = sum(o.claims for o in answered)
 
     def mean(values: Iterable[float], count: int) -> float:
         return round(sum(values) / count, 4) if count else 0.0
@@ -385,6 +395,9 @@ def summarize(outcomes: Sequence[AnswerOutcome]) -> dict[str, Any]:
         "f1": mean((o.f1 for o in answered), len(answered)),
         "cites_gold": mean((float(o.cites_gold) for o in answered), len(answered)),
         "unverified_citations": mean((float(o.unverified) for o in answered), n_cit),
+        # review 47: sentences an LLM wrote without a marker, which no source backs, are
+        # no citation; they count here (0 for extractive quotes, which carry no check)
+        "unverified_claims": mean((float(o.unverified_claims) for o in answered), n_claims),
         "answer_words": round(mean((float(o.words) for o in answered), len(answered)), 1),
         "latency_ms": _percentiles([o.latency_ms for o in outcomes]),
     }
@@ -658,6 +671,7 @@ _TABLE = (
     ("f1", "token F1"),
     ("cites_gold", "cites gold"),
     ("unverified_citations", "unverified cit."),
+    ("unverified_claims", "unverified claims"),
     ("answer_words", "words"),
     ("refusal_precision", "refusal P"),
     ("refusal_recall", "refusal R"),

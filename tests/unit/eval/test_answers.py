@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -70,6 +71,28 @@ def test_score_answer_contains_f1_and_gold_citation() -> None:
     assert o.words == 10  # words of the text as written, markers removed
 
 
+def test_score_answer_counts_an_llm_answers_unverified_claims() -> None:
+    """Review 47: three invented sentences without a marker around one cited one scored
+    ``unverified_citations`` 0.0; the claim check's count is kept now."""
+    from ragstrata.types import Generation, Grounding
+
+    grounding = Grounding(
+        claims=4,
+        verified_claims=1,
+        invalid_labels=(),
+        unsupported=(),
+        uncited=("a", "b", "c"),
+        attributed=(),
+    )
+    a = replace(
+        answer("Fue en 2016. [1] Otra cosa. Y otra. Y más.", [citation(1, "0-1")]),
+        generation=Generation(context_tokens=10, finish_reason="stop", grounding=grounding),
+    )
+    o = score_answer(a, CASE, unverified=0, latency_ms=1.0)
+    assert (o.claims, o.unverified_claims) == (4, 3)
+    assert summarize([o])["unverified_claims"] == 0.75
+
+
 def test_score_answer_refusal_scores_nothing() -> None:
     o = score_answer(answer("No lo sé.", [], refusal=True), CASE, unverified=0, latency_ms=3.0)
     assert o.refused and o.refused_by == "evidence"
@@ -114,6 +137,10 @@ def test_summarize_denominators() -> None:
     assert s["contains_gold_all"] == 0.5  # over all
     assert s["cites_gold"] == round(2 / 3, 4)
     assert s["unverified_citations"] == 0.2  # 1 of 5 citations
+    assert s["unverified_claims"] == 0.0  # no claim check (extractive)
+    # review 47: an LLM answer's sentences without a marker, backed by no source, count
+    checked = [replace(o, claims=4, unverified_claims=3) for o in outs[:2]]
+    assert summarize(checked)["unverified_claims"] == 0.75
     assert s["answer_words"] == 10.0
     assert s["latency_ms"] == {"p50": 25.0, "p95": 40.0}
 
