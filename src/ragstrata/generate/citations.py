@@ -59,13 +59,16 @@ _PAREN_LABEL = rf"{_WORD}\s*[-#:]?\s*\d{{1,3}}"
 _AND = r"(?:\s*[,;]\s*(?:y\s+|and\s+)?|\s+(?:y|and)\s+)"
 """Between two labels of one marker: "1, 2", "1; 2", "1, y 2", "1 and 2", "1 y 2"."""
 MARKER = re.compile(
-    rf"(?<!\w)\[\s*{_BRACKET_LABEL}(?:{_AND}{_BRACKET_LABEL})*\s*\](?!\()"
+    rf"(?<!\w)\[\[\s*{_BRACKET_LABEL}(?:{_AND}{_BRACKET_LABEL})*\s*\]\](?!\()"
+    rf"|(?<!\w)\[\s*{_BRACKET_LABEL}(?:{_AND}{_BRACKET_LABEL})*\s*\](?!\()"
     rf"|\(\s*{_PAREN_LABEL}(?:{_AND}{_PAREN_LABEL})*\s*\)",
     re.IGNORECASE,
 )
 """One citation marker; its labels are the integers inside it, a range ``[1-3]`` (hyphen or en
 dash) standing for each label of it. A Markdown link ``[3](https://...)`` is no marker (review 29:
-an answer quoting a numbered link list was checked as citing source 3)."""
+an answer quoting a numbered link list was checked as citing source 3). A doubled ``[[2]]``
+(some models write wiki-style markers) is one marker: its inner ``[2]`` alone left ``[]`` in
+the checked answer (review 47)."""
 
 MAX_RANGE = 20
 """Labels one range marker stands for at most (``[1-500]`` is read as ``[1-20]``)."""

@@ -33,6 +33,7 @@ WORDS = FunctionCounter(lambda t: t.split())
         ("Claim one.[1] Claim two. [2]", [(1,), (2,)]),
         ("Ambas fuentes lo dicen [1 y 2].", [(1, 2)]),
         ("Both sources say so [Source 1 and Source 3].", [(1, 3)]),
+        ("Wiki-style markers [[2]] too.", [(2,)]),  # review 47: "[]" was left
     ],
 )
 def test_parses_every_marker_form(text: str, labels: list[tuple[int, ...]]) -> None:
@@ -606,6 +607,8 @@ def test_a_list_of_markers_is_rewritten_without_its_commas(checker: CitationChec
     out = ground("The service uses PostgreSQL 15 and Redis [1], [3].", ctx, checker)
     assert out.text == "The service uses PostgreSQL 15 and Redis [1][2]."
     assert parse_answer("It uses Redis [1], [3].", 3).claims[0].text == "It uses Redis."
+    doubled = ground("The service uses PostgreSQL 15 and Redis [[1]].", ctx, checker)
+    assert doubled.text == "The service uses PostgreSQL 15 and Redis [1].", doubled.text
 
 
 def test_names_match_without_accents_and_in_any_unicode_form(checker: CitationChecker) -> None:
