@@ -126,6 +126,9 @@ def parse_paths(
     if not retry_failed:
         files, known = _known_failures(index_dir, files, signature=signature, config=config)
     files, sizes = smallest_first(files)
+    # a file over max_file_bytes is refused on its size, at no parsing cost: counted, it made
+    # the estimated total hours for a run of seconds (trial 48: ETA 2:34:43, done in 52 s)
+    sizes = [size if size <= config.max_file_bytes else 0 for size in sizes]
     total_bytes = sum(sizes)
 
     # the parser processes start now, beside the store and the embedder being opened

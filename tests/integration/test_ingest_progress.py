@@ -166,3 +166,25 @@ def test_embed_progress_moves_inside_a_commit(
     assert (
         len(embeds) >= report.chunks // EMBED_PROGRESS_TEXTS and max(embeds) <= EMBED_PROGRESS_TEXTS
     )
+
+
+def test_a_file_refused_on_its_size_is_not_in_the_estimated_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 48: a 50 MB file refused by max_file_bytes was counted in the bytes the ETA scales
+    by, which read 2:34:43 for a run of 52 s."""
+    monkeypatch.setenv("RAGSTRATA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAGSTRATA_EMBEDDER_NAME", "minilm-onnx")
+    monkeypatch.setenv("RAGSTRATA_INGEST_MAX_FILE_BYTES", "20000")
+    from ragstrata.config import RagConfig
+    from ragstrata.pipeline import Ragstrata
+
+    corpus = _corpus(tmp_path / "docs", n=1)
+    small = (corpus / "manual0.md").stat().st_size
+    assert small <= 20_000
+    (corpus / "huge.txt").write_text("palabra " * 10_000, encoding="utf-8")  # 80 kB
+    events: list[tuple[str, int, int]] = []
+    with Ragstrata(RagConfig.load().with_index(tmp_path / "idx")) as engine:
+        report = engine.ingest([corpus], progress=lambda e, d, t: events.append((e, d, t)))
+    assert [f.code for f in report.failures] == ["RS204"]
+    assert {t for e, _, t in events if e == "bytes"} == {small}
