@@ -167,7 +167,11 @@ class HtmlRenderer:
             return
         if tag in HEADING_LEVEL:
             level = HEADING_LEVEL[tag]
-            self.heading(flat_text(node), self._levels.get(level, level))
+            title, body = _heading_parts(node)
+            self.heading(title, self._levels.get(level, level))
+            for child in body:  # blocks an unclosed heading swallowed, as the page's text
+                self._visit(child, depth + 1)
+            self._flush()
         elif tag == "pre":
             self._flush()
             self._add_code(node)
@@ -261,3 +265,31 @@ def parse_html(raw: str, *, fallback_title: str) -> ParsedText:
         title=unicodedata.normalize("NFC", title) or fallback_title,
         warnings=warnings,
     )
+
+
+_SWALLOWED = BLOCK_TAGS | {"table", "pre", "ul", "ol", "blockquote", "hr"} | set(HEADING_LEVEL)
+"""Block elements that an HTML5 parser puts inside a heading whose end tag is missing."""
+
+
+def _heading_parts(node: LexborNode) -> tuple[str, list[LexborNode]]:
+    """A heading's title and the block children it swallowed. ``<h1>Copias<p>Las copias se
+    hacen a las 02:00...<table>...`` (no ``</h1>``) made the paragraph and the table part of a
+    150-character heading, and the answer could not quote the 02:00 (trial 48). When the
+    heading's own text comes first and block elements follow it, the title is that text and
+    the blocks are the page's content; a title wrapped in a block (``<h1><div>Title</div>``)
+    or without block children is the heading's whole text, as before."""
+    children = node_children(node)
+    first = next((i for i, c in enumerate(children) if (c.tag or "") in _SWALLOWED), None)
+    if first is None:
+        return flat_text(node), []
+    # the inline children before the first block, joined as written (as flat_text joins them)
+    title = " ".join(
+        "".join(
+            (c.text_content or "") if c.tag == "-text" else flat_text(c)
+            for c in children[:first]
+            if c.tag == "-text" or not (c.tag or "-").startswith("-")
+        ).split()
+    )
+    if not title:
+        return flat_text(node), []
+    return title, children[first:]

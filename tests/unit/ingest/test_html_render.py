@@ -235,3 +235,30 @@ def test_ordered_lists_keep_their_start_and_values() -> None:
         "7. Paso siete\n8. Paso ocho",
         "1. Uno",
     ]
+
+
+def test_an_unclosed_heading_does_not_swallow_the_page() -> None:
+    """Trial 48: ``<h1>Copias de seguridad<p>...`` without ``</h1>`` made the paragraph and the
+    table part of a 150-character heading, and the answer could not quote the 02:00."""
+    html = (
+        "<h1>Copias de seguridad<p>Las copias se hacen a las 02:00.</p>"
+        "<table><tr><th>tipo</th><th>retención</th></tr><tr><td>diaria</td><td>35 días</td>"
+        "</tr></table><h2>Restauración</h2><p>Abre un ticket.</p>"
+    )
+    parsed = parse_html(html, fallback_title="f")
+    assert [b.title for b in parsed.blocks if b.kind == "heading"] == [
+        "Copias de seguridad",
+        "Restauración",
+    ]
+    kinds = [kind for kind, _ in _pieces(html)]
+    assert kinds == ["heading", "paragraph", "table", "heading", "paragraph"], _pieces(html)
+    assert ("paragraph", "Las copias se hacen a las 02:00.") in _pieces(html)
+    # a title wrapped in a block, or with inline markup only, is the heading's whole text
+    assert _pieces("<h2><div>Título <b>envuelto</b></div></h2><p>Texto.</p>")[0] == (
+        "heading",
+        "## Título envuelto",
+    )
+    assert _pieces("<h2>API <code>get()</code> v2</h2><p>Texto.</p>")[0] == (
+        "heading",
+        "## API get() v2",
+    )
