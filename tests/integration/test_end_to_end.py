@@ -635,3 +635,28 @@ def test_cli_version_and_readable_stats(tmp_path: Path) -> None:
     shown = runner.invoke(app, ["stats", "--index", str(index)])
     assert shown.exit_code == 0
     assert "documents:" in shown.stdout and "{" not in shown.stdout
+
+
+def test_an_expected_name_that_matches_several_documents_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 47: ``expected: [guide.md]`` made both ``en/guide.md`` and ``es/guide.md``
+    relevant without a word (a perfect ranking scored nDCG@10 0.92)."""
+    monkeypatch.setenv("RAGSTRATA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RAGSTRATA_EMBEDDER_NAME", "minilm-onnx")
+    corpus = tmp_path / "docs"
+    for lang, text in (("en", "Install the tool with pip."), ("es", "Instala con pip.")):
+        (corpus / lang).mkdir(parents=True)
+        (corpus / lang / "guide.md").write_text(f"# Guide\n\n{text}\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(corpus), "--index", str(index)]).exit_code == 0
+    golden = tmp_path / "g.yaml"
+    golden.write_text("- query: How do I install it?\n  expected: [guide.md]\n", "utf-8")
+    result = runner.invoke(app, ["eval", str(golden), "--index", str(index), "--modes", "bm25"])
+    assert result.exit_code == 0, result.output
+    assert "q1: guide.md matches" in result.output and "write more of the path" in result.output
+    exact = tmp_path / "e.yaml"
+    exact.write_text("- query: How do I install it?\n  expected: [en/guide.md]\n", "utf-8")
+    result = runner.invoke(app, ["eval", str(exact), "--index", str(index), "--modes", "bm25"])
+    assert result.exit_code == 0 and "matches" not in result.output, result.output

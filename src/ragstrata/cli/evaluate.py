@@ -297,10 +297,12 @@ def _answer_cases(
     if dataset.suffix.lower() in GOLDEN_SUFFIXES:
         golden = load_golden(dataset)
         cfg = cfg.with_index(index)
+        ambiguous: list[str] = []
         with Ragstrata(cfg) as engine:
-            _, qrels, unmatched = golden_qrels(engine, golden)
+            _, qrels, unmatched = golden_qrels(engine, golden, ambiguous=ambiguous)
         for item in unmatched:
             err.print(f"[yellow]warning[/] expected source not in the index: {item}")
+        _warn_ambiguous(ambiguous)
         # an entry whose expected sources are none of them in the index is left out, as
         # `eval` leaves it out (trial 25: scored as answerable, its document missing)
         lost = {g.query_id for g in golden if g.expected and not qrels.get(g.query_id)}
@@ -381,10 +383,20 @@ def _golden(
             "'expected: [source, ...]' (docs/evaluation.md, \"Your own corpus: golden files\")"
         )
     engine = _engine(index, config)
+    ambiguous: list[str] = []
     try:
-        return run_golden(engine, golden, name=path.name, modes=modes)
+        return run_golden(engine, golden, name=path.name, modes=modes, ambiguous=ambiguous)
     finally:
         engine.close()
+        _warn_ambiguous(ambiguous)
+
+
+def _warn_ambiguous(items: list[str]) -> None:
+    for item in items:
+        err.print(
+            f"[yellow]warning[/] {item}: each is relevant; write more of the path to name one",
+            highlight=False,
+        )
 
 
 def _ablation(

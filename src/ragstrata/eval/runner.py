@@ -180,13 +180,16 @@ def run_ablation(
 
 
 def golden_qrels(
-    engine: Ragstrata, golden: Sequence[GoldenQuery]
+    engine: Ragstrata, golden: Sequence[GoldenQuery], *, ambiguous: list[str] | None = None
 ) -> tuple[dict[str, str], dict[str, dict[str, int]], list[str]]:
     """Queries, qrels and unmatched expectations of a golden file against an existing index.
 
     An expected item matches an indexed document whose doc id equals it, or whose source path
     equals it or ends with ``/`` + it (so ``docs/install.md`` matches ``/repo/docs/install.md``).
-    """
+    An item that matches several documents by its end (``guide.md`` for ``en/guide.md`` and
+    ``es/guide.md``) makes each relevant; ``ambiguous``, when given, receives one line per such
+    item naming them (review 47: a parallel corpus's other-language page became relevant
+    without a word)."""
     documents = engine.manifest().documents
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
@@ -206,6 +209,10 @@ def golden_qrels(
             ]
             if not found:
                 unmatched.append(f"{item.query_id}: {expected}")
+            elif len(found) > 1 and ambiguous is not None:
+                names = ", ".join(sorted(documents[d].source for d in found)[:3])
+                more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+                ambiguous.append(f"{item.query_id}: {expected} matches {names}{more}")
             relevant.update(dict.fromkeys(found, 1))
         qrels[item.query_id] = relevant
     return queries, qrels, unmatched
@@ -219,15 +226,17 @@ def run_golden(
     modes: Sequence[str] = ("bm25", "dense", "hybrid"),
     metrics: Sequence[str] = DEFAULT_METRICS,
     depth: int = 100,
+    ambiguous: list[str] | None = None,
 ) -> tuple[AblationReport, list[str]]:
     """Score a user's golden queries against the index ``engine`` already holds (nothing is
-    ingested). Returns the report and the expected items that matched no indexed document.
+    ingested). Returns the report and the expected items that matched no indexed document
+    (``ambiguous``: see :func:`golden_qrels`).
 
     Raises:
         ConfigError: no expected item of any query matches an indexed document (the message
             names the first five).
     """
-    queries, qrels, unmatched = golden_qrels(engine, golden)
+    queries, qrels, unmatched = golden_qrels(engine, golden, ambiguous=ambiguous)
     if not any(qrels.values()):
         from ragstrata.errors import ConfigError
 
