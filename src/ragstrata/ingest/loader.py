@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FILE_BYTES = 20_000_000
 
-PARSER_VERSION = "11"
+PARSER_VERSION = "12"
 """Bumped whenever a parser's output for the same bytes changes: documents indexed under
 another version are re-parsed by the next ``ingest`` (vectors of unchanged chunks are reused)."""
 

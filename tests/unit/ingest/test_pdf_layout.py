@@ -95,6 +95,27 @@ def test_a_two_column_page_is_read_column_by_column() -> None:
     assert lines[0].column != lines[4].column
 
 
+def mono(words: Sequence[Word]) -> list[Word]:
+    return [Word(w.text, w.x0, w.top, w.x1, w.bottom, w.size, w.bold, True) for w in words]
+
+
+def test_a_wide_gap_inside_code_lines_is_no_column_gutter() -> None:
+    """Trial 48: a listing's right-aligned date (maint-guide's changelog) became a column of
+    its own, read after the whole listing and glued into the next paragraph."""
+    listing = ["4", "5  -- Josip Rodin <joy-mg@debian.org>", "6", "7  gentoo (0.9.12-1) unstable"]
+    words = mono(column(listing, 50, 100)) + mono(
+        right_aligned("Mon, 22 Mar 2010 00:37:31 +0100", 560, 114)
+    )
+    lines = read(page_of(words))
+    assert [line.text for line in lines][:2] == [
+        "4",
+        "5 -- Josip Rodin <joy-mg@debian.org> Mon, 22 Mar 2010 00:37:31 +0100",
+    ]
+    # a code column beside a prose column is still two columns
+    page = page_of(mono(column(LEFT, 50, 100)) + column(RIGHT, 320, 100))
+    assert [line.text for line in read(page)] == LEFT + RIGHT
+
+
 def test_a_full_width_line_between_two_column_runs_is_read_between_them() -> None:
     full = "a line that runs across the gutter and ends the first run of columns"
     words = (

@@ -36,6 +36,8 @@ class _Cutter:
             self.emit(items, col)
             return
         cut = self.vertical_cut(_coverage(items))
+        if cut is not None and _splits_code_rows(items, cut):
+            cut = None  # a wide gap inside code lines, not a gutter
         if cut is not None:
             left = [s for s in items if (s.x0 + s.x1) / 2 < cut]
             right = [s for s in items if (s.x0 + s.x1) / 2 >= cut]
@@ -91,7 +93,10 @@ class _Cutter:
             coverage = _merge_spans([*coverage, *((s.x0, s.x1) for s in bands[j])])
             if len(coverage) < 2:
                 break  # the bands fill the width: no gutter can reappear
-            if self.vertical_cut(coverage) is not None:
+            cut = self.vertical_cut(coverage)
+            if cut is not None and not _splits_code_rows(
+                [s for band in bands[i : j + 1] for s in band], cut
+            ):
                 best = j
         return best
 
@@ -129,6 +134,23 @@ class _Cutter:
                         max(s.bottom for s in texts),
                     )
                 )
+
+
+def _mono(segment: Segment) -> bool:
+    return bool(segment.words) and all(w.mono for w in segment.words)
+
+
+def _splits_code_rows(items: Sequence[Segment], cut: float) -> bool:
+    """Whether the column cut at ``cut`` would only split code lines: every segment right of
+    it is monospace and shares its row with a monospace segment left of it (a listing's
+    right-aligned date or comment). Trial 48: maint-guide's ``-- Josip Rodin <joy-mg@...>``
+    lost its ``Mon, 22 Mar 2010 ...`` to a column of its own, read after the listing."""
+    left = [s for s in items if (s.x0 + s.x1) / 2 < cut]
+    right = [s for s in items if (s.x0 + s.x1) / 2 >= cut]
+    if not right or not all(_mono(s) for s in right):
+        return False
+    code = [s for s in left if _mono(s)]
+    return all(any(c.top < s.bottom and s.top < c.bottom for c in code) for s in right)
 
 
 def _merge_spans(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
