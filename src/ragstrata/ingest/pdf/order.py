@@ -89,14 +89,14 @@ class _Cutter:
         best = i
         spans: list[tuple[float, float]] = [(s.x0, s.x1) for s in bands[i]]
         coverage = _merge_spans(spans)
+        segments = list(bands[i])
         for j in range(i + 1, len(bands)):
             coverage = _merge_spans([*coverage, *((s.x0, s.x1) for s in bands[j])])
+            segments.extend(bands[j])
             if len(coverage) < 2:
                 break  # the bands fill the width: no gutter can reappear
             cut = self.vertical_cut(coverage)
-            if cut is not None and not _splits_code_rows(
-                [s for band in bands[i : j + 1] for s in band], cut
-            ):
+            if cut is not None and not _splits_code_rows(segments, cut):
                 best = j
         return best
 
