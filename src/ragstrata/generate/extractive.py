@@ -447,8 +447,15 @@ def _announced_block(text: str, start: int, end: int, fences: Sequence[Fence]) -
         line_end = text.find("\n", pos)
         line_end = len(text) if line_end < 0 else line_end
         line = text[pos:line_end]
+        fence = _fence_at(pos, fences) if block_end > end else None
         if _LIST_ITEM.match(line) or (block_end > end and line.startswith(("  ", "\t"))):
             block_end, lines = line_end, lines + 1
+        elif fence is not None and fence.close_start < len(text):
+            # a step's command block between two items belongs to the list (trial 43:
+            # "consta de 2 pasos." then "1. Ejecute ssh ..." with its command, then "2. ...")
+            block_end = fence.close_end
+            lines += text.count("\n", fence.open_start, fence.close_end) + 1
+            line_end = fence.close_end
         elif line.strip() or block_end > end:
             break
         pos = line_end + 1
@@ -512,18 +519,36 @@ def _clean_block(block: str) -> str:
     block = _LONE_TAG.sub("", block).strip("\n")
     if block.lstrip().startswith(("```", "~~~")):
         return block.strip()
-    items: list[str] = []
+    # list items, and verbatim any fenced block between them (a step's command)
+    parts: list[str | list[str]] = []
+    fence: list[str] | None = None
     for line in block.splitlines():
-        if not line.strip():
+        if fence is not None:
+            fence.append(line.rstrip())
+            if line.strip().startswith(fence[0].strip()[:3]) and len(fence) > 1:
+                fence = None
             continue
-        if items and _LIST_ITEM.match(line) is None and line[:1] in " \t":
-            items[-1] += " " + line.strip()  # a wrapped item goes on, indented, on this line
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = [line.strip()]
+            parts.append(fence)
+        elif not line.strip():
+            continue
+        elif (
+            parts
+            and isinstance(parts[-1], str)
+            and _LIST_ITEM.match(line) is None
+            and (line[:1] in " \t")
+        ):
+            parts[-1] += " " + line.strip()  # a wrapped item goes on, indented, on this line
         else:
-            items.append(line)
+            parts.append(line)
     lines = []
-    for item in items:
-        number = _ORDERED_ITEM.match(item)
-        lines.append(f"{number.group(1) if number else '-'} {clean_sentence(item)}")
+    for part in parts:
+        if isinstance(part, list):
+            lines.append("\n".join(part))
+            continue
+        number = _ORDERED_ITEM.match(part)
+        lines.append(f"{number.group(1) if number else '-'} {clean_sentence(part)}")
     return "\n".join(lines)
 
 
