@@ -332,10 +332,16 @@ def test_sources_that_disagree_are_both_quoted_and_flagged(onnx_embedder: Any) -
     }
 
 
-def test_near_copies_of_a_picked_sentence_are_not_quoted_again(onnx_embedder: Any) -> None:
+def test_near_copies_of_a_picked_sentence_are_not_quoted_again(
+    onnx_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A new user's trial (2026-12-06): "¿Qué versión de Node.js necesita Next.js 15?" was
     answered with three near-identical sentences from three pages; the best is quoted once,
-    and a sentence that only shares words with it is still quoted."""
+    and a sentence that only shares words with it is still quoted (other documents' sentences
+    at the relative floor, as before OTHER_DOCUMENT_FLOOR: the near-copy rule is tested)."""
+    from ragstrata.generate import extractive
+
+    monkeypatch.setattr(extractive, "OTHER_DOCUMENT_FLOOR", 0.75)
     e5 = onnx_embedder("e5", "int8")
     docs = [
         "Next.js 15 necesita Node.js 18.18 o una versión posterior para funcionar.",
@@ -912,10 +918,14 @@ def test_a_short_sentence_is_quoted_with_the_one_before_it(onnx_embedder: Any) -
 
 
 def test_the_reader_drops_the_sentences_that_do_not_answer(
-    onnx_embedder: Any, e5_reader: Any
+    onnx_embedder: Any, e5_reader: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # SQuAD-es training-half question; without the reader all three sentences about the
-    # season clear the relative floor, the reader keeps the one naming the MVP
+    # season clear the relative floor, the reader keeps the one naming the MVP (another
+    # document's sentences at the relative floor too: the reader is tested)
+    from ragstrata.generate import extractive
+
+    monkeypatch.setattr(extractive, "OTHER_DOCUMENT_FLOOR", 0.75)
     hits = [
         source(
             "Super Bowl 50",
@@ -1151,3 +1161,34 @@ def test_rows_of_a_table_split_across_chunks_are_read_under_its_header(
         "descripción: Entiende el sistema de archivos ISO9660." in shown
     ), shown
     assert not any(s.startswith("|") for s in shown)
+
+
+def test_a_weaker_sentence_of_another_document_is_not_padding(
+    onnx_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trials 43 and 48: answers were padded with a weak sentence of an unrelated page ("Puede
+    deshabilitar ibus ..." under a question on Friday deploys)."""
+    from ragstrata.generate import extractive
+
+    e5 = onnx_embedder("e5", "int8")
+    rule = source(
+        "deploys",
+        "Advertencia: no despliegues los viernes después de las 15:00 salvo incidencia crítica.",
+        1,
+        language="es",
+    )
+    ibus = source(
+        "ibus",
+        "Puede deshabilitar ibus instalado usando im-config para establecer el método de entrada.",
+        2,
+        language="es",
+    )
+    ctx = assemble([rule, ibus], counter=e5.counter, budget_tokens=500)
+    answerer = ExtractiveAnswerer(e5, Analyzer(), max_sentences=3, relative_floor=0.5)
+    question = "¿Se puede desplegar un viernes por la tarde?"
+    monkeypatch.setattr(extractive, "OTHER_DOCUMENT_FLOOR", 0.0)
+    padded = [q.text for q in answerer.pick_quotes(question, ctx).quotes]
+    assert any("ibus" in t for t in padded), padded  # the case the floor is for
+    monkeypatch.setattr(extractive, "OTHER_DOCUMENT_FLOOR", 0.99)  # the mechanism
+    quoted = [q.text for q in answerer.pick_quotes(question, ctx).quotes]
+    assert quoted and all("ibus" not in t for t in quoted) and "viernes" in quoted[0]
