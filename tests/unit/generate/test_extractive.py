@@ -1192,3 +1192,7 @@ def test_a_weaker_sentence_of_another_document_is_not_padding(
     monkeypatch.setattr(extractive, "OTHER_DOCUMENT_FLOOR", 0.99)  # the mechanism
     quoted = [q.text for q in answerer.pick_quotes(question, ctx).quotes]
     assert quoted and all("ibus" not in t for t in quoted) and "viernes" in quoted[0]
+    # a document under the same title (SQuAD's paragraphs of one article) is no other page
+    same = replace(ibus, chunk=replace(ibus.chunk, title=rule.chunk.title))
+    ctx = assemble([rule, same], counter=e5.counter, budget_tokens=500)
+    assert any("ibus" in q.text for q in answerer.pick_quotes(question, ctx).quotes)
